@@ -1,0 +1,15 @@
+//! kafkabatch: decode (and encode) Apache Kafka record batches — magic v2
+//! record batches and v0/v1 legacy message sets, every codec — into Arrow
+//! columns. The core is pure Rust with no Python types; `python` (feature
+//! `python`) is a thin PyO3 layer over it.
+
+pub mod compression;
+pub mod crc;
+pub mod error;
+pub mod varint;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use compression::Codec;
+pub use error::{DecodeError, ErrorKind};
