@@ -3,13 +3,20 @@
 //! columns. The core is pure Rust with no Python types; `python` (feature
 //! `python`) is a thin PyO3 layer over it.
 
+pub mod arrow_out;
+pub mod batch;
 pub mod compression;
+pub mod control;
 pub mod crc;
+pub mod decode;
 pub mod error;
+pub mod legacy;
+pub mod record;
 pub mod varint;
 
 #[cfg(feature = "python")]
 mod python;
 
 pub use compression::Codec;
+pub use decode::{decode, DecodeOptions, Decoded, OnError};
 pub use error::{DecodeError, ErrorKind};

@@ -1,0 +1,317 @@
+//! Records straight into Arrow columns, in the schema of Spark's Kafka source
+//! (`KafkaRecordToRowConverter`): key binary, value binary, topic string,
+//! partition int32, offset int64, timestamp timestamp[us, UTC],
+//! timestampType int32, headers list<struct<key: string, value: binary>>.
+//! Every field is nullable, as in Spark's schema.
+
+use std::sync::{Arc, OnceLock};
+
+use arrow_array::{
+    Array,
+    ArrayRef, BinaryArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
+    TimestampMicrosecondArray,
+};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+
+use crate::record::{RecordFields, RecordSink};
+
+/// The header struct's fields: `key` string, `value` binary.
+fn header_fields() -> Fields {
+    Fields::from(vec![Field::new("key", DataType::Utf8, true), Field::new("value", DataType::Binary, true)])
+}
+
+fn headers_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Struct(header_fields()), true))
+}
+
+/// The output schema: Spark's Kafka source schema, with headers.
+pub fn schema() -> SchemaRef {
+    static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            Arc::new(Schema::new(vec![
+                Field::new("key", DataType::Binary, true),
+                Field::new("value", DataType::Binary, true),
+                Field::new("topic", DataType::Utf8, true),
+                Field::new("partition", DataType::Int32, true),
+                Field::new("offset", DataType::Int64, true),
+                Field::new("timestamp", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+                Field::new("timestampType", DataType::Int32, true),
+                Field::new("headers", DataType::List(headers_item()), true),
+            ]))
+        })
+        .clone()
+}
+
+/// A growing binary (or utf8) column: offsets, bytes, validity.
+#[derive(Debug)]
+struct BinaryColumn {
+    offsets: Vec<i32>,
+    data: Vec<u8>,
+    valid: BooleanBufferBuilder,
+}
+
+impl BinaryColumn {
+    fn new() -> Self {
+        BinaryColumn { offsets: vec![0], data: Vec::new(), valid: BooleanBufferBuilder::new(0) }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, bytes: Option<&[u8]>) {
+        if let Some(b) = bytes {
+            self.data.extend_from_slice(b);
+        }
+        self.valid.append(bytes.is_some());
+        // Checked once per chunk in `overflowed`; truncation here can only
+        // happen past i32::MAX bytes, which `overflowed` then reports.
+        self.offsets.push(self.data.len() as i32);
+    }
+
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn mark(&self) -> (usize, usize) {
+        (self.offsets.len(), self.data.len())
+    }
+
+    fn rollback(&mut self, (offsets, data): (usize, usize)) {
+        self.offsets.truncate(offsets);
+        self.data.truncate(data);
+        self.valid.truncate(offsets - 1);
+    }
+
+    fn overflowed(&self) -> bool {
+        self.data.len() > i32::MAX as usize
+    }
+
+    fn take(&mut self) -> (OffsetBuffer<i32>, Buffer, Option<NullBuffer>) {
+        let offsets = std::mem::replace(&mut self.offsets, vec![0]);
+        let data = std::mem::take(&mut self.data);
+        let nulls = NullBuffer::new(self.valid.finish());
+        let nulls = (nulls.null_count() > 0).then_some(nulls);
+        // SAFETY-free: OffsetBuffer::new checks monotonicity (overflow is
+        // rejected before we get here).
+        (OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(data), nulls)
+    }
+
+    fn finish_binary(&mut self) -> BinaryArray {
+        let (offsets, data, nulls) = self.take();
+        BinaryArray::new(offsets, data, nulls)
+    }
+
+    fn finish_utf8(&mut self) -> StringArray {
+        let (offsets, data, nulls) = self.take();
+        // Keys were pushed from `&str`, so this validation cannot fail; it is
+        // cheap next to the copy and keeps the core free of `unsafe`.
+        StringArray::new(offsets, data, nulls)
+    }
+}
+
+/// Where a builder was before a batch, to undo a batch that turned out corrupt.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    rows: usize,
+    key: (usize, usize),
+    value: (usize, usize),
+    header_rows: usize,
+    header_key: (usize, usize),
+    header_value: (usize, usize),
+}
+
+/// Collects records into the columns of [`schema`].
+#[derive(Debug)]
+pub struct ColumnBuilder {
+    key: BinaryColumn,
+    value: BinaryColumn,
+    offset: Vec<i64>,
+    timestamp_us: Vec<i64>,
+    timestamp_type: Vec<i32>,
+    header_offsets: Vec<i32>,
+    header_key: BinaryColumn,
+    header_value: BinaryColumn,
+}
+
+impl Default for ColumnBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ColumnBuilder {
+    pub fn new() -> Self {
+        ColumnBuilder {
+            key: BinaryColumn::new(),
+            value: BinaryColumn::new(),
+            offset: Vec::new(),
+            timestamp_us: Vec::new(),
+            timestamp_type: Vec::new(),
+            header_offsets: vec![0],
+            header_key: BinaryColumn::new(),
+            header_value: BinaryColumn::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.offset.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offset.is_empty()
+    }
+
+    /// Bytes held by the largest variable-size buffer (to cut chunks before
+    /// Arrow's 32-bit offsets overflow).
+    pub fn largest_buffer(&self) -> usize {
+        self.key.data.len().max(self.value.data.len()).max(self.header_key.data.len()).max(self.header_value.data.len())
+    }
+
+    /// Whether a 32-bit offset overflowed: the chunk must be cut earlier.
+    pub fn overflowed(&self) -> bool {
+        self.key.overflowed() || self.value.overflowed() || self.header_key.overflowed() || self.header_value.overflowed()
+    }
+
+    /// Make room for about `records` more records of `bytes` payload bytes.
+    pub fn reserve(&mut self, records: usize, bytes: usize) {
+        self.offset.reserve(records);
+        self.timestamp_us.reserve(records);
+        self.timestamp_type.reserve(records);
+        self.key.offsets.reserve(records);
+        self.value.offsets.reserve(records);
+        self.header_offsets.reserve(records);
+        self.value.data.reserve(bytes);
+    }
+
+    pub fn mark(&self) -> Mark {
+        Mark {
+            rows: self.offset.len(),
+            key: self.key.mark(),
+            value: self.value.mark(),
+            header_rows: self.header_offsets.len(),
+            header_key: self.header_key.mark(),
+            header_value: self.header_value.mark(),
+        }
+    }
+
+    /// Undo everything pushed since `mark`.
+    pub fn rollback(&mut self, mark: Mark) {
+        self.offset.truncate(mark.rows);
+        self.timestamp_us.truncate(mark.rows);
+        self.timestamp_type.truncate(mark.rows);
+        self.key.rollback(mark.key);
+        self.value.rollback(mark.value);
+        self.header_offsets.truncate(mark.header_rows);
+        self.header_key.rollback(mark.header_key);
+        self.header_value.rollback(mark.header_value);
+    }
+
+    /// Build a record batch of everything pushed so far and start afresh.
+    pub fn finish(&mut self, topic: Option<&str>, partition: Option<i32>) -> RecordBatch {
+        let rows = self.offset.len();
+        let topic: ArrayRef = Arc::new(match topic {
+            Some(t) => {
+                let offsets: Vec<i32> = (0..=rows).map(|i| (i * t.len()) as i32).collect();
+                StringArray::new(OffsetBuffer::new(offsets.into()), Buffer::from_vec(t.repeat(rows).into_bytes()), None)
+            }
+            None => StringArray::new_null(rows),
+        });
+        let partition: ArrayRef = Arc::new(match partition {
+            Some(p) => Int32Array::from(vec![p; rows]),
+            None => Int32Array::new_null(rows),
+        });
+        let header_count = self.header_key.len();
+        let header_struct = StructArray::new(
+            header_fields(),
+            vec![Arc::new(self.header_key.finish_utf8()) as ArrayRef, Arc::new(self.header_value.finish_binary())],
+            None,
+        );
+        debug_assert_eq!(header_struct.len(), header_count);
+        let header_offsets = std::mem::replace(&mut self.header_offsets, vec![0]);
+        let headers = ListArray::new(headers_item(), OffsetBuffer::new(header_offsets.into()), Arc::new(header_struct), None);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(self.key.finish_binary()),
+            Arc::new(self.value.finish_binary()),
+            topic,
+            partition,
+            Arc::new(Int64Array::from(std::mem::take(&mut self.offset))),
+            Arc::new(TimestampMicrosecondArray::from(std::mem::take(&mut self.timestamp_us)).with_timezone("UTC")),
+            Arc::new(Int32Array::from(std::mem::take(&mut self.timestamp_type))),
+            Arc::new(headers),
+        ];
+        // The columns are built to the schema above, so this cannot fail.
+        RecordBatch::try_new(schema(), columns).unwrap_or_else(|e| unreachable!("columns match the schema: {e}"))
+    }
+}
+
+/// An empty batch of the schema.
+pub fn empty_batch() -> RecordBatch {
+    RecordBatch::new_empty(schema())
+}
+
+impl RecordSink for ColumnBuilder {
+    #[inline(always)]
+    fn header(&mut self, key: &str, value: Option<&[u8]>) {
+        self.header_key.push(Some(key.as_bytes()));
+        self.header_value.push(value);
+    }
+
+    #[inline(always)]
+    fn record(&mut self, r: &RecordFields) {
+        self.key.push(r.key);
+        self.value.push(r.value);
+        self.offset.push(r.offset);
+        self.timestamp_us.push(r.timestamp.saturating_mul(1000));
+        self.timestamp_type.push(r.timestamp_type as i32);
+        self.header_offsets.push(self.header_key.len() as i32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+
+    fn rec(offset: i64, key: Option<&'static [u8]>, value: Option<&'static [u8]>) -> RecordFields<'static> {
+        RecordFields { offset, timestamp: 5, timestamp_type: 0, key, value, sequence: -1, header_count: 0 }
+    }
+
+    #[test]
+    fn builds_the_schema_with_nulls_and_headers() {
+        let mut b = ColumnBuilder::new();
+        b.record(&rec(0, None, Some(b"")));
+        b.header("h", Some(b"1"));
+        b.header("h", None);
+        b.record(&rec(1, Some(b"k"), None));
+        let batch = b.finish(Some("orders"), Some(3));
+        assert_eq!(batch.schema(), schema());
+        assert_eq!(batch.num_rows(), 2);
+        let key = batch.column(0).as_any().downcast_ref::<BinaryArray>().expect("binary");
+        assert!(key.is_null(0) && key.value(1) == b"k");
+        let value = batch.column(1).as_any().downcast_ref::<BinaryArray>().expect("binary");
+        assert!(value.is_valid(0) && value.value(0).is_empty() && value.is_null(1));
+        let topic = batch.column(2).as_any().downcast_ref::<StringArray>().expect("utf8");
+        assert_eq!((topic.value(0), topic.value(1)), ("orders", "orders"));
+        let ts = batch.column(5).as_any().downcast_ref::<TimestampMicrosecondArray>().expect("ts");
+        assert_eq!(ts.value(0), 5_000);
+        let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
+        assert_eq!((headers.value_length(0), headers.value_length(1)), (0, 2));
+        assert!(b.is_empty(), "finish starts afresh");
+    }
+
+    #[test]
+    fn rollback_undoes_a_batch() {
+        let mut b = ColumnBuilder::new();
+        b.record(&rec(0, Some(b"a"), Some(b"b")));
+        let mark = b.mark();
+        b.header("x", Some(b"y"));
+        b.record(&rec(1, None, Some(b"zz")));
+        b.header("dangling", None);
+        b.rollback(mark);
+        let batch = b.finish(None, None);
+        assert_eq!(batch.num_rows(), 1);
+        let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
+        assert_eq!(headers.values().len(), 0);
+        assert!(batch.column(2).is_null(0));
+    }
+}
