@@ -1,0 +1,58 @@
+"""kafkabatch: Apache Kafka record batches (magic v0, v1, v2; every codec) to Arrow, fast.
+
+>>> import kafkabatch as kb
+>>> table = kb.read_segment("orders-0/00000000000000000000.log")   # doctest: +SKIP
+>>> table.schema == kb.SCHEMA                                      # doctest: +SKIP
+True
+
+The work happens in a Rust core with the GIL released; this module is a thin,
+typed layer over the native extension ``kafkabatch._kafkabatch``.
+"""
+
+from __future__ import annotations
+
+from kafkabatch._api import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    SCHEMA,
+    DecodeReport,
+    decode,
+    decode_report,
+    iter_batches,
+    read_segment,
+    topic_partition_from_path,
+    valid_bytes,
+)
+from kafkabatch._kafkabatch import (
+    Batch,
+    BatchIterator,
+    ControlRecord,
+    CorruptBatchError,
+    CrcMismatchError,
+    DecompressionError,
+    KafkaBatchError,
+    Record,
+    UnsupportedFormatError,
+    __version__,
+)
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "SCHEMA",
+    "Batch",
+    "BatchIterator",
+    "ControlRecord",
+    "CorruptBatchError",
+    "CrcMismatchError",
+    "DecodeReport",
+    "DecompressionError",
+    "KafkaBatchError",
+    "Record",
+    "UnsupportedFormatError",
+    "__version__",
+    "decode",
+    "decode_report",
+    "iter_batches",
+    "read_segment",
+    "topic_partition_from_path",
+    "valid_bytes",
+]

@@ -1,0 +1,209 @@
+"""The decoding API: thin wrappers that validate arguments and hand back pyarrow objects."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from kafkabatch import _kafkabatch as _native
+
+#: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
+#: largest legal batches, small enough that a decompression bomb is refused.
+DEFAULT_MAX_DECOMPRESSED_SIZE: int = _native.DEFAULT_MAX_DECOMPRESSED_SIZE
+
+#: The output schema, the same as Spark's Kafka source (with headers):
+#: key binary, value binary, topic string, partition int32, offset int64,
+#: timestamp timestamp[us, UTC], timestampType int32,
+#: headers list<struct<key: string, value: binary>>.
+SCHEMA: pa.Schema = pa.schema(_native.ArrowSchema())
+
+Isolation = Literal["read_uncommitted", "read_committed"]
+OnError = Literal["raise", "skip"]
+
+_TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+def _check_isolation(isolation: str) -> None:
+    if isolation == "read_uncommitted":
+        return
+    if isolation == "read_committed":
+        raise NotImplementedError("isolation='read_committed' is not available yet")
+    raise ValueError(f"isolation must be 'read_uncommitted' or 'read_committed', not {isolation!r}")
+
+
+@dataclass(frozen=True)
+class DecodeReport:
+    """What :func:`decode_report` found: the table and an account of the input.
+
+    ``skipped`` holds one :class:`KafkaBatchError` per batch dropped under
+    ``on_error="skip"``; ``trailing_bytes`` counts bytes after the last complete
+    batch (an incomplete tail, or everything from broken framing on) and
+    ``end`` says which: ``"clean"``, ``"truncated"`` or ``"broken"``.
+    """
+
+    table: pa.Table
+    batches: int
+    records: int
+    skipped: list[Exception] = field(default_factory=list)
+    skipped_bytes: int = 0
+    trailing_bytes: int = 0
+    end: str = "clean"
+
+
+def decode_report(
+    data: Any,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    validate_crc: bool = True,
+    include_control: bool = False,
+    isolation: Isolation = "read_uncommitted",
+    on_error: OnError = "raise",
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> DecodeReport:
+    """Like :func:`decode`, but also report skipped batches and trailing bytes.
+
+    >>> report = kb.decode_report(data, on_error="skip")          # doctest: +SKIP
+    >>> report.records, len(report.skipped), report.trailing_bytes  # doctest: +SKIP
+    (1000, 1, 0)
+    """
+    _check_isolation(isolation)
+    stream = _native.decode(
+        data,
+        topic=topic,
+        partition=partition,
+        validate_crc=validate_crc,
+        include_control=include_control,
+        on_error=on_error,
+        max_decompressed_size=max_decompressed_size,
+    )
+    table = pa.RecordBatchReader.from_stream(stream).read_all()
+    return DecodeReport(
+        table=table,
+        batches=stream.batches,
+        records=stream.records,
+        skipped=list(stream.skipped),
+        skipped_bytes=stream.skipped_bytes,
+        trailing_bytes=stream.trailing_bytes,
+        end=stream.end,
+    )
+
+
+def decode(
+    data: Any,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    validate_crc: bool = True,
+    include_control: bool = False,
+    isolation: Isolation = "read_uncommitted",
+    on_error: OnError = "raise",
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> pa.Table:
+    """Decode Kafka batches (any magic, any codec, mixed) into a :class:`pyarrow.Table`.
+
+    ``data`` is anything with the buffer protocol (bytes, bytearray, memoryview,
+    mmap, numpy uint8) and is read without copying. The table has the columns
+    of :data:`SCHEMA` (Spark's Kafka source schema). Control records are left
+    out unless ``include_control``. A truncated last batch ends the input
+    quietly; a corrupt batch raises :class:`KafkaBatchError` (saying which
+    batch, at which byte, and why) unless ``on_error="skip"``, which drops it
+    and keeps every good batch around it.
+
+    >>> import kafkabatch as kb
+    >>> table = kb.decode(open("00000000000000000000.log", "rb").read(), topic="orders", partition=0)  # doctest: +SKIP
+    >>> table.column_names
+    ['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'headers']
+    """
+    return decode_report(
+        data,
+        topic=topic,
+        partition=partition,
+        validate_crc=validate_crc,
+        include_control=include_control,
+        isolation=isolation,
+        on_error=on_error,
+        max_decompressed_size=max_decompressed_size,
+    ).table
+
+
+def iter_batches(
+    data: Any,
+    *,
+    validate_crc: bool = True,
+    on_error: Literal["raise", "skip", "keep"] = "raise",
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    start: int = 0,
+) -> _native.BatchIterator:
+    """Iterate the batches of ``data``: header fields cheaply, records on request.
+
+    ``on_error="keep"`` yields undecodable batches too, with ``batch.error``
+    set; ``"skip"`` drops them. After the walk, the iterator's
+    ``trailing_bytes`` and ``end`` tell what followed the last complete batch.
+
+    >>> for batch in kb.iter_batches(data):                          # doctest: +SKIP
+    ...     print(batch.base_offset, batch.compression, batch.record_count)
+    ...     for rec in batch.records():
+    ...         print(rec.offset, rec.key, rec.value, rec.headers)
+    """
+    return _native.iter_batches(
+        data,
+        validate_crc=validate_crc,
+        on_error=on_error,
+        max_decompressed_size=max_decompressed_size,
+        start=start,
+    )
+
+
+def valid_bytes(data: Any) -> int:
+    """Bytes of the complete batches at the start of ``data`` (Kafka's ``validBytes``).
+
+    >>> kb.valid_bytes(data[:-3]) < len(data)                        # doctest: +SKIP
+    True
+    """
+    return int(_native.valid_bytes(data))
+
+
+def topic_partition_from_path(path: str | os.PathLike[str]) -> tuple[str, int] | None:
+    """The ``(topic, partition)`` of a segment from its folder ``<topic>-<partition>``.
+
+    >>> topic_partition_from_path("/data/orders-3/00000000000000000000.log")
+    ('orders', 3)
+    """
+    match = _TOPIC_PARTITION.match(Path(path).absolute().parent.name)
+    if match is None:
+        return None
+    return match["topic"], int(match["partition"])
+
+
+def read_segment(
+    path: str | os.PathLike[str],
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    **options: Any,
+) -> pa.Table:
+    """Decode a Kafka log segment file (memory-mapped) into a table.
+
+    Topic and partition come from the parent folder ``<topic>-<partition>``
+    unless given. Other keyword arguments are those of :func:`decode`.
+
+    >>> kb.read_segment("orders-0/00000000000000000000.log").num_rows  # doctest: +SKIP
+    1000
+    """
+    if topic is None or partition is None:
+        found = topic_partition_from_path(path)
+        if found is not None:
+            topic = found[0] if topic is None else topic
+            partition = found[1] if partition is None else partition
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return decode(b"", topic=topic, partition=partition, **options)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return decode(mapped, topic=topic, partition=partition, **options)

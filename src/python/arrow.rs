@@ -1,0 +1,133 @@
+//! Arrow out through the PyCapsule interface, and `decode()`.
+
+use std::sync::Mutex;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::ffi::FFI_ArrowSchema;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use super::errors::to_py;
+use super::input::Input;
+use crate::arrow_out::schema;
+use crate::batch::WalkEnd;
+use crate::decode::{self, DEFAULT_MAX_DECOMPRESSED_SIZE};
+
+/// The output schema, exported with `__arrow_c_schema__`.
+#[pyclass(frozen, module = "kafkabatch._kafkabatch")]
+pub struct ArrowSchema;
+
+#[pymethods]
+impl ArrowSchema {
+    #[new]
+    fn new() -> Self {
+        ArrowSchema
+    }
+
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let ffi = FFI_ArrowSchema::try_from(schema().as_ref()).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        PyCapsule::new(py, ffi, Some(c"arrow_schema".to_owned()))
+    }
+}
+
+/// Decoded record batches and what the walk found, handed to Arrow
+/// consumers once through `__arrow_c_stream__`.
+#[pyclass(frozen, module = "kafkabatch._kafkabatch")]
+pub struct DecodedStream {
+    chunks: Mutex<Option<Vec<RecordBatch>>>,
+    /// Batches decoded and records produced.
+    #[pyo3(get)]
+    batches: usize,
+    #[pyo3(get)]
+    records: usize,
+    /// Batches dropped under on_error="skip", as exception instances.
+    #[pyo3(get)]
+    skipped: Vec<Py<PyAny>>,
+    #[pyo3(get)]
+    skipped_bytes: usize,
+    /// Bytes after the last complete batch (an incomplete tail or broken framing).
+    #[pyo3(get)]
+    trailing_bytes: usize,
+    /// "clean", "truncated" or "broken".
+    #[pyo3(get)]
+    end: &'static str,
+}
+
+#[pymethods]
+impl DecodedStream {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+        // The protocol lets a producer ignore the requested schema; ours is fixed.
+        let _ = requested_schema;
+        let chunks = self
+            .chunks
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))?;
+        let reader = RecordBatchIterator::new(chunks.into_iter().map(Ok), schema());
+        let ffi = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new(py, ffi, Some(c"arrow_array_stream".to_owned()))
+    }
+}
+
+/// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).
+#[pyfunction]
+#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE))]
+#[pyo3(name = "decode")]
+#[allow(clippy::too_many_arguments)]
+fn decode_py(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    topic: Option<String>,
+    partition: Option<i32>,
+    validate_crc: bool,
+    include_control: bool,
+    on_error: &str,
+    max_decompressed_size: usize,
+) -> PyResult<DecodedStream> {
+    let (options, mode) = super::options(validate_crc, include_control, on_error, max_decompressed_size)?;
+    if mode == "keep" {
+        return Err(PyValueError::new_err("decode() takes on_error='raise' or 'skip'; 'keep' is for iter_batches()"));
+    }
+    let input = Input::new(data)?;
+    let bytes = input.as_slice();
+    let result = py.detach(|| decode::decode(bytes, topic.as_deref(), partition, &options));
+    let out = result.map_err(|e| to_py(py, &e))?;
+    let trailing_bytes = match &out.end {
+        WalkEnd::Clean => 0,
+        WalkEnd::Truncated { len, .. } => *len,
+        WalkEnd::Broken(e) => bytes.len() - e.batch_position,
+    };
+    Ok(DecodedStream {
+        chunks: Mutex::new(Some(out.chunks)),
+        batches: out.batches,
+        records: out.records,
+        skipped: out.skipped.iter().map(|e| to_py(py, e).into_value(py).into_any()).collect(),
+        skipped_bytes: out.skipped_bytes,
+        trailing_bytes,
+        end: match out.end {
+            WalkEnd::Clean => "clean",
+            WalkEnd::Truncated { .. } => "truncated",
+            WalkEnd::Broken(_) => "broken",
+        },
+    })
+}
+
+/// Bytes of the complete batches at the start of `data` (Kafka's `validBytes`).
+#[pyfunction]
+fn valid_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let input = Input::new(data)?;
+    let bytes = input.as_slice();
+    Ok(py.detach(|| crate::batch::valid_bytes(bytes)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ArrowSchema>()?;
+    m.add_class::<DecodedStream>()?;
+    m.add_function(wrap_pyfunction!(decode_py, m)?)?;
+    m.add_function(wrap_pyfunction!(valid_bytes, m)?)?;
+    Ok(())
+}

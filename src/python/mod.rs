@@ -1,0 +1,44 @@
+//! The Python extension `kafkabatch._kafkabatch`: a thin layer over the core.
+//! Parsing and decompression run with the GIL released; Arrow data leaves
+//! through the Arrow PyCapsule interface (`__arrow_c_stream__`,
+//! `__arrow_c_schema__`), so no per-record Python objects are made on the
+//! `decode()` path.
+
+mod arrow;
+mod batches;
+mod errors;
+mod input;
+
+use pyo3::prelude::*;
+
+use crate::decode::{DecodeOptions, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
+
+/// Parse the keyword options shared by `decode` and `iter_batches`.
+pub(crate) fn options(validate_crc: bool, include_control: bool, on_error: &str, max_decompressed_size: usize) -> PyResult<(DecodeOptions, &'static str)> {
+    let (on_error, mode) = match on_error {
+        "raise" => (OnError::Raise, "raise"),
+        "skip" => (OnError::Skip, "skip"),
+        "keep" => (OnError::Skip, "keep"),
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "on_error must be 'raise', 'skip' or 'keep', not {other:?}"
+            )))
+        }
+    };
+    if max_decompressed_size == 0 || max_decompressed_size > MAX_DECOMPRESSED_SIZE_LIMIT {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "max_decompressed_size must be between 1 and {MAX_DECOMPRESSED_SIZE_LIMIT} bytes, not {max_decompressed_size}"
+        )));
+    }
+    Ok((DecodeOptions { validate_crc, include_control, on_error, max_decompressed_size }, mode))
+}
+
+#[pymodule]
+fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_MAX_DECOMPRESSED_SIZE", DEFAULT_MAX_DECOMPRESSED_SIZE)?;
+    errors::register(m)?;
+    arrow::register(m)?;
+    batches::register(m)?;
+    Ok(())
+}
