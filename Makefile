@@ -27,7 +27,7 @@ stubtest: install
 	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt
 
 demo: install
-	$(PY) -m kafkabatch demo
+	$(PY) -m kafkabatch.demo
 
 bench: install
 	cargo bench --bench decode
