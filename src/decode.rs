@@ -10,6 +10,7 @@ use crate::compression::{self, Codec};
 use crate::error::{DecodeError, ErrorKind};
 use crate::legacy;
 use crate::record::{self, RecordContext, RecordSink};
+use crate::txn::{self, AbortedTxn};
 
 /// Default cap on one batch's decompressed size: far above Kafka's largest
 /// legal batches (`message.max.bytes` defaults to 1 MiB), small enough that a
@@ -31,12 +32,26 @@ pub enum OnError {
     Skip,
 }
 
+/// Which records a reader sees (Kafka's `isolation.level`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// Everything, aborted transactions included.
+    #[default]
+    ReadUncommitted,
+    /// Committed data only (see [`crate::txn`]); `aborted` is an explicit
+    /// aborted-transaction list (Fetch response, `.txnindex`); `hide_open`
+    /// hides transactions with no marker in the data (past the last stable
+    /// offset) instead of leaving them to the list.
+    ReadCommitted { aborted: Option<Vec<AbortedTxn>>, hide_open: bool },
+}
+
 #[derive(Debug, Clone)]
 pub struct DecodeOptions {
     pub validate_crc: bool,
     pub include_control: bool,
     pub on_error: OnError,
     pub max_decompressed_size: usize,
+    pub isolation: Isolation,
 }
 
 impl Default for DecodeOptions {
@@ -46,6 +61,7 @@ impl Default for DecodeOptions {
             include_control: false,
             on_error: OnError::Raise,
             max_decompressed_size: DEFAULT_MAX_DECOMPRESSED_SIZE,
+            isolation: Isolation::ReadUncommitted,
         }
     }
 }
@@ -58,6 +74,8 @@ pub struct Decoded {
     /// Batches decoded (records taken or, for control batches, skipped).
     pub batches: usize,
     pub records: usize,
+    /// Batches hidden by read_committed (aborted or open transactions, markers).
+    pub hidden_batches: usize,
     /// Batches dropped under `OnError::Skip`, with why.
     pub skipped: Vec<DecodeError>,
     /// Bytes of the dropped batches.
@@ -70,9 +88,17 @@ pub struct Decoded {
 pub fn decode(data: &[u8], topic: Option<&str>, partition: Option<i32>, options: &DecodeOptions) -> Result<Decoded, DecodeError> {
     let mut builder = ColumnBuilder::new();
     let mut scratch = Vec::new();
-    let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
+    let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
+    let hidden = match &options.isolation {
+        Isolation::ReadUncommitted => None,
+        Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(data, 0, aborted.as_deref(), *hide_open, options)),
+    };
     let mut walker = BatchWalker::new(data);
     for raw in walker.by_ref() {
+        if hidden.as_ref().is_some_and(|h| h.contains(raw.position)) {
+            out.hidden_batches += 1;
+            continue;
+        }
         let mark = builder.mark();
         let rows_before = builder.len();
         match decode_batch(&raw, options, &mut scratch, Some(&mut builder)) {

@@ -12,11 +12,12 @@ pub mod decode;
 pub mod error;
 pub mod legacy;
 pub mod record;
+pub mod txn;
 pub mod varint;
 
 #[cfg(feature = "python")]
 mod python;
 
 pub use compression::Codec;
-pub use decode::{decode, DecodeOptions, Decoded, OnError};
+pub use decode::{decode, DecodeOptions, Decoded, Isolation, OnError};
 pub use error::{DecodeError, ErrorKind};

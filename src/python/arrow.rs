@@ -42,6 +42,9 @@ pub struct DecodedStream {
     batches: usize,
     #[pyo3(get)]
     records: usize,
+    /// Batches hidden by read_committed.
+    #[pyo3(get)]
+    hidden_batches: usize,
     /// Batches dropped under on_error="skip", as exception instances.
     #[pyo3(get)]
     skipped: Vec<Py<PyAny>>,
@@ -75,7 +78,7 @@ impl DecodedStream {
 
 /// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).
 #[pyfunction]
-#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE))]
+#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None))]
 #[pyo3(name = "decode")]
 #[allow(clippy::too_many_arguments)]
 fn decode_py(
@@ -87,8 +90,11 @@ fn decode_py(
     include_control: bool,
     on_error: &str,
     max_decompressed_size: usize,
+    isolation: &str,
+    aborted_transactions: Option<Vec<(i64, i64)>>,
+    hide_open_transactions: Option<bool>,
 ) -> PyResult<DecodedStream> {
-    let (options, mode) = super::options(validate_crc, include_control, on_error, max_decompressed_size)?;
+    let (options, mode) = super::options(validate_crc, include_control, on_error, max_decompressed_size, isolation, aborted_transactions, hide_open_transactions)?;
     if mode == "keep" {
         return Err(PyValueError::new_err("decode() takes on_error='raise' or 'skip'; 'keep' is for iter_batches()"));
     }
@@ -105,6 +111,7 @@ fn decode_py(
         chunks: Mutex::new(Some(out.chunks)),
         batches: out.batches,
         records: out.records,
+        hidden_batches: out.hidden_batches,
         skipped: out.skipped.iter().map(|e| to_py(py, e).into_value(py).into_any()).collect(),
         skipped_bytes: out.skipped_bytes,
         trailing_bytes,

@@ -11,7 +11,8 @@ use super::input::Input;
 use crate::batch::{be_i64, BatchHeader, BatchWalker, RawBatch, WalkEnd, MAGIC_OFFSET};
 use crate::compression::Codec;
 use crate::control::parse_control;
-use crate::decode::{decode_batch, DecodeOptions, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use crate::decode::{decode_batch, DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use crate::txn::{hidden_batches, Hidden};
 use crate::record::{OwnedRecord, OwnedRecords};
 
 /// One record, for small jobs (`Batch.records()`).
@@ -310,6 +311,8 @@ pub struct BatchIterator {
     position: usize,
     scratch: Vec<u8>,
     end: Option<WalkEnd>,
+    /// read_committed: batches not to yield.
+    hidden: Option<Hidden>,
 }
 
 #[pymethods]
@@ -336,6 +339,9 @@ impl BatchIterator {
                 return Ok(None);
             };
             this.position = walker.position();
+            if this.hidden.as_ref().is_some_and(|h| h.contains(raw.position)) {
+                continue;
+            }
             let options = &this.options;
             let scratch = &mut this.scratch;
             let result = py.detach(|| decode_batch::<OwnedRecords>(&raw, options, scratch, None));
@@ -390,14 +396,30 @@ impl BatchIterator {
 
 /// Iterate the batches of `data` (see `kafkabatch.iter_batches`).
 #[pyfunction]
-#[pyo3(signature = (data, *, validate_crc=true, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, start=0))]
-fn iter_batches(data: &Bound<'_, PyAny>, validate_crc: bool, on_error: &str, max_decompressed_size: usize, start: usize) -> PyResult<BatchIterator> {
-    let (options, mode) = super::options(validate_crc, true, on_error, max_decompressed_size)?;
+#[pyo3(signature = (data, *, validate_crc=true, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, start=0, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None))]
+#[allow(clippy::too_many_arguments)]
+fn iter_batches(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    validate_crc: bool,
+    on_error: &str,
+    max_decompressed_size: usize,
+    start: usize,
+    isolation: &str,
+    aborted_transactions: Option<Vec<(i64, i64)>>,
+    hide_open_transactions: Option<bool>,
+) -> PyResult<BatchIterator> {
+    let (options, mode) = super::options(validate_crc, true, on_error, max_decompressed_size, isolation, aborted_transactions, hide_open_transactions)?;
     let input = Input::new(data)?;
-    if start > input.as_slice().len() {
-        return Err(PyValueError::new_err(format!("start {start} is past the end of the data ({} bytes)", input.as_slice().len())));
+    let bytes = input.as_slice();
+    if start > bytes.len() {
+        return Err(PyValueError::new_err(format!("start {start} is past the end of the data ({} bytes)", bytes.len())));
     }
-    Ok(BatchIterator { input: Arc::new(input), options, keep: mode == "keep", position: start, scratch: Vec::new(), end: None })
+    let hidden = match &options.isolation {
+        Isolation::ReadUncommitted => None,
+        Isolation::ReadCommitted { aborted, hide_open } => Some(py.detach(|| hidden_batches(bytes, start, aborted.as_deref(), *hide_open, &options))),
+    };
+    Ok(BatchIterator { input: Arc::new(input), options, keep: mode == "keep", position: start, scratch: Vec::new(), end: None, hidden })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -11,10 +11,41 @@ mod input;
 
 use pyo3::prelude::*;
 
-use crate::decode::{DecodeOptions, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
+use crate::txn::AbortedTxn;
+
+use crate::decode::{DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
 
 /// Parse the keyword options shared by `decode` and `iter_batches`.
-pub(crate) fn options(validate_crc: bool, include_control: bool, on_error: &str, max_decompressed_size: usize) -> PyResult<(DecodeOptions, &'static str)> {
+pub(crate) fn options(
+    validate_crc: bool,
+    include_control: bool,
+    on_error: &str,
+    max_decompressed_size: usize,
+    isolation: &str,
+    aborted_transactions: Option<Vec<(i64, i64)>>,
+    hide_open_transactions: Option<bool>,
+) -> PyResult<(DecodeOptions, &'static str)> {
+    let isolation = match isolation {
+        "read_uncommitted" => {
+            if aborted_transactions.is_some() {
+                return Err(pyo3::exceptions::PyValueError::new_err("aborted_transactions needs isolation='read_committed'"));
+            }
+            Isolation::ReadUncommitted
+        }
+        "read_committed" => Isolation::ReadCommitted {
+            // By default open transactions are hidden unless a list (a Fetch
+            // response's) is there to judge them.
+            hide_open: hide_open_transactions.unwrap_or(aborted_transactions.is_none()),
+            aborted: aborted_transactions.map(|list| {
+                list.into_iter().map(|(producer_id, first_offset)| AbortedTxn { producer_id, first_offset }).collect()
+            }),
+        },
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "isolation must be 'read_uncommitted' or 'read_committed', not {other:?}"
+            )))
+        }
+    };
     let (on_error, mode) = match on_error {
         "raise" => (OnError::Raise, "raise"),
         "skip" => (OnError::Skip, "skip"),
@@ -30,7 +61,7 @@ pub(crate) fn options(validate_crc: bool, include_control: bool, on_error: &str,
             "max_decompressed_size must be between 1 and {MAX_DECOMPRESSED_SIZE_LIMIT} bytes, not {max_decompressed_size}"
         )));
     }
-    Ok((DecodeOptions { validate_crc, include_control, on_error, max_decompressed_size }, mode))
+    Ok((DecodeOptions { validate_crc, include_control, on_error, max_decompressed_size, isolation }, mode))
 }
 
 #[pymodule]
