@@ -5,6 +5,7 @@
 
 pub mod compression;
 pub mod crc;
+pub mod encode;
 pub mod error;
 pub mod varint;
 
