@@ -53,6 +53,11 @@ pub mod control;
 mod legacy;
 mod v2;
 
+#[cfg(test)]
+mod test_reader;
+#[cfg(test)]
+mod tests;
+
 use crate::compression::{Codec, CodecError, CompressOptions};
 
 pub use control::{control_batch, ControlKind};
