@@ -9,6 +9,7 @@ pub mod compression;
 pub mod control;
 pub mod crc;
 pub mod decode;
+pub mod encode;
 pub mod error;
 pub mod legacy;
 pub mod record;
