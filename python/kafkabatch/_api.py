@@ -29,12 +29,33 @@ OnError = Literal["raise", "skip"]
 _TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
-def _check_isolation(isolation: str) -> None:
-    if isolation == "read_uncommitted":
-        return
-    if isolation == "read_committed":
-        raise NotImplementedError("isolation='read_committed' is not available yet")
-    raise ValueError(f"isolation must be 'read_uncommitted' or 'read_committed', not {isolation!r}")
+AbortedTransactions = Any
+"""An aborted-transaction list: ``(producer_id, first_offset)`` pairs, as a Fetch
+response carries them, or a table with ``producer_id``/``first_offset`` (or
+Kafka's ``producerId``/``firstOffset``) columns such as :func:`read_txn_index` returns."""
+
+
+def _aborted_pairs(aborted: AbortedTransactions) -> list[tuple[int, int]] | None:
+    """Normalise an aborted-transaction list to ``[(producer_id, first_offset), ...]``."""
+    if aborted is None:
+        return None
+    if isinstance(aborted, (pa.Table, pa.RecordBatch)):
+        names = set(aborted.column_names)
+        for pid, first in (("producer_id", "first_offset"), ("producerId", "firstOffset")):
+            if pid in names and first in names:
+                return list(zip(aborted.column(pid).to_pylist(), aborted.column(first).to_pylist()))
+        raise ValueError(
+            "aborted_transactions table needs producer_id and first_offset columns, "
+            f"found {sorted(names)}"
+        )
+    pairs: list[tuple[int, int]] = []
+    for item in aborted:
+        if isinstance(item, dict):
+            pairs.append((int(item["producer_id"]), int(item["first_offset"])))
+        else:
+            producer_id, first_offset = item
+            pairs.append((int(producer_id), int(first_offset)))
+    return pairs
 
 
 @dataclass(frozen=True)
@@ -50,6 +71,7 @@ class DecodeReport:
     table: pa.Table
     batches: int
     records: int
+    hidden_batches: int = 0
     skipped: list[Exception] = field(default_factory=list)
     skipped_bytes: int = 0
     trailing_bytes: int = 0
@@ -66,6 +88,8 @@ def decode_report(
     isolation: Isolation = "read_uncommitted",
     on_error: OnError = "raise",
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    aborted_transactions: AbortedTransactions = None,
+    hide_open_transactions: bool | None = None,
 ) -> DecodeReport:
     """Like :func:`decode`, but also report skipped batches and trailing bytes.
 
@@ -73,7 +97,6 @@ def decode_report(
     >>> report.records, len(report.skipped), report.trailing_bytes  # doctest: +SKIP
     (1000, 1, 0)
     """
-    _check_isolation(isolation)
     stream = _native.decode(
         data,
         topic=topic,
@@ -82,12 +105,16 @@ def decode_report(
         include_control=include_control,
         on_error=on_error,
         max_decompressed_size=max_decompressed_size,
+        isolation=isolation,
+        aborted_transactions=_aborted_pairs(aborted_transactions),
+        hide_open_transactions=hide_open_transactions,
     )
     table = pa.RecordBatchReader.from_stream(stream).read_all()
     return DecodeReport(
         table=table,
         batches=stream.batches,
         records=stream.records,
+        hidden_batches=stream.hidden_batches,
         skipped=list(stream.skipped),
         skipped_bytes=stream.skipped_bytes,
         trailing_bytes=stream.trailing_bytes,
@@ -105,6 +132,8 @@ def decode(
     isolation: Isolation = "read_uncommitted",
     on_error: OnError = "raise",
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    aborted_transactions: AbortedTransactions = None,
+    hide_open_transactions: bool | None = None,
 ) -> pa.Table:
     """Decode Kafka batches (any magic, any codec, mixed) into a :class:`pyarrow.Table`.
 
@@ -115,6 +144,15 @@ def decode(
     quietly; a corrupt batch raises :class:`KafkaBatchError` (saying which
     batch, at which byte, and why) unless ``on_error="skip"``, which drops it
     and keeps every good batch around it.
+
+    ``isolation="read_committed"`` returns committed data only, as a
+    read_committed consumer sees it: a transactional batch is shown when its
+    producer's next marker in the data is a COMMIT, hidden when it is an ABORT
+    or when the list ``aborted_transactions`` (``(producer_id, first_offset)``
+    pairs from a Fetch response, or a ``.txnindex`` table) says so. A
+    transaction with no marker yet is hidden (past the last stable offset)
+    unless an ``aborted_transactions`` list is given to judge it
+    (``hide_open_transactions`` overrides). Control records never appear.
 
     >>> import kafkabatch as kb
     >>> table = kb.decode(open("00000000000000000000.log", "rb").read(), topic="orders", partition=0)  # doctest: +SKIP
@@ -130,6 +168,8 @@ def decode(
         isolation=isolation,
         on_error=on_error,
         max_decompressed_size=max_decompressed_size,
+        aborted_transactions=aborted_transactions,
+        hide_open_transactions=hide_open_transactions,
     ).table
 
 
@@ -140,12 +180,18 @@ def iter_batches(
     on_error: Literal["raise", "skip", "keep"] = "raise",
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     start: int = 0,
+    isolation: Isolation = "read_uncommitted",
+    aborted_transactions: AbortedTransactions = None,
+    hide_open_transactions: bool | None = None,
 ) -> _native.BatchIterator:
     """Iterate the batches of ``data``: header fields cheaply, records on request.
 
     ``on_error="keep"`` yields undecodable batches too, with ``batch.error``
     set; ``"skip"`` drops them. After the walk, the iterator's
     ``trailing_bytes`` and ``end`` tell what followed the last complete batch.
+    ``start`` is the byte position of the first batch to read (a batch
+    boundary). ``isolation="read_committed"`` leaves out aborted and open
+    transactional batches and control batches, as :func:`decode` does.
 
     >>> for batch in kb.iter_batches(data):                          # doctest: +SKIP
     ...     print(batch.base_offset, batch.compression, batch.record_count)
@@ -158,6 +204,9 @@ def iter_batches(
         on_error=on_error,
         max_decompressed_size=max_decompressed_size,
         start=start,
+        isolation=isolation,
+        aborted_transactions=_aborted_pairs(aborted_transactions),
+        hide_open_transactions=hide_open_transactions,
     )
 
 
@@ -192,7 +241,10 @@ def read_segment(
     """Decode a Kafka log segment file (memory-mapped) into a table.
 
     Topic and partition come from the parent folder ``<topic>-<partition>``
-    unless given. Other keyword arguments are those of :func:`decode`.
+    unless given. Other keyword arguments are those of :func:`decode`. With
+    ``isolation="read_committed"`` and no ``aborted_transactions``, the
+    segment's ``.txnindex`` (when present) adds its aborted transactions to
+    the markers found in the data; transactions still open stay hidden.
 
     >>> kb.read_segment("orders-0/00000000000000000000.log").num_rows  # doctest: +SKIP
     1000
@@ -202,6 +254,13 @@ def read_segment(
         if found is not None:
             topic = found[0] if topic is None else topic
             partition = found[1] if partition is None else partition
+    if options.get("isolation") == "read_committed" and options.get("aborted_transactions") is None:
+        txn_index = Path(path).with_suffix(".txnindex")
+        if txn_index.is_file():
+            from kafkabatch.index import read_txn_index
+
+            options["aborted_transactions"] = read_txn_index(txn_index)
+            options.setdefault("hide_open_transactions", True)
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             return decode(b"", topic=topic, partition=partition, **options)

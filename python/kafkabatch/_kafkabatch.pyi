@@ -37,6 +37,8 @@ class DecodedStream:
     @property
     def records(self) -> int: ...
     @property
+    def hidden_batches(self) -> int: ...
+    @property
     def skipped(self) -> list[KafkaBatchError]: ...
     @property
     def skipped_bytes(self) -> int: ...
@@ -152,6 +154,9 @@ def decode(
     include_control: bool = False,
     on_error: str = "raise",
     max_decompressed_size: int = ...,
+    isolation: str = "read_uncommitted",
+    aborted_transactions: list[tuple[int, int]] | None = None,
+    hide_open_transactions: bool | None = None,
 ) -> DecodedStream: ...
 def valid_bytes(data: Buffer) -> int: ...
 def iter_batches(
@@ -161,4 +166,7 @@ def iter_batches(
     on_error: str = "raise",
     max_decompressed_size: int = ...,
     start: int = 0,
+    isolation: str = "read_uncommitted",
+    aborted_transactions: list[tuple[int, int]] | None = None,
+    hide_open_transactions: bool | None = None,
 ) -> BatchIterator: ...
