@@ -11,9 +11,10 @@ use arrow_array::{
     ArrayRef, BinaryArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
     TimestampMicrosecondArray,
 };
-use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
+use crate::memory;
 use crate::record::{RecordFields, RecordSink};
 
 /// The header struct's fields: `key` string, `value` binary.
@@ -49,12 +50,13 @@ pub fn schema() -> SchemaRef {
 struct BinaryColumn {
     offsets: Vec<i32>,
     data: Vec<u8>,
-    valid: BooleanBufferBuilder,
+    /// Lazy: no bitmap until the first null (keys and values rarely are).
+    valid: NullBufferBuilder,
 }
 
 impl BinaryColumn {
     fn new() -> Self {
-        BinaryColumn { offsets: vec![0], data: Vec::new(), valid: BooleanBufferBuilder::new(0) }
+        BinaryColumn { offsets: vec![0], data: Vec::new(), valid: NullBufferBuilder::new(0) }
     }
 
     #[inline(always)]
@@ -89,8 +91,7 @@ impl BinaryColumn {
     fn take(&mut self) -> (OffsetBuffer<i32>, Buffer, Option<NullBuffer>) {
         let offsets = std::mem::replace(&mut self.offsets, vec![0]);
         let data = std::mem::take(&mut self.data);
-        let nulls = NullBuffer::new(self.valid.finish());
-        let nulls = (nulls.null_count() > 0).then_some(nulls);
+        let nulls = self.valid.finish();
         // SAFETY-free: OffsetBuffer::new checks monotonicity (overflow is
         // rejected before we get here).
         (OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(data), nulls)
@@ -172,15 +173,17 @@ impl ColumnBuilder {
         self.key.overflowed() || self.value.overflowed() || self.header_key.overflowed() || self.header_value.overflowed()
     }
 
-    /// Make room for about `records` more records of `bytes` payload bytes.
+    /// Make room for about `records` more records of at most `bytes` key and
+    /// value bytes. Room never touched costs no memory, so upper bounds are fine.
     pub fn reserve(&mut self, records: usize, bytes: usize) {
-        self.offset.reserve(records);
-        self.timestamp_us.reserve(records);
-        self.timestamp_type.reserve(records);
-        self.key.offsets.reserve(records);
-        self.value.offsets.reserve(records);
-        self.header_offsets.reserve(records);
-        self.value.data.reserve(bytes);
+        memory::reserve(&mut self.offset, records);
+        memory::reserve(&mut self.timestamp_us, records);
+        memory::reserve(&mut self.timestamp_type, records);
+        memory::reserve(&mut self.key.offsets, records);
+        memory::reserve(&mut self.value.offsets, records);
+        memory::reserve(&mut self.header_offsets, records);
+        memory::reserve(&mut self.key.data, bytes);
+        memory::reserve(&mut self.value.data, bytes);
     }
 
     pub fn mark(&self) -> Mark {

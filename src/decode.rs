@@ -22,6 +22,42 @@ pub const MAX_DECOMPRESSED_SIZE_LIMIT: usize = 1 << 30;
 /// column, well inside Arrow's 32-bit offsets.
 pub const CHUNK_BYTES: usize = 256 << 20;
 
+/// Output is also cut at this many rows per record batch.
+pub const CHUNK_ROWS: usize = 16 << 20;
+
+/// Upper bounds on the rows and key/value bytes a buffer decodes to, from
+/// its headers alone, so the columns are allocated once. Counts from the wire
+/// are claims: each is capped by what the batch's bytes could hold.
+#[derive(Debug, Clone, Copy, Default)]
+struct SizeHint {
+    records: usize,
+    bytes: usize,
+}
+
+impl SizeHint {
+    fn of(data: &[u8], max_decompressed_size: usize) -> SizeHint {
+        let mut hint = SizeHint::default();
+        for raw in BatchWalker::new(data) {
+            let len = raw.bytes.len();
+            if raw.magic() == 2 && len >= V2_HEADER_SIZE {
+                let payload = len - V2_HEADER_SIZE;
+                let count = batch::be_i32(raw.bytes, batch::V2_RECORD_COUNT_OFFSET).max(0) as usize;
+                let compressed = batch::be_i16(raw.bytes, batch::V2_ATTRIBUTES_OFFSET) & batch::CODEC_MASK != 0;
+                // A record takes at least 7 bytes (length, attributes, 2 deltas, 3 lengths).
+                let room = if compressed { max_decompressed_size } else { payload };
+                hint.records += count.min(room / 7);
+                if !compressed {
+                    hint.bytes += payload;
+                }
+            } else {
+                hint.records += 1;
+                hint.bytes += len;
+            }
+        }
+        hint
+    }
+}
+
 /// What to do with a batch that cannot be decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnError {
@@ -93,6 +129,8 @@ pub fn decode(data: &[u8], topic: Option<&str>, partition: Option<i32>, options:
         Isolation::ReadUncommitted => None,
         Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(data, 0, aborted.as_deref(), *hide_open, options)),
     };
+    let hint = SizeHint::of(data, options.max_decompressed_size);
+    builder.reserve(hint.records.min(CHUNK_ROWS), hint.bytes.min(CHUNK_BYTES));
     let mut walker = BatchWalker::new(data);
     for raw in walker.by_ref() {
         if hidden.as_ref().is_some_and(|h| h.contains(raw.position)) {
@@ -121,8 +159,10 @@ pub fn decode(data: &[u8], topic: Option<&str>, partition: Option<i32>, options:
                 }
             }
         }
-        if builder.largest_buffer() >= CHUNK_BYTES {
+        if builder.largest_buffer() >= CHUNK_BYTES || builder.len() >= CHUNK_ROWS {
             out.chunks.push(builder.finish(topic, partition));
+            let left = hint.records.saturating_sub(out.records);
+            builder.reserve(left.min(CHUNK_ROWS), CHUNK_BYTES.min(data.len() - (raw.position + raw.bytes.len())));
         }
     }
     match walker.end() {

@@ -12,6 +12,7 @@ pub mod decode;
 pub mod encode;
 pub mod error;
 pub mod legacy;
+pub mod memory;
 pub mod record;
 pub mod txn;
 pub mod varint;
