@@ -35,9 +35,9 @@ struct SizeHint {
 }
 
 impl SizeHint {
-    fn of(data: &[u8], max_decompressed_size: usize) -> SizeHint {
+    fn of(data: &[u8], start: usize, max_decompressed_size: usize) -> SizeHint {
         let mut hint = SizeHint::default();
-        for raw in BatchWalker::new(data) {
+        for raw in BatchWalker::starting_at(data, start) {
             let len = raw.bytes.len();
             if raw.magic() == 2 && len >= V2_HEADER_SIZE {
                 let payload = len - V2_HEADER_SIZE;
@@ -88,6 +88,8 @@ pub struct DecodeOptions {
     pub on_error: OnError,
     pub max_decompressed_size: usize,
     pub isolation: Isolation,
+    /// Threads to decode with; 0 = one per core for inputs of many batches.
+    pub threads: usize,
 }
 
 impl Default for DecodeOptions {
@@ -98,6 +100,7 @@ impl Default for DecodeOptions {
             on_error: OnError::Raise,
             max_decompressed_size: DEFAULT_MAX_DECOMPRESSED_SIZE,
             isolation: Isolation::ReadUncommitted,
+            threads: 0,
         }
     }
 }
@@ -122,18 +125,96 @@ pub struct Decoded {
 
 /// Decode every batch of `data` into Arrow record batches.
 pub fn decode(data: &[u8], topic: Option<&str>, partition: Option<i32>, options: &DecodeOptions) -> Result<Decoded, DecodeError> {
-    let mut builder = ColumnBuilder::new();
-    let mut scratch = Vec::new();
-    let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
     let hidden = match &options.isolation {
         Isolation::ReadUncommitted => None,
         Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(data, 0, aborted.as_deref(), *hide_open, options)),
     };
-    let hint = SizeHint::of(data, options.max_decompressed_size);
+    let parts = split_at_batches(data, thread_count(options.threads, data.len()));
+    if parts.len() <= 2 {
+        return decode_part(data, 0, data.len(), topic, partition, options, hidden.as_ref());
+    }
+    // Each thread decodes whole batches of its own byte range into its own
+    // columns; the parts are joined in input order, so results are identical.
+    let results: Vec<Result<Decoded, DecodeError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = parts
+            .windows(2)
+            .map(|w| {
+                let (start, end, hidden) = (w[0], w[1], hidden.as_ref());
+                scope.spawn(move || decode_part(data, start, end, topic, partition, options, hidden))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(DecodeError::corrupt(0, None, 0, "a decoding thread panicked"))))
+            .collect()
+    });
+    let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
+    for part in results {
+        // The first error in input order wins, as in a sequential walk.
+        let part = part?;
+        out.chunks.extend(part.chunks.into_iter().filter(|c| c.num_rows() > 0));
+        out.batches += part.batches;
+        out.records += part.records;
+        out.hidden_batches += part.hidden_batches;
+        out.skipped.extend(part.skipped);
+        out.skipped_bytes += part.skipped_bytes;
+        out.end = part.end;
+    }
+    if out.chunks.is_empty() {
+        out.chunks.push(crate::arrow_out::empty_batch());
+    }
+    Ok(out)
+}
+
+/// Inputs smaller than this decode on one thread; each thread gets at least this much.
+pub const PARALLEL_MIN_BYTES: usize = 16 << 20;
+
+/// Threads to use: `requested` when non-zero, else one per core for large inputs.
+fn thread_count(requested: usize, len: usize) -> usize {
+    let by_size = (len / PARALLEL_MIN_BYTES).max(1);
+    if requested > 0 {
+        return requested.min(by_size.max(1)).min(len / (1 << 20) + 1);
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(by_size)
+}
+
+/// Byte positions cutting `data` into about `parts` ranges at batch
+/// boundaries: `[0, b1, ..., len]`. The last range holds any tail.
+fn split_at_batches(data: &[u8], parts: usize) -> Vec<usize> {
+    let mut cuts = vec![0];
+    if parts > 1 {
+        let target = data.len() / parts;
+        let mut walker = BatchWalker::new(data);
+        for raw in walker.by_ref() {
+            let next = raw.position + raw.bytes.len();
+            if next >= target * cuts.len() && cuts.len() < parts && next < data.len() {
+                cuts.push(next);
+            }
+        }
+    }
+    cuts.push(data.len());
+    cuts
+}
+
+/// Decode the batches in `data[start..end]` (`start` a batch boundary).
+fn decode_part(
+    data: &[u8],
+    start: usize,
+    end: usize,
+    topic: Option<&str>,
+    partition: Option<i32>,
+    options: &DecodeOptions,
+    hidden: Option<&txn::Hidden>,
+) -> Result<Decoded, DecodeError> {
+    let data = &data[..end];
+    let mut builder = ColumnBuilder::new();
+    let mut scratch = Vec::new();
+    let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
+    let hint = SizeHint::of(data, start, options.max_decompressed_size);
     builder.reserve(hint.records.min(CHUNK_ROWS), hint.bytes.min(CHUNK_BYTES));
-    let mut walker = BatchWalker::new(data);
+    let mut walker = BatchWalker::starting_at(data, start);
     for raw in walker.by_ref() {
-        if hidden.as_ref().is_some_and(|h| h.contains(raw.position)) {
+        if hidden.is_some_and(|h| h.contains(raw.position)) {
             out.hidden_batches += 1;
             continue;
         }
@@ -269,6 +350,40 @@ mod tests {
         let crc = crate::crc::crc32c(&b[21..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());
         b
+    }
+
+    #[test]
+    fn threads_give_identical_results_in_order() {
+        let one = v2_batch(0, &[&[7u8; 600][..]; 200]);
+        let mut data = Vec::new();
+        for i in 0..300i64 {
+            let mut b = one.clone();
+            b[..8].copy_from_slice(&(i * 200).to_be_bytes());
+            data.extend_from_slice(&b);
+        }
+        data.extend_from_slice(&one[..50]); // a truncated tail
+        assert!(data.len() > 2 * PARALLEL_MIN_BYTES);
+        let single = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 1, ..Default::default() }).expect("valid");
+        let parallel = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 3, ..Default::default() }).expect("valid");
+        let concat = |d: &Decoded| arrow_select_free_concat(&d.chunks);
+        assert_eq!(single.chunks.len(), 1);
+        assert!(parallel.chunks.len() >= 2);
+        assert_eq!(concat(&single), concat(&parallel));
+        assert_eq!((single.records, single.end.clone()), (parallel.records, parallel.end.clone()));
+    }
+
+    /// (offset, value) pairs of every chunk, in order.
+    fn arrow_select_free_concat(chunks: &[RecordBatch]) -> Vec<(i64, Vec<u8>)> {
+        use arrow_array::{BinaryArray, Int64Array};
+        let mut rows = Vec::new();
+        for c in chunks {
+            let offsets = c.column(4).as_any().downcast_ref::<Int64Array>().expect("int64");
+            let values = c.column(1).as_any().downcast_ref::<BinaryArray>().expect("binary");
+            for i in 0..c.num_rows() {
+                rows.push((offsets.value(i), values.value(i).to_vec()));
+            }
+        }
+        rows
     }
 
     #[test]

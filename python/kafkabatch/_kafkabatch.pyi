@@ -157,6 +157,7 @@ def decode(
     isolation: str = "read_uncommitted",
     aborted_transactions: list[tuple[int, int]] | None = None,
     hide_open_transactions: bool | None = None,
+    threads: int | None = None,
 ) -> DecodedStream: ...
 def valid_bytes(data: Buffer) -> int: ...
 def iter_batches(

@@ -78,7 +78,7 @@ impl DecodedStream {
 
 /// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).
 #[pyfunction]
-#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None))]
+#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None, threads=None))]
 #[pyo3(name = "decode")]
 #[allow(clippy::too_many_arguments)]
 fn decode_py(
@@ -93,8 +93,14 @@ fn decode_py(
     isolation: &str,
     aborted_transactions: Option<Vec<(i64, i64)>>,
     hide_open_transactions: Option<bool>,
+    threads: Option<usize>,
 ) -> PyResult<DecodedStream> {
-    let (options, mode) = super::options(validate_crc, include_control, on_error, max_decompressed_size, isolation, aborted_transactions, hide_open_transactions)?;
+    let (mut options, mode) = super::options(validate_crc, include_control, on_error, max_decompressed_size, isolation, aborted_transactions, hide_open_transactions)?;
+    options.threads = match threads {
+        Some(0) => return Err(PyValueError::new_err("threads must be at least 1 (or None for automatic)")),
+        Some(n) => n,
+        None => 0,
+    };
     if mode == "keep" {
         return Err(PyValueError::new_err("decode() takes on_error='raise' or 'skip'; 'keep' is for iter_batches()"));
     }

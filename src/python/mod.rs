@@ -61,7 +61,7 @@ pub(crate) fn options(
             "max_decompressed_size must be between 1 and {MAX_DECOMPRESSED_SIZE_LIMIT} bytes, not {max_decompressed_size}"
         )));
     }
-    Ok((DecodeOptions { validate_crc, include_control, on_error, max_decompressed_size, isolation }, mode))
+    Ok((DecodeOptions { validate_crc, include_control, on_error, max_decompressed_size, isolation, threads: 0 }, mode))
 }
 
 #[pymodule]
