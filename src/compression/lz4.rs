@@ -201,7 +201,8 @@ fn decompress_frame(payload: &[u8], frame_pos: usize, magic0: bool, sink: &mut S
             sink.append(data)?;
         } else {
             let dict_start = if independent { sink.filled } else { sink.filled.saturating_sub(WINDOW).max(frame_start) };
-            sink.decompress_block(data, dict_start, block_max)?;
+            let last = read_u32_le(payload, pos) == Some(0);
+            sink.decompress_block(data, dict_start, block_max, last)?;
         }
     }
 
@@ -274,30 +275,64 @@ impl Sink<'_> {
 
     /// Decompresses one block after `out[dict_start..filled]` (empty for
     /// independent blocks, else the previous ≤ 64 KiB of this frame).
-    fn decompress_block(&mut self, data: &[u8], dict_start: usize, block_max: usize) -> Result<(), CodecError> {
+    ///
+    /// The block's size is unknown until it is decoded, so it gets the
+    /// frame's whole maximum block size as room. Blocks before the last fill
+    /// it (writers only cut the last one short), but for the last block that
+    /// room would mostly be zeroed for nothing: a 16 KiB batch would zero
+    /// 64 KiB. So the last block goes to a per-thread scratch buffer (zeroed
+    /// once per thread) and is copied from there, which costs less.
+    fn decompress_block(&mut self, data: &[u8], dict_start: usize, block_max: usize, last: bool) -> Result<(), CodecError> {
         let room = block_max.min(self.room());
         let filled = self.filled;
+        if last && self.out.len() - filled < room && room <= SCRATCH_MAX {
+            let decoded = SCRATCH.with(|cell| {
+                let mut scratch = cell.try_borrow_mut().ok()?;
+                if scratch.len() < room {
+                    scratch.resize(room, 0);
+                }
+                let result = decode(data, &mut scratch[..room], &self.out[dict_start..filled], block_max, self.limit);
+                Some(result.and_then(|n| self.append(&scratch[..n])))
+            });
+            // `None`: the scratch buffer is busy (re-entered); decode in place.
+            if let Some(result) = decoded {
+                return result;
+            }
+        }
         self.ensure_len(filled + room);
         let (before, after) = self.out.split_at_mut(filled);
-        let dst = &mut after[..room];
-        let result = if dict_start == filled {
-            lz4_block::decompress_into(data, dst)
-        } else {
-            lz4_block::decompress_into_with_dict(data, dst, &before[dict_start..])
-        };
-        match result {
-            Ok(n) => {
-                self.filled += n;
-                Ok(())
-            }
-            // Room was cut short by the limit: the block inflates past it.
-            Err(DecompressError::OutputTooSmall { .. }) if room < block_max => Err(too_large(self.limit)),
-            Err(DecompressError::OutputTooSmall { .. }) => {
-                Err(invalid(format!("block inflates past the frame's {block_max}-byte maximum")))
-            }
-            Err(e) => Err(invalid(format!("corrupt block: {e}"))),
-        }
+        let n = decode(data, &mut after[..room], &before[dict_start..], block_max, self.limit)?;
+        self.filled += n;
+        Ok(())
     }
+}
+
+/// Room past which the last block is decoded in place rather than in the
+/// scratch buffer (which stays allocated per thread): 256 KiB blocks.
+const SCRATCH_MAX: usize = 256 * 1024;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Decodes one block into `dst` after `dict` (the previous output of the
+/// frame, empty for independent blocks). `dst` is the room left: the frame's
+/// maximum block size or, if smaller, what the limit allows.
+fn decode(data: &[u8], dst: &mut [u8], dict: &[u8], block_max: usize, limit: usize) -> Result<usize, CodecError> {
+    let room = dst.len();
+    let result = if dict.is_empty() {
+        lz4_block::decompress_into(data, dst)
+    } else {
+        lz4_block::decompress_into_with_dict(data, dst, dict)
+    };
+    result.map_err(|e| match e {
+        // The room was cut short by the limit: the block inflates past it.
+        DecompressError::OutputTooSmall { .. } if room < block_max => too_large(limit),
+        DecompressError::OutputTooSmall { .. } => {
+            invalid(format!("block inflates past the frame's {block_max}-byte maximum"))
+        }
+        e => invalid(format!("corrupt block: {e}")),
+    })
 }
 
 /// Compress `input` into one LZ4 frame the way Kafka's
