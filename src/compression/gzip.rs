@@ -117,8 +117,8 @@ pub fn decompress(payload: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(),
 fn read_members(payload: &[u8], sink: &mut Sink<'_>) -> Result<(), CodecError> {
     // The last member's ISIZE (length mod 2^32), as a clamped hint.
     if let Some(tail) = payload.len().checked_sub(4).and_then(|at| payload.get(at..)) {
-        let isize = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
-        let hint = isize.min(payload.len().saturating_mul(MAX_RATIO));
+        let claimed = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
+        let hint = claimed.min(payload.len().saturating_mul(MAX_RATIO));
         sink.extend_room(sink.start.saturating_add(hint));
     }
 

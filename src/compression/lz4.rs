@@ -258,7 +258,7 @@ impl Sink<'_> {
         }
     }
 
-    /// Appends a stored (uncompressed) block.
+    /// Appends decoded bytes (a stored block, or a block decoded elsewhere).
     fn append(&mut self, data: &[u8]) -> Result<(), CodecError> {
         if data.len() > self.room() {
             return Err(too_large(self.limit));
@@ -328,9 +328,7 @@ fn decode(data: &[u8], dst: &mut [u8], dict: &[u8], block_max: usize, limit: usi
     result.map_err(|e| match e {
         // The room was cut short by the limit: the block inflates past it.
         DecompressError::OutputTooSmall { .. } if room < block_max => too_large(limit),
-        DecompressError::OutputTooSmall { .. } => {
-            invalid(format!("block inflates past the frame's {block_max}-byte maximum"))
-        }
+        DecompressError::OutputTooSmall { .. } => invalid(format!("block inflates past the frame's {block_max}-byte maximum")),
         e => invalid(format!("corrupt block: {e}")),
     })
 }
@@ -367,8 +365,7 @@ pub fn compress(input: &[u8], magic0: bool, level: Option<i32>, out: &mut Vec<u8
         let size_pos = out.len();
         let data_pos = size_pos + 4;
         out.resize(data_pos + lz4_block::get_maximum_output_size(block.len()), 0);
-        let n = lz4_block::compress_into(block, &mut out[data_pos..])
-            .map_err(|e| invalid(format!("compression failed: {e}")))?;
+        let n = lz4_block::compress_into(block, &mut out[data_pos..]).map_err(|e| invalid(format!("compression failed: {e}")))?;
         if n < block.len() {
             out.truncate(data_pos + n);
             // n < 64 KiB: fits in u32 without the high bit.
@@ -416,10 +413,7 @@ pub(crate) fn xxh32(data: &[u8], seed: u32) -> u32 {
             v3 = xxh32_round(v3, le32(&stripe[8..12]));
             v4 = xxh32_round(v4, le32(&stripe[12..16]));
         }
-        v1.rotate_left(1)
-            .wrapping_add(v2.rotate_left(7))
-            .wrapping_add(v3.rotate_left(12))
-            .wrapping_add(v4.rotate_left(18))
+        v1.rotate_left(1).wrapping_add(v2.rotate_left(7)).wrapping_add(v3.rotate_left(12)).wrapping_add(v4.rotate_left(18))
     } else {
         seed.wrapping_add(PRIME32_5)
     };
@@ -807,9 +801,9 @@ mod tests {
 
     #[test]
     fn truncations_and_corruptions_are_errors_not_panics() {
-        let input = sample(150_000, 25);
+        let input = sample(70_000, 25);
         for frame in [comp(&input, false), unhex(CLI_LINKED)] {
-            for cut in (0..frame.len()).step_by(7).chain(frame.len() - 8..frame.len()) {
+            for cut in (0..frame.len()).step_by(11).chain(frame.len() - 8..frame.len()) {
                 assert!(is_invalid(&dec(&frame[..cut], false, MIB)), "cut at {cut}");
             }
             let mut x = 0x9E37_79B9u32;

@@ -263,7 +263,6 @@ mod tests {
         s
     }
 
-
     /// The generator of the Java fixture: `sample(300)` of these words, repeated.
     fn repeated(n: usize) -> Vec<u8> {
         let words: [&[u8]; 10] =

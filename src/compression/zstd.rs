@@ -146,11 +146,7 @@ fn stream(dctx: &mut DCtx<'_>, payload: &[u8], limit: usize, out: &mut Vec<u8>) 
         } else if written == 0 && input.pos() == in_before {
             // There was output room and input left to offer (or none at all):
             // no progress means the input ends mid-frame.
-            return Err(invalid(if input.pos() == payload.len() {
-                "truncated frame"
-            } else {
-                "decompression made no progress"
-            }));
+            return Err(invalid(if input.pos() == payload.len() { "truncated frame" } else { "decompression made no progress" }));
         }
     }
 }
