@@ -1,7 +1,5 @@
 //! Tests of the encoder against hand-assembled bytes from the spec, and of
-//! its options, batching and streaming form. Tests of compressed output are
-//! `#[ignore]`d while the codec bodies in `src/compression` are stubs; run
-//! them with `cargo test --lib encode -- --ignored` once the codecs land.
+//! its options, batching and streaming form, compressed output included.
 
 use super::test_reader::{read_batches, read_messages, read_records, reference_crc32, reference_crc32c, Message};
 use super::*;
@@ -717,7 +715,6 @@ fn decompress(codec: Codec, payload: &[u8], magic: i8) -> Vec<u8> {
 }
 
 #[test]
-#[ignore = "needs the codec bodies in src/compression (stubs for now)"]
 fn v2_compressed_batches_hold_the_uncompressed_records() {
     let vals = values(30, 40);
     let headers: [HeaderRef; 1] = [("h", Some(b"1"))];
@@ -764,7 +761,6 @@ fn inner_set(magic: i8, recs: &[RecordRef], base_offset: i64) -> Vec<u8> {
 }
 
 #[test]
-#[ignore = "needs the codec bodies in src/compression (stubs for now)"]
 fn legacy_compressed_wrappers() {
     let vals = values(5, 30);
     let mut recs = plain_records(&vals, 1_000);
@@ -803,7 +799,6 @@ fn legacy_compressed_wrappers() {
 }
 
 #[test]
-#[ignore = "needs the codec bodies in src/compression (stubs for now)"]
 fn legacy_v1_compressed_log_append_time() {
     let vals = values(3, 10);
     let recs = plain_records(&vals, 1_000);
@@ -824,7 +819,6 @@ fn legacy_v1_compressed_log_append_time() {
 }
 
 #[test]
-#[ignore = "needs the codec bodies in src/compression (stubs for now)"]
 fn compressed_batching_by_bytes_uses_uncompressed_sizes() {
     // 109-byte records as in batching_by_max_batch_bytes: compression does not change the split.
     let vals = values(7, 100);
