@@ -56,13 +56,23 @@ impl Message<'_> {
 }
 
 /// Parse one framed message (`offset`, `size` and body: exactly `bytes`).
+/// With `validate_crc`, the CRC is checked before any field is read, as
+/// Kafka's `LegacyRecord.ensureValid` does, so damage shows as a CRC mismatch.
 /// Errors carry positions relative to `bytes`.
-pub fn parse_message(bytes: &[u8]) -> Result<Message<'_>, LocalError> {
+pub fn parse_message(bytes: &[u8], validate_crc: bool) -> Result<Message<'_>, LocalError> {
     if bytes.len() < LOG_OVERHEAD + MIN_SIZE {
         return Err(LocalError::corrupt(8, format!("message size {} is below the v0 minimum ({MIN_SIZE})", bytes.len().saturating_sub(LOG_OVERHEAD))));
     }
     let offset = be_i64(bytes, 0);
     let crc = be_u32(bytes, 12);
+    let computed = crc::crc32(&bytes[16..]);
+    if validate_crc && computed != crc {
+        return Err(LocalError {
+            kind: ErrorKind::CrcMismatch,
+            at: 12,
+            reason: format!("stored CRC {crc:#010x} does not match computed {computed:#010x}"),
+        });
+    }
     let magic = bytes[16] as i8;
     if !(0..=1).contains(&magic) {
         return Err(LocalError { kind: ErrorKind::Unsupported, at: 16, reason: format!("unknown magic {magic} in a legacy message") });
@@ -86,7 +96,7 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message<'_>, LocalError> {
     Ok(Message {
         offset,
         crc,
-        crc_valid: crc::crc32(&bytes[16..]) == crc,
+        crc_valid: computed == crc,
         magic,
         attributes,
         timestamp,
@@ -127,7 +137,7 @@ pub fn decode_legacy<S: RecordSink>(
 ) -> Result<BatchHeader, DecodeError> {
     let outer_offset = raw.first_offset_field();
     let at = |e: LocalError| e.locate(raw.position, Some(outer_offset), raw.position, false);
-    let msg = parse_message(raw.bytes).map_err(at)?;
+    let msg = parse_message(raw.bytes, validate_crc).map_err(at)?;
     let codec = Codec::from_id(msg.codec_id()).map_err(|id| {
         DecodeError::new(ErrorKind::Unsupported, raw.position, Some(msg.offset), raw.position + 17, format!("unknown compression codec id {id} in a v{} message", msg.magic))
     })?;
@@ -153,9 +163,6 @@ pub fn decode_legacy<S: RecordSink>(
         base_sequence: -1,
         record_count: 1,
     };
-    if validate_crc && !msg.crc_valid {
-        return Err(crate::batch::crc_error(&header, crc::crc32(&raw.bytes[16..])));
-    }
     if codec == Codec::None {
         if let Some(sink) = sink {
             sink.record(&fields(&msg, msg.offset, msg.timestamp, msg.timestamp_type()));
@@ -212,16 +219,10 @@ fn read_inner(set: &[u8], validate_crc: bool) -> Result<Vec<Message<'_>>, LocalE
             return Err(LocalError::corrupt(pos + 8, format!("inner message size {size} does not fit the {} remaining bytes", set.len() - pos - LOG_OVERHEAD)));
         }
         let end = pos + LOG_OVERHEAD + size as usize;
-        let m = parse_message(&set[pos..end]).map_err(|e| LocalError { at: pos + e.at, ..e })?;
+        let m = parse_message(&set[pos..end], validate_crc)
+            .map_err(|e| LocalError { at: pos + e.at, reason: format!("inner message: {}", e.reason), ..e })?;
         if m.codec_id() != 0 {
             return Err(LocalError { kind: ErrorKind::Unsupported, at: pos + 17, reason: "inner messages of a compressed message set must not be compressed".into() });
-        }
-        if validate_crc && !m.crc_valid {
-            return Err(LocalError {
-                kind: ErrorKind::CrcMismatch,
-                at: pos + 12,
-                reason: format!("inner message CRC {:#010x} does not match computed {:#010x}", m.crc, crc::crc32(&set[pos + 16..end])),
-            });
         }
         out.push(m);
         pos = end;
@@ -301,7 +302,7 @@ mod tests {
     fn key_length_past_the_end_is_corrupt() {
         let mut data = message(0, 0, 0, 0, Some(b"abc"), None);
         data[18..22].copy_from_slice(&100i32.to_be_bytes());
-        let err = parse_message(&data).unwrap_err();
+        let err = parse_message(&data, false).unwrap_err();
         assert_eq!(err.at, 18);
     }
 }
