@@ -11,7 +11,7 @@ use arrow_array::{
     ArrayRef, BinaryArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
     TimestampMicrosecondArray,
 };
-use arrow_buffer::{Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::memory;
@@ -45,18 +45,56 @@ pub fn schema() -> SchemaRef {
         .clone()
 }
 
+/// Validity that costs one counter until the first null: keys and values
+/// are rarely null, so most columns never build a bitmap.
+#[derive(Debug, Default)]
+struct LazyValidity {
+    len: usize,
+    bitmap: Option<BooleanBufferBuilder>,
+}
+
+impl LazyValidity {
+    #[inline(always)]
+    fn append(&mut self, valid: bool) {
+        match &mut self.bitmap {
+            None if valid => {}
+            None => self.materialize().append(false),
+            Some(bitmap) => bitmap.append(valid),
+        }
+        self.len += 1;
+    }
+
+    #[cold]
+    fn materialize(&mut self) -> &mut BooleanBufferBuilder {
+        let mut bitmap = BooleanBufferBuilder::new(self.len.max(1024));
+        bitmap.append_n(self.len, true);
+        self.bitmap.insert(bitmap)
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.len = len;
+        if let Some(bitmap) = &mut self.bitmap {
+            bitmap.truncate(len);
+        }
+    }
+
+    fn finish(&mut self) -> Option<NullBuffer> {
+        self.len = 0;
+        self.bitmap.take().map(|mut b| NullBuffer::new(b.finish())).filter(|n| n.null_count() > 0)
+    }
+}
+
 /// A growing binary (or utf8) column: offsets, bytes, validity.
 #[derive(Debug)]
 struct BinaryColumn {
     offsets: Vec<i32>,
     data: Vec<u8>,
-    /// Lazy: no bitmap until the first null (keys and values rarely are).
-    valid: NullBufferBuilder,
+    valid: LazyValidity,
 }
 
 impl BinaryColumn {
     fn new() -> Self {
-        BinaryColumn { offsets: vec![0], data: Vec::new(), valid: NullBufferBuilder::new(0) }
+        BinaryColumn { offsets: vec![0], data: Vec::new(), valid: LazyValidity::default() }
     }
 
     #[inline(always)]

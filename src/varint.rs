@@ -7,54 +7,85 @@
 /// or the encoding is longer than 5 bytes.
 #[inline(always)]
 pub fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
-    // Fast path: one byte covers -64..=63, the usual case for lengths and deltas.
-    let first = *buf.get(*pos)?;
+    // Fast paths: one byte covers -64..=63, two bytes -8192..=8191 — lengths,
+    // deltas and counts of ordinary records.
+    let p = *pos;
+    let first = *buf.get(p)?;
     if first < 0x80 {
-        *pos += 1;
-        return Some(((first >> 1) as i32) ^ -((first & 1) as i32));
+        *pos = p + 1;
+        return Some(unzigzag32(first as u32));
     }
-    let mut value: u32 = (first & 0x7f) as u32;
-    let mut i = 1;
-    loop {
+    if let Some(&second) = buf.get(p + 1) {
+        if second < 0x80 {
+            *pos = p + 2;
+            return Some(unzigzag32((first & 0x7f) as u32 | (second as u32) << 7));
+        }
+    }
+    read_varint_slow(buf, pos)
+}
+
+#[inline(never)]
+fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Option<i32> {
+    let mut value: u32 = 0;
+    for i in 0..5 {
         let byte = *buf.get(*pos + i)?;
         if i == 4 && byte & 0xf0 != 0 {
-            // 5th byte may only carry the top 4 bits (and no continuation).
+            // The 5th byte may only carry the top 4 bits (and no continuation).
             return None;
         }
         value |= ((byte & 0x7f) as u32) << (7 * i);
-        i += 1;
         if byte < 0x80 {
-            break;
+            *pos += i + 1;
+            return Some(unzigzag32(value));
         }
     }
-    *pos += i;
-    Some(((value >> 1) as i32) ^ -((value & 1) as i32))
+    None
 }
 
 /// Read a zig-zag varlong (i64) at `*pos`, advancing it. `None` if the bytes
 /// end or the encoding is longer than 10 bytes.
 #[inline(always)]
 pub fn read_varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
-    let first = *buf.get(*pos)?;
+    let p = *pos;
+    let first = *buf.get(p)?;
     if first < 0x80 {
-        *pos += 1;
-        return Some(((first >> 1) as i64) ^ -((first & 1) as i64));
+        *pos = p + 1;
+        return Some(unzigzag64(first as u64));
     }
-    let mut value: u64 = (first & 0x7f) as u64;
-    let mut i = 1;
-    loop {
+    if let Some(&second) = buf.get(p + 1) {
+        if second < 0x80 {
+            *pos = p + 2;
+            return Some(unzigzag64((first & 0x7f) as u64 | (second as u64) << 7));
+        }
+    }
+    read_varlong_slow(buf, pos)
+}
+
+#[inline(never)]
+fn read_varlong_slow(buf: &[u8], pos: &mut usize) -> Option<i64> {
+    let mut value: u64 = 0;
+    for i in 0..10 {
         let byte = *buf.get(*pos + i)?;
         if i == 9 && byte & 0xfe != 0 {
             return None;
         }
         value |= ((byte & 0x7f) as u64) << (7 * i);
-        i += 1;
         if byte < 0x80 {
-            break;
+            *pos += i + 1;
+            return Some(unzigzag64(value));
         }
     }
-    *pos += i;
-    Some(((value >> 1) as i64) ^ -((value & 1) as i64))
+    None
+}
+
+#[inline(always)]
+fn unzigzag32(v: u32) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+#[inline(always)]
+fn unzigzag64(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
 /// Append `value` as a zig-zag varint.
