@@ -1,0 +1,682 @@
+"""PySpark integration: a ``kafka-log`` data source and UDFs over raw batches.
+
+Read broker log folders (local, or anything :mod:`pyarrow.fs` reaches:
+``s3a://``, ``gs://``, ``hdfs://``) into a DataFrame with exactly the schema
+of Spark's Kafka source::
+
+    import kafkabatch.spark as kbs
+
+    kbs.register(spark)
+    df = (spark.read.format("kafka-log")
+          .option("startingOffsets", '{"orders": {"0": 1000}}')
+          .option("mode", "DROPMALFORMED")
+          .load("/var/lib/kafka/data"))
+
+Or decode a column of raw batch bytes (Fetch responses, ``binaryFile``
+loads, bytes kept in a table)::
+
+    raw = spark.read.format("binaryFile").load("/dumps/orders-0/*.log")
+    records = kbs.explode_batches(raw, "content", path_column="path")
+    nested = raw.select(kbs.decode_batches("content", topic="orders", partition=0).alias("records"))
+
+Every Arrow batch handed to Spark is built by kafkabatch's Rust core and
+already has the Arrow types Spark expects for this schema (see
+:data:`SPARK_ARROW_SCHEMA`); the headers list is relabelled without copying.
+Needs PySpark 4.0+ (``pip install 'kafkabatch[spark]'``);
+:func:`decode_batches_arrow` needs 4.1+. See ``docs/spark.md``.
+"""
+
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+import kafkabatch as kb
+from kafkabatch import logdir
+from kafkabatch.logdir import Segment, SegmentResult, Transaction, _Bounds
+
+try:
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+except ImportError as _error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "kafkabatch.spark needs PySpark 4.0 or later (with Python data sources): "
+        "pip install 'kafkabatch[spark]'"
+    ) from _error
+
+__all__ = [
+    "DEFAULT_MAX_BYTES_PER_PARTITION",
+    "DEFAULT_MAX_RECORDS_PER_BATCH",
+    "HEADERS_TYPE",
+    "KAFKA_SCHEMA",
+    "SPARK_ARROW_SCHEMA",
+    "KafkaLogDataSource",
+    "decode_batches",
+    "decode_batches_arrow",
+    "explode_batches",
+    "register",
+    "to_spark_arrow",
+]
+
+log = logging.getLogger("kafkabatch.spark")
+
+#: Spark's Kafka source header type: ``array<struct<key: string, value: binary>>``.
+HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+
+#: The schema of Spark's Kafka source (with ``includeHeaders``), the schema of
+#: the ``kafka-log`` data source and of each element of :func:`decode_batches`.
+KAFKA_SCHEMA = StructType([
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+    StructField("headers", HEADERS_TYPE),
+])
+
+_SPARK_HEADERS_ARROW = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
+
+#: The Arrow schema Spark derives from :data:`KAFKA_SCHEMA`
+#: (``pyspark.sql.pandas.types.to_arrow_schema(KAFKA_SCHEMA, timezone="UTC")``):
+#: kafkabatch's :data:`kafkabatch.SCHEMA` with the list item called ``element``.
+SPARK_ARROW_SCHEMA = pa.schema([
+    ("key", pa.binary()),
+    ("value", pa.binary()),
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("timestamp", pa.timestamp("us", tz="UTC")),
+    ("timestampType", pa.int32()),
+    ("headers", _SPARK_HEADERS_ARROW),
+])
+
+_SPARK_RECORD_STRUCT = pa.struct(list(SPARK_ARROW_SCHEMA))
+_SPARK_RECORDS_LIST = pa.list_(pa.field("element", _SPARK_RECORD_STRUCT))
+
+#: Default ``maxBytesPerPartition``: segments larger than this are split at batch boundaries.
+DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
+#: Default ``maxRecordsPerBatch``: rows per Arrow batch handed to Spark.
+DEFAULT_MAX_RECORDS_PER_BATCH = 10_000
+
+
+def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A record batch of :data:`kafkabatch.SCHEMA` with exactly
+    :data:`SPARK_ARROW_SCHEMA`'s types (zero-copy: only the headers list's
+    item field is renamed, ``item`` → ``element``)."""
+    if batch.schema.equals(SPARK_ARROW_SCHEMA) and batch.column(7).type.value_field.name == "element":
+        return batch
+    columns = list(batch.columns)
+    headers = columns[7]
+    if pa.types.is_list(headers.type) and headers.type.value_type.equals(_SPARK_HEADERS_ARROW.value_type):
+        columns[7] = headers.view(_SPARK_HEADERS_ARROW)
+        try:
+            return pa.RecordBatch.from_arrays(columns, schema=SPARK_ARROW_SCHEMA)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    return batch.cast(SPARK_ARROW_SCHEMA)
+
+
+# --------------------------------------------------------------------------
+# options
+# --------------------------------------------------------------------------
+
+_MODES = {"FAILFAST": "raise", "DROPMALFORMED": "skip", "PERMISSIVE": "skip"}
+_ISOLATIONS = ("read_uncommitted", "read_committed")
+
+
+class _Options:
+    """The data source options, parsed and checked once (at ``load()``)."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        # Spark hands Python data sources a case-insensitive dict with lower-case keys.
+        opts = {str(k).lower(): v for k, v in dict(options).items()}
+        self.paths = _paths(opts)
+        self.topic: str | None = opts.get("topic") or None
+        self.partition = _int_option(opts, "partition", minimum=0)
+        isolation = opts.get("isolation", opts.get("kafka.isolation.level", "read_uncommitted"))
+        isolation = str(isolation).strip().lower()
+        if isolation not in _ISOLATIONS:
+            raise ValueError(f"kafka-log option 'isolation' must be read_uncommitted or read_committed, "
+                             f"not {isolation!r}")
+        self.isolation = isolation
+        self.validate_crc = _bool_option(opts, "validateCrc", True)
+        self.include_control = _bool_option(opts, "includeControl", False)
+        mode = str(opts.get("mode", "FAILFAST")).strip().upper()
+        if mode not in _MODES:
+            raise ValueError(f"kafka-log option 'mode' must be FAILFAST, DROPMALFORMED or PERMISSIVE, "
+                             f"not {opts['mode']!r}")
+        self.mode = mode
+        self.max_records_per_batch = _int_option(opts, "maxRecordsPerBatch", minimum=1,
+                                                 default=DEFAULT_MAX_RECORDS_PER_BATCH)
+        self.max_bytes_per_partition = _size_option(opts, "maxBytesPerPartition", DEFAULT_MAX_BYTES_PER_PARTITION)
+        self.max_decompressed_size = _size_option(opts, "maxDecompressedSize", kb.DEFAULT_MAX_DECOMPRESSED_SIZE)
+        self.starting_offsets = _offsets_option(opts, "startingOffsets")
+        self.ending_offsets = _offsets_option(opts, "endingOffsets")
+        self.starting_timestamp = _timestamp_option(opts, "startingTimestamp")
+        self.ending_timestamp = _timestamp_option(opts, "endingTimestamp")
+
+    def decode_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "validate_crc": self.validate_crc,
+            "include_control": self.include_control,
+            "on_error": _MODES[self.mode],
+            "max_decompressed_size": self.max_decompressed_size,
+        }
+        if self.isolation != "read_uncommitted":
+            options["isolation"] = self.isolation
+        return options
+
+    def bounds(self, topic: str, partition: int) -> _Bounds:
+        return _Bounds(
+            self.starting_offsets.get((topic, partition)),
+            self.ending_offsets.get((topic, partition)),
+            self.starting_timestamp,
+            self.ending_timestamp,
+        )
+
+
+def _paths(opts: dict[str, Any]) -> list[str]:
+    if "paths" in opts:  # load(["a", "b"]) arrives as a JSON list
+        try:
+            paths = json.loads(opts["paths"])
+        except json.JSONDecodeError:
+            raise ValueError(f"kafka-log option 'paths' must be a JSON list of paths, not {opts['paths']!r}") from None
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise ValueError(f"kafka-log option 'paths' must be a JSON list of paths, not {opts['paths']!r}")
+        if "path" in opts:
+            paths = [opts["path"], *paths]
+    elif "path" in opts:
+        paths = [opts["path"]]
+    else:
+        paths = []
+    if not paths:
+        raise ValueError("kafka-log needs a path: spark.read.format('kafka-log').load('/var/lib/kafka/data')")
+    return paths
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def _bool_option(opts: dict[str, Any], name: str, default: bool) -> bool:
+    value = opts.get(name.lower())
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"kafka-log option '{name}' must be true or false, not {value!r}")
+
+
+def _int_option(opts: dict[str, Any], name: str, *, minimum: int, default: int | None = None) -> int | None:
+    value = opts.get(name.lower())
+    if value is None or value == "":
+        return default
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"kafka-log option '{name}' must be an integer, not {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"kafka-log option '{name}' must be at least {minimum}, not {number}")
+    return number
+
+
+def _size_option(opts: dict[str, Any], name: str, default: int) -> int:
+    value = opts.get(name.lower())
+    if value is None or value == "":
+        return default
+    try:
+        return logdir.parse_size(str(value))
+    except ValueError:
+        raise ValueError(f"kafka-log option '{name}' must be a size in bytes such as 134217728 or '128m', "
+                         f"not {value!r}") from None
+
+
+def _timestamp_option(opts: dict[str, Any], name: str) -> int | None:
+    value = opts.get(name.lower())
+    if value is None or value == "":
+        return None
+    try:
+        return logdir.parse_timestamp(str(value))
+    except ValueError:
+        raise ValueError(f"kafka-log option '{name}' must be epoch milliseconds or an ISO-8601 timestamp "
+                         f"such as '2024-05-01T12:00:00Z', not {value!r}") from None
+
+
+def _offsets_option(opts: dict[str, Any], name: str) -> dict[tuple[str, int], int]:
+    """``startingOffsets``/``endingOffsets`` as Spark's Kafka source takes them:
+    ``earliest``/``latest`` or JSON ``{"topic": {"partition": offset}}`` with -2
+    for earliest and -1 for latest. Batch queries can't start at latest nor
+    end at earliest. Returns the specific bounds only."""
+    starting = name == "startingOffsets"
+    value = opts.get(name.lower())
+    if value is None:
+        return {}
+    text = str(value).strip()
+    if text.lower() == ("earliest" if starting else "latest"):
+        return {}
+    if text.lower() in ("earliest", "latest"):
+        raise ValueError(f"kafka-log option '{name}' can't be {text.lower()} for a batch read "
+                         f"(use {'earliest' if starting else 'latest'} or JSON like "
+                         "'{\"orders\": {\"0\": 23, \"1\": -2}}')")
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        parsed = None
+    example = '\'{"orders": {"0": 23, "1": -2}}\''
+    if not isinstance(parsed, dict):
+        raise ValueError(f"kafka-log option '{name}' must be {'earliest' if starting else 'latest'} or JSON "
+                         f"like {example}, not {value!r}")
+    bounds: dict[tuple[str, int], int] = {}
+    for topic, partitions in parsed.items():
+        if not isinstance(partitions, dict):
+            raise ValueError(f"kafka-log option '{name}': topic {topic!r} must map partitions to offsets, "
+                             f"like {example}")
+        for part, offset in partitions.items():
+            try:
+                part_number = int(part)
+            except ValueError:
+                raise ValueError(f"kafka-log option '{name}': partition {part!r} of topic {topic!r} "
+                                 "is not a number") from None
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < -2:
+                raise ValueError(f"kafka-log option '{name}': offset {offset!r} for {topic}-{part} must be "
+                                 "an offset >= 0, -2 (earliest) or -1 (latest)")
+            if offset == (-1 if starting else -2):
+                raise ValueError(f"kafka-log option '{name}': {topic}-{part} can't "
+                                 f"{'start at latest (-1)' if starting else 'end at earliest (-2)'} "
+                                 "in a batch read")
+            if offset >= 0:
+                bounds[(topic, part_number)] = offset
+    return bounds
+
+
+# --------------------------------------------------------------------------
+# the data source
+# --------------------------------------------------------------------------
+
+
+class _LogSplit(InputPartition):
+    """One Spark task: bytes ``[start, end)`` of one segment (a batch-aligned range)."""
+
+    def __init__(self, segment: Segment, start: int, end: int, bounds: _Bounds,
+                 transactions: list[Transaction] | None, check_start: bool = False) -> None:
+        super().__init__((segment.path, start, end))
+        self.segment = segment
+        self.start = start
+        self.end = end
+        self.bounds = bounds
+        self.transactions = transactions
+        self.check_start = check_start  # the start came from a .index file: make sure it's a batch
+
+
+class KafkaLogDataSource(DataSource):
+    """``spark.read.format("kafka-log").load(path)``: Kafka log folders as Spark's Kafka source schema.
+
+    ``path`` is what :func:`kafkabatch.logdir.list_segments` takes (a broker
+    log dir, ``<topic>-<partition>`` folders, segment files, globs; local or
+    a pyarrow.fs URI such as ``s3a://bucket/kafka/``); ``load([...])`` takes
+    several. One Spark partition per segment; segments larger than
+    ``maxBytesPerPartition`` are split at batch boundaries. Options: see
+    ``docs/spark.md``.
+
+    >>> import kafkabatch.spark as kbs
+    >>> kbs.register(spark)                                                  # doctest: +SKIP
+    >>> spark.read.format("kafka-log").option("mode", "PERMISSIVE").load("/data/kafka").count()  # doctest: +SKIP
+    1000000
+    """
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self._options = _Options(options)
+        # List once, at load(): errors about paths and folder names surface
+        # there, and every action on the DataFrame reads the same files (as
+        # Spark's file sources do).
+        self._segments = self._list()
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log"
+
+    def schema(self) -> StructType:
+        return KAFKA_SCHEMA
+
+    def reader(self, schema: StructType) -> "KafkaLogReader":
+        if schema != KAFKA_SCHEMA:
+            raise ValueError("kafka-log has a fixed schema (Spark's Kafka source schema): "
+                             f"{KAFKA_SCHEMA.simpleString()}; got {schema.simpleString()}")
+        return KafkaLogReader(self._options, self._segments)
+
+    def _list(self) -> list[Segment]:
+        segments: dict[str, Segment] = {}
+        for path in self._options.paths:
+            for seg in logdir.list_segments(path, topic=self._options.topic, partition=self._options.partition):
+                segments.setdefault(seg.path, seg)
+        return sorted(segments.values(), key=logdir._sort_key)
+
+
+class KafkaLogReader(DataSourceReader):
+    """Plans one input partition per segment (split when large) and decodes them."""
+
+    def __init__(self, options: _Options, segments: list[Segment]) -> None:
+        self._options = options
+        self._segments = segments
+
+    def partitions(self) -> list[InputPartition]:
+        opts = self._options
+        splits: list[InputPartition] = []
+        for group in logdir._by_partition(self._segments):
+            bounds = opts.bounds(group[0].topic, group[0].partition)
+            if bounds.empty():
+                continue
+            transactions = None
+            if opts.isolation == "read_committed":
+                transactions = logdir._partition_transactions(group)
+            for i, seg in enumerate(group):
+                if seg.size == 0 or logdir._segment_skippable(group, i, bounds):
+                    continue
+                txns = None if transactions is None else _transactions_for(transactions, group, i)
+                start = logdir.seek_position(seg, bounds)
+                for a, b, from_index in _split(seg, start, opts.max_bytes_per_partition):
+                    splits.append(_LogSplit(seg, a, b, bounds, txns, check_start=from_index and a > 0))
+        return splits
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, _LogSplit):  # Spark's placeholder when there is nothing to read
+            return
+        opts = self._options
+        seg = partition.segment
+        result = SegmentResult(seg)
+        source = logdir._open_source(seg.path)
+        try:
+            if partition.check_start:
+                _check_batch_start(source, seg, partition.start)
+            for batch in logdir.decode_range(
+                source, seg, start=partition.start, end=partition.end,
+                max_chunk_bytes=min(logdir.DEFAULT_MAX_CHUNK_BYTES, max(partition.end - partition.start, 1)),
+                bounds=partition.bounds, transactions=partition.transactions,
+                max_records_per_batch=opts.max_records_per_batch, result=result, **opts.decode_options(),
+            ):
+                yield to_spark_arrow(batch)
+        finally:
+            source.close()
+        if opts.mode == "PERMISSIVE" and (result.skipped or result.trailing_bytes):
+            log.warning("kafka-log PERMISSIVE: %s", result.describe())
+
+
+def _transactions_for(transactions: list[Transaction], group: list[Segment], i: int) -> list[Transaction]:
+    """The transactions a task reading segment ``i`` of a partition may need."""
+    seg = group[i]
+    nxt = group[i + 1].base_offset if i + 1 < len(group) else None
+    out = []
+    for t in transactions:
+        if seg.base_offset is not None and t.last_offset is not None and t.last_offset < seg.base_offset:
+            continue
+        if nxt is not None and t.first_offset >= nxt:
+            continue
+        out.append(t)
+    return out
+
+
+def _split(seg: Segment, start: int, max_bytes: int) -> list[tuple[int, int, bool]]:
+    """Byte ranges of one segment for separate tasks: ``(start, end, from_index)``."""
+    if max_bytes <= 0 or seg.size - start <= max_bytes:
+        return [(start, seg.size, False)]
+    if logdir._is_remote(seg.path):
+        # Walking batch headers would read the whole object: use the broker's
+        # offset index (an entry every index.interval.bytes, 4 KiB by default).
+        cuts = _index_cuts(seg, start, max_bytes)
+        if not cuts:
+            return [(start, seg.size, False)]
+        edges = [start, *cuts, seg.size]
+        return [(a, b, True) for a, b in zip(edges, edges[1:])]
+    source = logdir._open_source(seg.path)
+    try:
+        return [(a, b, False) for a, b in logdir.batch_ranges(source, start, seg.size, max_bytes)]
+    finally:
+        source.close()
+
+
+def _index_cuts(seg: Segment, start: int, max_bytes: int) -> list[int]:
+    base, _, query = seg.path.partition("?")
+    if not base.endswith(".log") or seg.base_offset is None:
+        return []
+    index_path = base[: -len(".log")] + ".index" + (f"?{query}" if query else "")
+    try:
+        filesystem, fs_path = logdir._resolve_remote(index_path)
+        with filesystem.open_input_file(fs_path) as f:
+            entries = logdir._parse_offset_index(f.read(), seg.base_offset)
+    except (OSError, ValueError):
+        return []
+    cuts = []
+    last = start
+    for _offset, position in entries:
+        if position >= seg.size:
+            break
+        if position - last >= max_bytes:
+            cuts.append(position)
+            last = position
+    return cuts
+
+
+def _check_batch_start(source: Any, seg: Segment, position: int) -> None:
+    header = source.read(position, 12)
+    size = logdir._batch_length(header) if len(header) == 12 else None
+    ok = False
+    if size is not None and position + size <= source.size:
+        data = source.read(position, size)
+        ok = kb.valid_bytes(data) == size and all(
+            b.is_valid for b in kb.iter_batches(data, validate_crc=True, on_error="keep"))
+        del data
+    source.release()
+    if not ok:
+        raise kb.CorruptBatchError(
+            f"{seg.path}: byte {position} (from the segment's .index) is not the start of a valid batch; "
+            "the .index file may be stale. Read this segment in one task with option maxBytesPerPartition=0")
+
+
+def register(spark: Any = None) -> None:
+    """Register the ``kafka-log`` data source with a SparkSession (the active
+    one by default).
+
+    >>> import kafkabatch.spark as kbs
+    >>> kbs.register(spark)                                                  # doctest: +SKIP
+    >>> df = spark.read.format("kafka-log").load("/var/lib/kafka/data")     # doctest: +SKIP
+    """
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise RuntimeError("no active SparkSession: pass one, kbs.register(spark)")
+    spark.dataSource.register(KafkaLogDataSource)
+
+
+# --------------------------------------------------------------------------
+# UDFs over columns of raw batches
+# --------------------------------------------------------------------------
+
+_DECODE_KWARGS = ("topic", "partition", "validate_crc", "include_control", "isolation", "on_error",
+                  "max_decompressed_size", "aborted_transactions", "hide_open_transactions")
+
+
+def _check_decode_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(options) - set(_DECODE_KWARGS))
+    if unknown:
+        raise TypeError(f"unexpected option(s) {', '.join(unknown)}; the options are those of "
+                        f"kafkabatch.decode(): {', '.join(_DECODE_KWARGS)}")
+    if options.get("on_error", "raise") not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', not {options['on_error']!r}")
+    if options.get("isolation", "read_uncommitted") not in _ISOLATIONS:
+        raise ValueError(f"isolation must be read_uncommitted or read_committed, not {options['isolation']!r}")
+    return {k: v for k, v in options.items() if not (k == "isolation" and v == "read_uncommitted")}
+
+
+def _as_buffer(value: Any) -> Any:
+    """A pyarrow binary scalar, bytes or bytearray as something the decoder reads without copying."""
+    if isinstance(value, pa.Scalar):
+        buffer = value.as_buffer()
+        return None if buffer is None else memoryview(buffer).cast("B")
+    return value
+
+
+def _decode_to_list(values: Iterable[Any], options: dict[str, Any]) -> pa.ListArray:
+    """One list of records per input value (null in, null out)."""
+    import numpy as np
+
+    tables = []
+    lengths = []
+    nulls = []
+    for value in values:
+        data = _as_buffer(value)
+        if data is None:
+            lengths.append(0)
+            nulls.append(True)
+            continue
+        table = kb.decode(data, **options)
+        tables.append(table)
+        lengths.append(table.num_rows)
+        nulls.append(False)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError("more than 2**31 records in one Arrow batch of input rows; "
+                         "lower spark.sql.execution.arrow.maxRecordsPerBatch")
+    batches = [to_spark_arrow(b) for t in tables for b in t.to_batches()]
+    records = pa.Table.from_batches(batches, schema=SPARK_ARROW_SCHEMA).combine_chunks().to_struct_array()
+    values = records.chunk(0) if records.num_chunks == 1 else pa.concat_arrays(records.chunks) if records.num_chunks \
+        else pa.array([], type=_SPARK_RECORD_STRUCT)
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, type=_SPARK_RECORDS_LIST,
+                                    mask=pa.array(nulls, type=pa.bool_()))
+
+
+def decode_batches(col: Any, **options: Any) -> Any:
+    """A column of ``array<struct<key, value, topic, partition, offset,
+    timestamp, timestampType, headers>>``: the records of each row's raw
+    Kafka batches (a ``pandas_udf``; null in, null out).
+
+    ``options`` are those of :func:`kafkabatch.decode` (``topic``,
+    ``partition``, ``validate_crc``, ``include_control``, ``isolation``,
+    ``on_error``, ``max_decompressed_size``).
+
+    >>> from pyspark.sql import functions as F
+    >>> raw = spark.read.format("binaryFile").load("/data/orders-0/*.log")   # doctest: +SKIP
+    >>> records = raw.select(F.explode(kbs.decode_batches("content", topic="orders", partition=0)).alias("r")) \\
+    ...              .select("r.*")                                             # doctest: +SKIP
+    """
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+
+    opts = _check_decode_kwargs(options)
+
+    def decode_kafka_batches(content: pd.Series) -> pd.Series:
+        import pandas as pd
+
+        return pd.Series(pd.arrays.ArrowExtensionArray(_decode_to_list(content, opts)), index=content.index)
+
+    return pandas_udf(decode_kafka_batches, ArrayType(KAFKA_SCHEMA))(col)  # type: ignore[call-overload]
+
+
+def decode_batches_arrow(col: Any, **options: Any) -> Any:
+    """Like :func:`decode_batches`, as an Arrow UDF (``pyspark.sql.functions.arrow_udf``,
+    PySpark 4.1+): Arrow in, Arrow out, no pandas.
+
+    >>> raw.select(kbs.decode_batches_arrow("content", topic="orders", partition=0))  # doctest: +SKIP
+    """
+    try:
+        from pyspark.sql.functions import arrow_udf
+    except ImportError:
+        import pyspark
+
+        raise RuntimeError(f"decode_batches_arrow needs PySpark 4.1 or later (pyspark.sql.functions.arrow_udf); "
+                           f"this is PySpark {pyspark.__version__}: use decode_batches or explode_batches") from None
+
+    opts = _check_decode_kwargs(options)
+
+    def decode_kafka_batches(content: pa.Array) -> pa.Array:
+        return _decode_to_list(content, opts)
+
+    return arrow_udf(decode_kafka_batches, ArrayType(KAFKA_SCHEMA))(col)  # type: ignore[call-overload]
+
+
+def explode_batches(df: Any, column: str, *, keep: Iterable[str] = (), path_column: str | None = None,
+                    max_records_per_batch: int = DEFAULT_MAX_RECORDS_PER_BATCH, **options: Any) -> Any:
+    """One row per record of the raw Kafka batches in ``df[column]``
+    (``df.mapInArrow``: Arrow in, Arrow out), with the columns of
+    :data:`KAFKA_SCHEMA` followed by the input columns named in ``keep``.
+
+    ``path_column`` names a column of file paths (``binaryFile``'s
+    ``path``): topic and partition then come from each file's folder
+    ``<topic>-<partition>`` unless given in ``options``. Other ``options``
+    are those of :func:`kafkabatch.decode`. Null inputs give no rows.
+
+    >>> raw = spark.read.format("binaryFile").load("/data/*/*.log")           # doctest: +SKIP
+    >>> kbs.explode_batches(raw, "content", path_column="path", keep=["path"]).count()  # doctest: +SKIP
+    12345
+    """
+    opts = _check_decode_kwargs(options)
+    keep = list(keep)
+    names = set(df.columns)
+    for name in [column, *keep, *([path_column] if path_column else [])]:
+        if name not in names:
+            raise ValueError(f"no column {name!r} in the DataFrame (columns: {', '.join(df.columns)})")
+    clash = sorted(set(keep) & set(KAFKA_SCHEMA.fieldNames()))
+    if clash:
+        raise ValueError(f"kept column(s) {', '.join(clash)} clash with the record columns; rename them first")
+    if max_records_per_batch <= 0:
+        raise ValueError("max_records_per_batch must be positive")
+    out_schema = StructType(KAFKA_SCHEMA.fields + [df.schema[name] for name in keep])
+    wanted = list(dict.fromkeys([column, *keep, *([path_column] if path_column else [])]))
+
+    def explode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+
+        for rb in batches:
+            content = rb.column(column)
+            paths = rb.column(path_column).to_pylist() if path_column else None
+            kept = [rb.column(name) for name in keep]
+            schema = pa.schema(list(SPARK_ARROW_SCHEMA) + [pa.field(name, col.type) for name, col in zip(keep, kept)])
+            for i in range(rb.num_rows):
+                data = _as_buffer(content[i])
+                if data is None:
+                    continue
+                row_opts = dict(opts)
+                if paths is not None and paths[i] is not None and (
+                        row_opts.get("topic") is None or row_opts.get("partition") is None):
+                    found = kb.topic_partition_from_path(_path_text(paths[i]))
+                    if found is not None:
+                        if row_opts.get("topic") is None:
+                            row_opts["topic"] = found[0]
+                        if row_opts.get("partition") is None:
+                            row_opts["partition"] = found[1]
+                table = kb.decode(data, **row_opts)
+                for batch in table.to_batches(max_chunksize=max_records_per_batch):
+                    batch = to_spark_arrow(batch)
+                    if kept:
+                        repeat = pa.array(np.full(batch.num_rows, i, dtype=np.int64))
+                        batch = pa.RecordBatch.from_arrays(
+                            list(batch.columns) + [col.take(repeat) for col in kept], schema=schema)
+                    yield batch
+
+    return df.select(*wanted).mapInArrow(explode, out_schema)
+
+
+def _path_text(path: str) -> str:
+    """A local path from a Spark file URI (``file:/a/b`` → ``/a/b``); other URIs as they are."""
+    return logdir._local_path(path) if path.startswith("file:") else path

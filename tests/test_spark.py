@@ -1,0 +1,461 @@
+"""kafkabatch.spark: the ``kafka-log`` data source and the batch-decoding UDFs.
+
+Tests marked ``spark`` share one local SparkSession (``local[2]``) and keep
+to a few actions each; the rest drive the data source classes in-process
+(they need PySpark importable, not a running Spark). Expected rows are
+``kb.decode`` of each whole segment (``test_logdir.expected_table``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import kafkabatch as kb
+from test_logdir import (
+    BASE_TS,
+    _records,
+    build_log,
+    codec,
+    expected_table,
+    kafka_python_batch,
+    rows_of,
+    write_segment,
+)
+
+pyspark = pytest.importorskip("pyspark")
+
+import kafkabatch.spark as kbs  # noqa: E402
+from pyspark.sql.types import (  # noqa: E402
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+# Spark's Kafka source schema with includeHeaders=true, spelled out here
+# independently of kafkabatch.spark (KafkaRecordToRowConverter in Spark).
+SPARK_KAFKA_SCHEMA = StructType([
+    StructField("key", BinaryType(), True),
+    StructField("value", BinaryType(), True),
+    StructField("topic", StringType(), True),
+    StructField("partition", IntegerType(), True),
+    StructField("offset", LongType(), True),
+    StructField("timestamp", TimestampType(), True),
+    StructField("timestampType", IntegerType(), True),
+    StructField("headers", ArrayType(StructType([
+        StructField("key", StringType(), True),
+        StructField("value", BinaryType(), True),
+    ]), True), True),
+])
+
+
+# --------------------------------------------------------------------------
+# fixtures
+# --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory) -> Path:
+    return build_log(tmp_path_factory.mktemp("spark-logs") / "kafka-data")
+
+
+@pytest.fixture(scope="module")
+def corrupt(tmp_path_factory) -> tuple[Path, Path]:
+    """bad-0: three batches, the middle one's payload flipped; bad-1 clean."""
+    root = tmp_path_factory.mktemp("spark-corrupt")
+    b = [kafka_python_batch(codec("gzip"), 10 * i, _records("bad", 0, 10 * i, 10)) for i in range(3)]
+    middle = bytearray(b[1])
+    middle[len(middle) // 2] ^= 0x40
+    seg = write_segment(root, "bad-0", 0, b[0] + bytes(middle) + b[2])
+    write_segment(root, "bad-1", 0, kafka_python_batch(codec("zstd"), 0, _records("bad", 1, 0, 8)))
+    return root, seg
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkabatch-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    kbs.register(session)
+    yield session
+    session.stop()
+
+
+def sorted_rows(table: pa.Table) -> list[tuple]:
+    return sorted(rows_of(table), key=lambda r: (r[0], r[1], r[2]))
+
+
+def read_in_process(options: dict) -> tuple[list, pa.Table]:
+    """Plan and read like Spark does, without Spark: DataSource → reader →
+    partitions → read(partition) each."""
+    source = kbs.KafkaLogDataSource(options)
+    assert source.schema() == SPARK_KAFKA_SCHEMA
+    reader = source.reader(source.schema())
+    splits = reader.partitions()
+    batches = [b for split in splits for b in reader.read(split)]
+    for b in batches:
+        assert b.schema.equals(kbs.SPARK_ARROW_SCHEMA)
+        assert b.schema.field("headers").type.value_field.name == "element"
+    table = pa.Table.from_batches(batches, schema=kbs.SPARK_ARROW_SCHEMA)
+    return splits, table
+
+
+# --------------------------------------------------------------------------
+# without a SparkSession
+# --------------------------------------------------------------------------
+
+def test_schema_is_sparks_kafka_schema():
+    assert kbs.KAFKA_SCHEMA == SPARK_KAFKA_SCHEMA
+    assert kbs.KafkaLogDataSource.name() == "kafka-log"
+
+
+def test_spark_arrow_schema_is_what_spark_derives():
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    derived = to_arrow_schema(SPARK_KAFKA_SCHEMA, timezone="UTC")
+    assert derived.equals(kbs.SPARK_ARROW_SCHEMA)
+    assert derived.field("headers").type.value_field.name == kbs.SPARK_ARROW_SCHEMA.field(
+        "headers").type.value_field.name
+    # kafkabatch's own schema differs only in the list item's name
+    assert [f.type.id for f in kb.SCHEMA] == [f.type.id for f in kbs.SPARK_ARROW_SCHEMA]
+
+
+def test_to_spark_arrow_is_zero_copy(log):
+    batch = kb.decode(Path(log / "orders-1" / f"{1000:020d}.log").read_bytes(), topic="t", partition=1).to_batches()[0]
+    converted = kbs.to_spark_arrow(batch)
+    assert converted.schema.field("headers").type.value_field.name == "element"
+    assert converted.column(0).buffers()[2].address == batch.column(0).buffers()[2].address
+    assert converted.column(7).to_pylist() == batch.column(7).to_pylist()
+    assert kbs.to_spark_arrow(converted) is converted
+
+
+def test_import_needs_no_session():
+    code = ("import kafkabatch.spark as kbs; from pyspark.sql import SparkSession; "
+            "assert SparkSession.getActiveSession() is None; print(len(kbs.KAFKA_SCHEMA))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "8"
+
+
+def test_in_process_read_equals_decode(log):
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    splits, table = read_in_process(CaseInsensitiveDict({"path": str(log)}))
+    assert len(splits) == 5  # one per non-empty segment
+    assert sorted_rows(table) == sorted_rows(expected_table(log))
+    assert rows_of(table) == rows_of(expected_table(log))  # and in topic, partition, offset order
+
+
+def test_in_process_split_large_segments(log):
+    splits, table = read_in_process({"path": str(log), "maxbytesperpartition": "300", "maxrecordsperbatch": "4"})
+    assert len(splits) > 5
+    by_segment: dict[str, list[tuple[int, int]]] = {}
+    for s in splits:
+        by_segment.setdefault(s.segment.path, []).append((s.start, s.end))
+    for path, ranges in by_segment.items():  # contiguous, batch-aligned, covering the file
+        data = Path(path).read_bytes()
+        starts = {b.position for b in kb.iter_batches(data)}
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+        assert all(a in starts for a, _ in ranges) and all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+    assert rows_of(table) == rows_of(expected_table(log))
+    assert max(b.num_rows for b in table.to_batches()) <= 4
+
+
+def test_in_process_index_splits_for_remote_files(log, monkeypatch):
+    """Remote segments are split by their .index entries (a local folder
+    read through pyarrow.fs stands in for S3)."""
+    import struct
+
+    from pyarrow import fs as pafs
+
+    from kafkabatch import logdir
+
+    local = pafs.LocalFileSystem()
+    monkeypatch.setattr(logdir, "_resolve_remote", lambda uri: (local, uri.split("://", 1)[1].split("?")[0]))
+    seg = log / "orders-0" / f"{30:020d}.log"
+    data = seg.read_bytes()
+    batches = list(kb.iter_batches(data))
+    index = seg.with_suffix(".index")
+    entries = b"".join(struct.pack(">ii", b.last_offset - 30, b.position) for b in batches[1:]) + bytes(32)
+    index.write_bytes(entries)
+    try:
+        splits, table = read_in_process({"path": f"mock://{seg.parent.as_posix()}", "maxBytesPerPartition": "1"})
+        ranges = [(s.start, s.end) for s in splits if s.segment.base_offset == 30]
+        assert ranges == [(b.position, b.position + b.size_in_bytes) for b in batches]
+        assert all(s.check_start for s in splits if s.segment.base_offset == 30 and s.start > 0)
+        assert rows_of(table) == rows_of(expected_table(seg.parent))
+        # a stale index entry (not a batch start) is caught, not decoded as garbage
+        index.write_bytes(struct.pack(">ii", 5, batches[1].position + 3) + bytes(8))
+        with pytest.raises(kb.CorruptBatchError, match="stale"):
+            read_in_process({"path": f"mock://{seg.parent.as_posix()}", "maxBytesPerPartition": "1"})
+    finally:
+        index.unlink()
+
+
+def test_in_process_modes(corrupt, caplog):
+    root, seg = corrupt
+    with pytest.raises(kb.CrcMismatchError, match=seg.name):
+        read_in_process({"path": str(root)})
+    want = expected_table(root, on_error="skip")
+    _, dropped = read_in_process({"path": str(root), "mode": "dropmalformed"})
+    assert rows_of(dropped) == rows_of(want)
+    assert 10 not in dropped.column("offset").to_pylist()
+    with caplog.at_level(logging.WARNING, logger="kafkabatch.spark"):
+        _, permissive = read_in_process({"path": str(root), "mode": "PERMISSIVE"})
+    assert rows_of(permissive) == rows_of(want)
+    lines = [r.getMessage() for r in caplog.records if r.name == "kafkabatch.spark"]
+    assert len(lines) == 1 and seg.name in lines[0] and "skipped 1 corrupt batch" in lines[0], lines
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("validateCrc", "maybe", "'validateCrc' must be true or false"),
+    ("includeControl", "2", "'includeControl' must be true or false"),
+    ("mode", "LENIENT", "'mode' must be FAILFAST, DROPMALFORMED or PERMISSIVE"),
+    ("isolation", "serializable", "'isolation' must be read_uncommitted or read_committed"),
+    ("maxRecordsPerBatch", "lots", "'maxRecordsPerBatch' must be an integer"),
+    ("maxRecordsPerBatch", "0", "'maxRecordsPerBatch' must be at least 1"),
+    ("maxBytesPerPartition", "big", "'maxBytesPerPartition' must be a size"),
+    ("partition", "-1", "'partition' must be at least 0"),
+    ("startingOffsets", "{orders: 1}", "'startingOffsets' must be earliest or JSON"),
+    ("startingOffsets", "latest", "'startingOffsets' can't be latest"),
+    ("startingOffsets", '{"orders": {"0": -1}}', "orders-0 can't start at latest"),
+    ("startingOffsets", '{"orders": {"zero": 5}}', "partition 'zero' of topic 'orders'"),
+    ("startingOffsets", '{"orders": {"0": "5"}}', "offset '5' for orders-0"),
+    ("startingOffsets", '{"orders": [5]}', "topic 'orders' must map partitions to offsets"),
+    ("endingOffsets", "earliest", "'endingOffsets' can't be earliest"),
+    ("endingOffsets", '{"orders": {"0": -2}}', "orders-0 can't end at earliest"),
+    ("startingTimestamp", "yesterday", "'startingTimestamp' must be epoch milliseconds or an ISO-8601"),
+    ("endingTimestamp", "2024-13-45", "'endingTimestamp' must be epoch milliseconds"),
+    ("paths", "not json", "'paths' must be a JSON list"),
+])
+def test_bad_option_values(log, option, value, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        kbs.KafkaLogDataSource({"path": str(log), option.lower(): value})
+
+
+def test_option_spellings(log):
+    opts = kbs.KafkaLogDataSource({
+        "path": str(log), "validatecrc": "FALSE", "includecontrol": "true", "mode": "permissive",
+        "kafka.isolation.level": "read_committed", "maxbytesperpartition": "1m", "maxrecordsperbatch": "7",
+        "startingoffsets": '{"orders": {"0": 5, "1": -2}}', "endingoffsets": "latest",
+        "startingtimestamp": "2023-11-14T22:13:21Z", "endingtimestamp": str(BASE_TS + 60_000),
+    })._options
+    assert (opts.validate_crc, opts.include_control, opts.mode, opts.isolation) == (
+        False, True, "PERMISSIVE", "read_committed")
+    assert (opts.max_bytes_per_partition, opts.max_records_per_batch) == (1 << 20, 7)
+    assert opts.starting_offsets == {("orders", 0): 5} and opts.ending_offsets == {}
+    assert (opts.starting_timestamp, opts.ending_timestamp) == ((BASE_TS + 1000) * 1000, (BASE_TS + 60_000) * 1000)
+    assert opts.decode_options()["on_error"] == "skip"
+
+
+def test_missing_path_and_bad_folders(tmp_path):
+    with pytest.raises(ValueError, match="needs a path"):
+        kbs.KafkaLogDataSource({})
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        kbs.KafkaLogDataSource({"path": str(tmp_path / "nowhere")})
+    write_segment(tmp_path, "snapshot", 0, kafka_python_batch("none", 0, _records("t", 0, 0, 2)))
+    with pytest.raises(ValueError, match="snapshot"):
+        kbs.KafkaLogDataSource({"path": str(tmp_path)})
+    _, table = read_in_process({"path": str(tmp_path / "snapshot"), "topic": "t", "partition": "3"})
+    assert table.column("topic").to_pylist() == ["t", "t"] and table.column("partition").to_pylist() == [3, 3]
+
+
+def test_udf_options_are_checked_up_front():
+    with pytest.raises(TypeError, match="validate"):
+        kbs.decode_batches("content", validate=False)
+    with pytest.raises(ValueError, match="on_error"):
+        kbs.decode_batches_arrow("content", on_error="ignore")
+
+
+# --------------------------------------------------------------------------
+# on Spark
+# --------------------------------------------------------------------------
+
+@pytest.mark.spark
+def test_read_log_dir(spark, log):
+    df = spark.read.format("kafka-log").load(str(log))
+    assert df.schema == SPARK_KAFKA_SCHEMA
+    assert df.rdd.getNumPartitions() == 5
+    table = df.toArrow()
+    assert sorted_rows(table) == sorted_rows(expected_table(log))
+    # topic and partition come from the folder names
+    assert sorted({(r[0], r[1]) for r in rows_of(table)}) == [("orders", 0), ("orders", 1), ("payments", 0)]
+
+
+@pytest.mark.spark
+def test_read_split_segments_and_several_paths(spark, log):
+    df = (spark.read.format("kafka-log").option("maxBytesPerPartition", 300).option("maxRecordsPerBatch", 3)
+          .load([str(log / "orders-0"), str(log / "payments-0")]))
+    assert df.rdd.getNumPartitions() > 4
+    want = pa.concat_tables([expected_table(log / "orders-0"), expected_table(log / "payments-0")])
+    assert sorted_rows(df.toArrow()) == sorted_rows(want)
+
+
+@pytest.mark.spark
+def test_modes(spark, corrupt):
+    root, seg = corrupt
+    reader = spark.read.format("kafka-log")
+    with pytest.raises(Exception, match=seg.name) as info:
+        reader.load(str(root)).collect()
+    assert "CrcMismatchError" in str(info.value) or "CRC mismatch" in str(info.value)
+    want = sorted_rows(expected_table(root, on_error="skip"))
+    assert sorted_rows(reader.option("mode", "DROPMALFORMED").load(str(root)).toArrow()) == want
+    assert sorted_rows(reader.option("mode", "PERMISSIVE").load(str(root)).toArrow()) == want
+
+
+@pytest.mark.spark
+def test_offset_and_timestamp_bounds(spark, log):
+    full = expected_table(log).to_pandas()
+    full["ts"] = expected_table(log).column("timestamp").cast(pa.int64()).to_numpy()
+    df = (spark.read.format("kafka-log")
+          .option("startingOffsets", '{"orders": {"0": 15, "1": -2}, "payments": {"0": 3}}')
+          .option("endingOffsets", '{"orders": {"0": 55, "1": 1030}}')
+          .option("startingTimestamp", "2023-11-14T22:13:24Z")  # BASE_TS + 4 s
+          .option("endingTimestamp", str(BASE_TS + 1_025_000))
+          .load(str(log)))
+    start = {("orders", 0): 15, ("payments", 0): 3}
+    end = {("orders", 0): 55, ("orders", 1): 1030}
+    keep = [
+        start.get((t, p), -1) <= o < end.get((t, p), 1 << 62)
+        and (BASE_TS + 4000) * 1000 <= ts < (BASE_TS + 1_025_000) * 1000
+        for t, p, o, ts in zip(full.topic, full.partition, full.offset, full.ts)
+    ]
+    want = expected_table(log).filter(pa.array(keep))
+    got = df.toArrow()
+    assert got.num_rows == sum(keep) > 0
+    assert sorted_rows(got) == sorted_rows(want)
+
+
+@pytest.mark.spark
+def test_empty_file_and_folder(spark, tmp_path):
+    (tmp_path / "empty-0").mkdir()
+    write_segment(tmp_path, "zero-0", 0, b"")
+    for path in (tmp_path / "empty-0", tmp_path / "zero-0" / f"{0:020d}.log", tmp_path):
+        df = spark.read.format("kafka-log").load(str(path))
+        assert df.schema == SPARK_KAFKA_SCHEMA
+        assert df.count() == 0
+
+
+@pytest.mark.spark
+def test_bad_input_errors_name_the_culprit(spark, log, tmp_path):
+    with pytest.raises(Exception, match="'validateCrc' must be true or false"):
+        spark.read.format("kafka-log").option("validateCrc", "sometimes").load(str(log))
+    with pytest.raises(Exception, match="'startingOffsets'"):
+        spark.read.format("kafka-log").option("startingOffsets", "{oops").load(str(log))
+    with pytest.raises(Exception, match="does not exist"):
+        spark.read.format("kafka-log").load(str(tmp_path / "missing"))
+    write_segment(tmp_path, "not_a_partition", 0, kafka_python_batch("none", 0, _records("t", 0, 0, 1)))
+    with pytest.raises(Exception, match="not_a_partition"):
+        spark.read.format("kafka-log").load(str(tmp_path))
+
+
+@pytest.mark.spark
+def test_read_committed_across_tasks(spark, tmp_path):
+    if not _read_committed_available():
+        pytest.skip("isolation='read_committed' is not available in this build")
+    import realclients as rc
+
+    fx = rc.transactions_hand_built()
+    data, spans = fx.data, rc.batch_spans(fx.data)
+    if codec("gzip") != "gzip":
+        data = data[:spans[-1][0]]
+    write_segment(tmp_path, "txn-0", 0, data)
+    df = (spark.read.format("kafka-log").option("isolation", "read_committed")
+          .option("maxBytesPerPartition", 1).load(str(tmp_path)))
+    assert df.rdd.getNumPartitions() == len(rc.batch_spans(data))  # every batch its own task
+    want = kb.decode(data, isolation="read_committed").column("offset").to_pylist()
+    assert want == [0, 1, 2] + ([10, 11] if len(data) == len(fx.data) else [])
+    assert [r.offset for r in df.orderBy("offset").select("offset").collect()] == want
+
+
+def _read_committed_available() -> bool:
+    try:
+        kb.decode(b"", isolation="read_committed")
+    except (NotImplementedError, TypeError):
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def raw(spark, log):
+    """The segments as one row each (binaryFile skips the 0-byte one)."""
+    return (spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
+            .option("recursiveFileLookup", "true").load(str(log)))
+
+
+@pytest.mark.spark
+def test_decode_batches_and_arrow_udf(spark, log, raw):
+    from pyspark.sql import functions as F
+
+    orders0 = raw.filter(F.col("path").contains("/orders-0/"))
+    got = orders0.select(
+        "path",
+        kbs.decode_batches("content", topic="orders", partition=0).alias("pandas"),
+        kbs.decode_batches_arrow(F.col("content"), topic="orders", partition=0).alias("arrow"),
+    ).toArrow()
+    assert got.schema.field("pandas").type.equals(pa.list_(pa.struct(list(kbs.SPARK_ARROW_SCHEMA))))
+    assert got.column("pandas").to_pylist() == got.column("arrow").to_pylist()
+    by_path = dict(zip(got.column("path").to_pylist(), got.column("pandas").to_pylist()))
+    assert len(by_path) == 3
+    for path, records in by_path.items():
+        want = kb.decode(Path(kbs._path_text(path)).read_bytes(), topic="orders", partition=0)
+        assert rows_of(pa.Table.from_pylist(records, schema=kb.SCHEMA)) == rows_of(want)
+
+
+@pytest.mark.spark
+def test_explode_batches(spark, log, raw):
+    exploded = kbs.explode_batches(raw, "content", path_column="path", keep=["path", "length"])
+    assert exploded.schema.fieldNames() == SPARK_KAFKA_SCHEMA.fieldNames() + ["path", "length"]
+    assert StructType(exploded.schema.fields[:8]) == SPARK_KAFKA_SCHEMA
+    table = exploded.toArrow()
+    assert sorted_rows(table.select(SPARK_KAFKA_SCHEMA.fieldNames())) == sorted_rows(expected_table(log))
+    # kept columns are repeated per record
+    for path, length in set(zip(table.column("path").to_pylist(), table.column("length").to_pylist())):
+        assert os.path.getsize(kbs._path_text(path)) == length
+
+
+@pytest.mark.spark
+def test_demo_end_to_end(tmp_path):
+    """``python -m kafkabatch.demo`` (what ``make demo`` runs), small."""
+    import importlib.util
+
+    if importlib.util.find_spec("kafkabatch.generate") is None:
+        pytest.skip("kafkabatch.generate is not in this build yet")
+    out = tmp_path / "demo"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, COLUMNS="160")
+    run = subprocess.run([sys.executable, "-m", "kafkabatch.demo", "--out", str(out), "--size", "2MB",
+                          "--master", "local[1]"], capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "Parquet:" in run.stdout
+    topics = sorted(p.name for p in (out / "parquet").iterdir() if p.name.startswith("topic="))
+    assert topics, list((out / "parquet").iterdir())
+    import pyarrow.parquet as pq
+
+    written = pa.concat_tables([pq.read_table(p) for p in (out / "parquet").rglob("*.parquet")])
+    committed = "read_committed" if _read_committed_available() else "read_uncommitted"
+    from kafkabatch.logdir import scan_log
+
+    assert written.num_rows == scan_log(out / "logs", isolation=committed).read_all().num_rows
