@@ -4,35 +4,51 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-/// A held Python buffer (bytes, bytearray, memoryview, mmap, numpy uint8, ...).
+/// A held Python buffer of bytes: bytes, bytearray, memoryview, mmap, numpy
+/// uint8/int8, pyarrow buffers (Arrow exports binary data as signed `'b'`).
 pub struct Input {
-    buffer: PyBuffer<u8>,
+    buffer: Held,
+}
+
+enum Held {
+    Unsigned(PyBuffer<u8>),
+    Signed(PyBuffer<i8>),
 }
 
 impl Input {
     pub fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let buffer = PyBuffer::<u8>::get(obj).map_err(|_| {
-            PyTypeError::new_err(format!(
-                "data must support the buffer protocol with byte items (bytes, bytearray, memoryview, mmap, numpy uint8), not {}",
-                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-            ))
-        })?;
-        if !buffer.is_c_contiguous() {
+        let buffer = match PyBuffer::<u8>::get(obj) {
+            Ok(b) => Held::Unsigned(b),
+            Err(_) => Held::Signed(PyBuffer::<i8>::get(obj).map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "data must support the buffer protocol with byte items (bytes, bytearray, memoryview, mmap, numpy uint8), not {}",
+                    obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                ))
+            })?),
+        };
+        let contiguous = match &buffer {
+            Held::Unsigned(b) => b.is_c_contiguous(),
+            Held::Signed(b) => b.is_c_contiguous(),
+        };
+        if !contiguous {
             return Err(PyTypeError::new_err("data must be a contiguous buffer"));
         }
         Ok(Input { buffer })
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        let len = self.buffer.len_bytes();
+        let (ptr, len) = match &self.buffer {
+            Held::Unsigned(b) => (b.buf_ptr() as *const u8, b.len_bytes()),
+            Held::Signed(b) => (b.buf_ptr() as *const u8, b.len_bytes()),
+        };
         if len == 0 {
             return &[];
         }
-        // SAFETY: the buffer is C-contiguous with `len` bytes at `buf_ptr`, and
+        // SAFETY: the buffer is C-contiguous with `len` bytes at `ptr`, and
         // `self.buffer` keeps the exporter from releasing it while `self`
         // lives. As with every buffer consumer, a caller that mutates a
         // bytearray from another thread during decoding gets unspecified
         // (but memory-safe for reads of plain bytes) results.
-        unsafe { std::slice::from_raw_parts(self.buffer.buf_ptr() as *const u8, len) }
+        unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 }
