@@ -1,0 +1,278 @@
+"""``kafkabatch convert``: log segments → Parquet, Arrow IPC (Feather) or JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+import kafkabatch as kb
+
+from ._common import (
+    BYTE_FORMATS,
+    CliError,
+    add_decode_options,
+    find_segments,
+    format_bytes,
+    offsets_arg,
+    positive_size_arg,
+    progress_bar,
+    record_json,
+    warn,
+)
+
+FORMATS = {
+    ".parquet": "parquet", ".pq": "parquet",
+    ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
+    ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
+}
+DEFAULT_COMPRESSION = {"parquet": "zstd", "arrow": "none", "jsonl": "none"}
+
+DESCRIPTION = """\
+Convert Kafka log segments to Parquet (default), Arrow IPC / Feather, or JSON
+lines, segment by segment with bounded memory (each segment is memory-mapped
+and decoded in windows of complete batches). Columns: the schema of
+kafkabatch.SCHEMA (Spark's Kafka source: key, value, topic, partition,
+offset, timestamp, timestampType, headers). Topic and partition come from
+the <topic>-<partition> folder names (or --topic/--partition). A summary
+(records, bytes, MiB/s) goes to stderr."""
+
+EPILOG = """\
+examples:
+  kafkabatch convert /var/lib/kafka/data/orders-0 orders.parquet
+  kafkabatch convert /var/lib/kafka/data/orders-0 orders.arrow --offsets 1000:2000
+  kafkabatch convert orders-0/00000000000000000000.log - --format jsonl | head
+  kafkabatch convert /var/lib/kafka/data all.parquet --isolation read_committed --on-error skip
+
+formats (by --format, else by OUT's extension):
+  parquet  .parquet .pq      zstd, row groups of ~128MiB or 1M rows
+  arrow    .arrow .feather .ipc   Arrow IPC file (= Feather v2), uncompressed
+  jsonl    .jsonl .json .ndjson   one JSON object per record: topic, partition,
+           offset, timestamp (epoch ms), timestamp_type, key, key_encoding,
+           value, value_encoding, headers [{key, value, value_encoding}]
+OUT "-" writes JSON lines to stdout.
+"""
+
+
+def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "convert", parents=parents, help="convert segments to Parquet, Arrow IPC/Feather or JSON lines",
+        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="segment files, <topic>-<partition> folders, log dirs")
+    p.add_argument("out", metavar="OUT", help="output file (\"-\": JSON lines to stdout)")
+    p.add_argument("--format", choices=("parquet", "arrow", "feather", "ipc", "jsonl"),
+                   help="output format (default: from OUT's extension)")
+    p.add_argument("--compression", choices=("zstd", "lz4", "snappy", "gzip", "none"),
+                   help="output compression (parquet: zstd by default; arrow: none, lz4 or zstd)")
+    p.add_argument("-f", "--force", action="store_true", help="overwrite OUT if it exists")
+    p.add_argument("--topic", help="topic for files not in a <topic>-<partition> folder")
+    p.add_argument("--partition", type=int, help="partition for files not in a <topic>-<partition> folder")
+    p.add_argument("--offsets", type=offsets_arg, metavar="START:END", help="only offsets in [START, END)")
+    p.add_argument("--start-time", metavar="TIME",
+                   help="only records at or after TIME (epoch ms or ISO-8601, e.g. 2024-05-01T12:00Z)")
+    p.add_argument("--end-time", metavar="TIME", help="only records before TIME")
+    p.add_argument("--window", type=positive_size_arg, default=64 << 20, metavar="SIZE",
+                   help="decode at most about SIZE of batches at once (default 64MiB)")
+    p.add_argument("--row-group-size", type=int, default=1_000_000, metavar="ROWS",
+                   help="parquet: rows per row group at most (default 1000000)")
+    p.add_argument("--row-group-bytes", type=positive_size_arg, default=128 << 20, metavar="SIZE",
+                   help="parquet: close a row group at about SIZE of Arrow data (default 128MiB)")
+    group = p.add_argument_group("JSON lines")
+    group.add_argument("--key-format", choices=BYTE_FORMATS, default="utf8",
+                       help="utf8 (text when valid UTF-8, else base64), hex or base64")
+    group.add_argument("--value-format", choices=BYTE_FORMATS, default="utf8", help="as --key-format")
+    group.add_argument("--header-format", choices=BYTE_FORMATS, default="utf8", help="as --key-format")
+    add_decode_options(p)
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (there is none unless stderr is a terminal)")
+    p.set_defaults(func=run)
+
+
+def _output_format(args: argparse.Namespace) -> str:
+    if args.format:
+        return {"feather": "arrow", "ipc": "arrow"}.get(args.format, args.format)
+    if args.out == "-":
+        return "jsonl"
+    fmt = FORMATS.get(Path(args.out).suffix.lower())
+    if fmt is None:
+        raise CliError(f"can't tell the output format from {args.out!r}: use --format parquet|arrow|jsonl "
+                       f"or an extension ({', '.join(sorted(FORMATS))})")
+    return fmt
+
+
+class _ParquetSink:
+    def __init__(self, path: str, compression: str, rows: int, nbytes: int) -> None:
+        import pyarrow.parquet as pq
+
+        self._writer = pq.ParquetWriter(path, kb.SCHEMA, compression=compression)
+        self._rows_limit, self._bytes_limit = rows, nbytes
+        self._pending: list[pa.RecordBatch] = []
+        self._rows = self._bytes = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._pending.append(batch)
+        self._rows += batch.num_rows
+        self._bytes += batch.nbytes
+        if self._rows >= self._rows_limit or self._bytes >= self._bytes_limit:
+            self._flush(final=False)
+
+    def _flush(self, *, final: bool) -> None:
+        """Write the pending rows as row groups: whole groups of ``rows`` rows
+        (the rest waits for more, unless ``final`` or the byte limit is hit)."""
+        if not self._pending:
+            return
+        table = pa.Table.from_batches(self._pending, schema=kb.SCHEMA)
+        keep = 0
+        if not final and self._bytes < self._bytes_limit:
+            keep = table.num_rows % self._rows_limit
+        self._writer.write_table(table.slice(0, table.num_rows - keep), row_group_size=self._rows_limit)
+        rest = table.slice(table.num_rows - keep).to_batches() if keep else []
+        self._pending = rest
+        self._rows = keep
+        self._bytes = sum(b.nbytes for b in rest)
+
+    def close(self) -> None:
+        self._flush(final=True)
+        self._writer.close()
+
+
+class _ArrowSink:
+    def __init__(self, path: str, compression: str) -> None:
+        if compression not in ("none", "lz4", "zstd"):
+            raise CliError(f"Arrow IPC supports --compression none, lz4 or zstd, not {compression}")
+        options = pa.ipc.IpcWriteOptions(compression=None if compression == "none" else compression)
+        self._sink = pa.OSFile(path, "wb")
+        self._writer = pa.ipc.new_file(self._sink, kb.SCHEMA, options=options)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._writer.write_batch(batch)
+
+    def close(self) -> None:
+        self._writer.close()
+        self._sink.close()
+
+
+class _JsonSink:
+    def __init__(self, path: str, formats: tuple[str, str, str]) -> None:
+        self._file = sys.stdout if path == "-" else open(path, "w", encoding="utf-8")
+        self._formats = formats
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        ts = batch.column("timestamp").cast(pa.int64())  # µs
+        columns = {name: batch.column(name).to_pylist()
+                   for name in ("key", "value", "topic", "partition", "offset", "timestampType", "headers")}
+        lines = []
+        for i, micros in enumerate(ts.to_pylist()):
+            headers = [(h["key"], h["value"]) for h in columns["headers"][i]]
+            obj = record_json(columns["topic"][i], columns["partition"][i], columns["offset"][i],
+                              -1 if micros is None else micros // 1000, columns["timestampType"][i],
+                              columns["key"][i], columns["value"][i], headers, self._formats)
+            lines.append(json.dumps(obj, ensure_ascii=False))
+        if lines:
+            self._file.write("\n".join(lines) + "\n")
+
+    def close(self) -> None:
+        if self._file is sys.stdout:
+            self._file.flush()
+        else:
+            self._file.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    fmt = _output_format(args)
+    compression = args.compression or DEFAULT_COMPRESSION[fmt]
+    if fmt == "jsonl" and compression != "none":
+        raise CliError("JSON lines are written uncompressed (pipe them through a compressor)")
+    if args.out == "-" and fmt != "jsonl":
+        raise CliError(f"only JSON lines can go to stdout, not {fmt}")
+    if (args.topic is None) != (args.partition is None):
+        raise CliError("give both --topic and --partition, or neither")
+    segments = find_segments(args.paths)
+    out_path = Path(args.out) if args.out != "-" else None
+    if out_path is not None:
+        if out_path.exists() and not args.force:
+            raise CliError(f"{args.out} exists (use --force to overwrite)")
+        if out_path.exists() and out_path.is_dir():
+            raise CliError(f"{args.out} is a folder")
+        resolved = out_path.resolve()
+        if any(Path(s.path).resolve() == resolved for s in segments):
+            raise CliError(f"{args.out} is one of the inputs")
+    if args.topic is None:
+        stray = [s.path for s in segments if s.topic is None]
+        if stray:
+            raise CliError(f"{stray[0]} is not in a <topic>-<partition> folder: give --topic and --partition")
+
+    start_offset, end_offset = args.offsets if args.offsets else (None, None)
+    decode_options = dict(validate_crc=args.validate_crc, include_control=args.include_control,
+                          isolation=args.isolation, on_error=args.on_error,
+                          max_decompressed_size=args.max_decompressed_size)
+    results: list[Any] = []
+    temp = None if out_path is None else out_path.with_name(f".{out_path.name}.partial-{os.getpid()}")
+    target = "-" if temp is None else str(temp)
+    t0 = time.perf_counter()
+    rows = 0
+    sink: Any = None
+    try:
+        if fmt == "parquet":
+            sink = _ParquetSink(target, compression, args.row_group_size, args.row_group_bytes)
+        elif fmt == "arrow":
+            sink = _ArrowSink(target, compression)
+        else:
+            sink = _JsonSink(target, (args.key_format, args.value_format, args.header_format))
+        from kafkabatch.logdir import scan_log
+
+        total = sum(s.size for s in segments)
+        with progress_bar(total, "convert", enabled=not (args.no_progress or args.quiet)) as progress:
+            def on_segment(result: Any) -> None:
+                results.append(result)
+                progress.advance(result.segment.size)
+
+            for path in args.paths:
+                reader = scan_log(
+                    path, topic=args.topic, partition=args.partition, max_chunk_bytes=args.window,
+                    start_offset=start_offset, end_offset=end_offset, start_timestamp=args.start_time,
+                    end_timestamp=args.end_time, on_segment=on_segment, **decode_options)
+                try:
+                    for batch in reader:
+                        rows += batch.num_rows
+                        sink.write(batch)
+                except kb.KafkaBatchError as error:
+                    hint = "--on-error skip to leave corrupt batches out"
+                    if isinstance(error, kb.CrcMismatchError):
+                        hint += ", --no-crc to ignore CRCs"
+                    raise CliError(f"{error} (use {hint})") from error
+        sink.close()
+        sink = None
+        if temp is not None and out_path is not None:
+            os.replace(temp, out_path)
+    except BaseException:
+        if sink is not None:
+            with contextlib.suppress(Exception):
+                sink.close()
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+        raise
+    elapsed = time.perf_counter() - t0
+    for result in results:
+        if result.skipped or result.trailing_bytes:
+            warn(result.describe())
+            for skipped in result.skipped[:5]:
+                print(f"  {skipped}", file=sys.stderr)
+    if not args.quiet:
+        read = sum(r.segment.size for r in results)
+        speed = read / elapsed / (1 << 20) if elapsed > 0 else float("inf")
+        where = "stdout" if out_path is None else args.out
+        extra = f", {compression}" if compression != "none" else ""
+        print(f"kafkabatch: converted {len(results)} segment{'s' if len(results) != 1 else ''} "
+              f"({format_bytes(read)}) to {rows:,} records in {where} ({fmt}{extra}) "
+              f"in {elapsed:.2f} s, {speed:.1f} MiB/s", file=sys.stderr)
+    return 0
