@@ -22,6 +22,8 @@ from kafkabatch._api import (
     topic_partition_from_path,
     valid_bytes,
 )
+from kafkabatch.index import IndexFileWarning, read_offset_index, read_time_index, read_txn_index
+from kafkabatch.logdir import scan_log
 from kafkabatch._kafkabatch import (
     Batch,
     BatchIterator,
@@ -45,6 +47,7 @@ __all__ = [
     "CrcMismatchError",
     "DecodeReport",
     "DecompressionError",
+    "IndexFileWarning",
     "KafkaBatchError",
     "Record",
     "UnsupportedFormatError",
@@ -52,7 +55,11 @@ __all__ = [
     "decode",
     "decode_report",
     "iter_batches",
+    "read_offset_index",
     "read_segment",
+    "read_time_index",
+    "read_txn_index",
+    "scan_log",
     "topic_partition_from_path",
     "valid_bytes",
 ]

@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use super::errors::to_py;
 use super::input::Input;
-use crate::batch::{be_i64, BatchHeader, BatchWalker, RawBatch, WalkEnd, MAGIC_OFFSET};
+use crate::batch::{be_i64, BatchHeader, BatchWalker, RawBatch, WalkEnd};
 use crate::compression::Codec;
 use crate::control::parse_control;
 use crate::decode::{decode_batch, DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
@@ -272,29 +272,43 @@ impl Batch {
 
 /// The header fields that can be read from a batch that failed to decode.
 fn fallback_header(raw: &RawBatch) -> BatchHeader {
-    if let Ok(header) = crate::batch::parse_v2_header(raw) {
-        if raw.magic() == 2 {
+    let magic = raw.magic();
+    if magic == 2 {
+        if let Ok(header) = crate::batch::parse_v2_header(raw) {
             return header;
         }
     }
-    let offset = be_i64(raw.bytes, 0);
+    let b = raw.bytes;
+    let offset = be_i64(b, 0);
+    // Legacy: crc at 12, attributes at 17, v1 timestamp at 18 (spec "Message Set").
+    let legacy = matches!(magic, 0 | 1);
+    let attributes = if legacy { b[17] as i16 } else if b.len() > 22 { crate::batch::be_i16(b, 21) } else { 0 };
+    let timestamp = if magic == 1 && b.len() >= 26 { be_i64(b, 18) } else { -1 };
+    let (crc_at, crc_from) = if legacy { (12, 16) } else { (17, 21) };
+    let crc = crate::batch::be_u32(b, crc_at);
+    let computed = if legacy { crate::crc::crc32(&b[crc_from..]) } else { crate::crc::crc32c(b.get(crc_from..).unwrap_or_default()) };
     BatchHeader {
         position: raw.position,
-        size_in_bytes: raw.bytes.len(),
-        magic: raw.bytes[MAGIC_OFFSET] as i8,
+        size_in_bytes: b.len(),
+        magic,
         base_offset: offset,
         last_offset: offset,
         partition_leader_epoch: None,
-        crc: crate::batch::be_u32(raw.bytes, if raw.magic() >= 2 { 17 } else { 12 }),
-        crc_valid: false,
-        attributes: 0,
-        codec: Codec::None,
-        timestamp_type: -1,
+        crc,
+        crc_valid: crc == computed,
+        attributes,
+        // An unknown codec id shows as "none"; `attributes` keeps the real bits.
+        codec: Codec::from_id((attributes & 0x07) as u8).unwrap_or(Codec::None),
+        timestamp_type: match magic {
+            1 if attributes & 0x08 != 0 => 1,
+            1 => 0,
+            _ => -1,
+        },
         is_transactional: false,
         is_control: false,
         delete_horizon_ms: None,
-        base_timestamp: -1,
-        max_timestamp: -1,
+        base_timestamp: timestamp,
+        max_timestamp: timestamp,
         producer_id: -1,
         producer_epoch: -1,
         base_sequence: -1,
