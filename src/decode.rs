@@ -125,13 +125,29 @@ pub struct Decoded {
 
 /// Decode every batch of `data` into Arrow record batches.
 pub fn decode(data: &[u8], topic: Option<&str>, partition: Option<i32>, options: &DecodeOptions) -> Result<Decoded, DecodeError> {
+    decode_range(data, 0, data.len(), topic, partition, options)
+}
+
+/// Decode the batches of `data[start..end]`, `start` being a batch boundary
+/// (e.g. from an offset index). Positions in errors count from the start of
+/// `data`, so they stay those of the whole file.
+pub fn decode_range(
+    data: &[u8],
+    start: usize,
+    end: usize,
+    topic: Option<&str>,
+    partition: Option<i32>,
+    options: &DecodeOptions,
+) -> Result<Decoded, DecodeError> {
+    let data = &data[..end.min(data.len())];
+    let start = start.min(data.len());
     let hidden = match &options.isolation {
         Isolation::ReadUncommitted => None,
-        Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(data, 0, aborted.as_deref(), *hide_open, options)),
+        Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(data, start, aborted.as_deref(), *hide_open, options)),
     };
-    let parts = split_at_batches(data, thread_count(options.threads, data.len()));
+    let parts = split_at_batches(data, start, thread_count(options.threads, data.len() - start));
     if parts.len() <= 2 {
-        return decode_part(data, 0, data.len(), topic, partition, options, hidden.as_ref());
+        return decode_part(data, start, data.len(), topic, partition, options, hidden.as_ref());
     }
     // Each thread decodes whole batches of its own byte range into its own
     // columns; the parts are joined in input order, so results are identical.
@@ -178,16 +194,16 @@ fn thread_count(requested: usize, len: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).min(by_size)
 }
 
-/// Byte positions cutting `data` into about `parts` ranges at batch
-/// boundaries: `[0, b1, ..., len]`. The last range holds any tail.
-fn split_at_batches(data: &[u8], parts: usize) -> Vec<usize> {
-    let mut cuts = vec![0];
+/// Byte positions cutting `data[start..]` into about `parts` ranges at batch
+/// boundaries: `[start, b1, ..., len]`. The last range holds any tail.
+fn split_at_batches(data: &[u8], start: usize, parts: usize) -> Vec<usize> {
+    let mut cuts = vec![start];
     if parts > 1 {
-        let target = data.len() / parts;
-        let mut walker = BatchWalker::new(data);
+        let target = (data.len() - start) / parts;
+        let mut walker = BatchWalker::starting_at(data, start);
         for raw in walker.by_ref() {
             let next = raw.position + raw.bytes.len();
-            if next >= target * cuts.len() && cuts.len() < parts && next < data.len() {
+            if next - start >= target * cuts.len() && cuts.len() < parts && next < data.len() {
                 cuts.push(next);
             }
         }

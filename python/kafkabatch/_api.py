@@ -243,6 +243,10 @@ def read_segment(
     *,
     topic: str | None = None,
     partition: int | None = None,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    start_timestamp: Any = None,
+    end_timestamp: Any = None,
     **options: Any,
 ) -> pa.Table:
     """Decode a Kafka log segment file (memory-mapped) into a table.
@@ -272,4 +276,61 @@ def read_segment(
         if os.fstat(f.fileno()).st_size == 0:
             return decode(b"", topic=topic, partition=partition, **options)
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return decode(mapped, topic=topic, partition=partition, **options)
+            if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
+                return decode(mapped, topic=topic, partition=partition, **options)
+            return _read_bounded(path, mapped, topic, partition, start_offset, end_offset,
+                                 start_timestamp, end_timestamp, options)
+
+
+def _read_bounded(
+    path: str | os.PathLike[str],
+    data: Any,
+    topic: str | None,
+    partition: int | None,
+    start_offset: int | None,
+    end_offset: int | None,
+    start_timestamp: Any,
+    end_timestamp: Any,
+    options: dict[str, Any],
+) -> pa.Table:
+    """Seek with the index files, decode that range, then filter exactly."""
+    import pyarrow.compute as pc
+
+    from kafkabatch.logdir import parse_timestamp
+    from kafkabatch.seek import seek_range
+
+    start_us = None if start_timestamp is None else parse_timestamp(start_timestamp)
+    end_us = None if end_timestamp is None else parse_timestamp(end_timestamp)
+    start, end = seek_range(
+        path, data, start_offset=start_offset, end_offset=end_offset,
+        start_timestamp_ms=None if start_us is None else start_us // 1000,
+    )
+    report_options = {k: v for k, v in options.items() if k != "threads"}
+    stream = _native.decode(
+        data, topic=topic, partition=partition, start=start, end=end,
+        validate_crc=report_options.pop("validate_crc", True),
+        include_control=report_options.pop("include_control", False),
+        on_error=report_options.pop("on_error", "raise"),
+        max_decompressed_size=report_options.pop("max_decompressed_size", DEFAULT_MAX_DECOMPRESSED_SIZE),
+        isolation=report_options.pop("isolation", "read_uncommitted"),
+        aborted_transactions=_aborted_pairs(report_options.pop("aborted_transactions", None)),
+        hide_open_transactions=report_options.pop("hide_open_transactions", None),
+        threads=options.get("threads"),
+    )
+    if report_options:
+        raise TypeError(f"read_segment() got unexpected keyword argument(s): {', '.join(sorted(report_options))}")
+    table = pa.RecordBatchReader.from_stream(stream).read_all()
+    conditions = []
+    if start_offset is not None:
+        conditions.append(pc.greater_equal(table["offset"], start_offset))
+    if end_offset is not None:
+        conditions.append(pc.less(table["offset"], end_offset))
+    ts_type = SCHEMA.field("timestamp").type
+    if start_us is not None:
+        conditions.append(pc.greater_equal(table["timestamp"], pa.scalar(start_us, ts_type)))
+    if end_us is not None:
+        conditions.append(pc.less(table["timestamp"], pa.scalar(end_us, ts_type)))
+    mask = conditions[0]
+    for condition in conditions[1:]:
+        mask = pc.and_(mask, condition)
+    return table.filter(mask)

@@ -158,6 +158,8 @@ def decode(
     aborted_transactions: list[tuple[int, int]] | None = None,
     hide_open_transactions: bool | None = None,
     threads: int | None = None,
+    start: int = 0,
+    end: int | None = None,
 ) -> DecodedStream: ...
 def valid_bytes(data: Buffer) -> int: ...
 def iter_batches(

@@ -639,14 +639,29 @@ class _Bounds:
         return functools.reduce(pc.and_kleene, conditions)
 
 
-def seek_position(segment: Segment, bounds: _Bounds) -> int:
-    """Where reading ``segment`` may start for ``bounds``: the hook for
-    index-based seeking (``.index`` for offsets, ``.timeindex`` for
-    timestamps). It returns 0 for now; the window walk then skips whole
-    batches below ``start_offset`` by their headers, and exact filters do the
-    rest, so any position that is a batch boundary at or before the first
-    wanted batch is correct here."""
-    return 0
+def seek_position(segment: Segment, bounds: _Bounds, source: Any = None) -> tuple[int, int | None]:
+    """The byte range of ``segment`` worth reading for ``bounds``: ``(start,
+    end)``, end None for the whole rest. Local segments seek with their
+    ``.index`` / ``.timeindex`` (checked against the log; a bad or missing
+    index warns and reads everything, see :mod:`kafkabatch.seek`); exact
+    filters do the rest, so any batch boundary at or before the first wanted
+    batch is correct here."""
+    wanted = bounds.start_offset is not None or bounds.end_offset is not None or bounds.start_ts is not None
+    if not wanted or not isinstance(source, _MappedSource) or source.size == 0:
+        return 0, None
+    from kafkabatch.seek import seek_range
+
+    view = source.read(0, source.size)
+    try:
+        return seek_range(
+            segment.path,
+            view,
+            start_offset=bounds.start_offset,
+            end_offset=bounds.end_offset,
+            start_timestamp_ms=None if bounds.start_ts is None else bounds.start_ts // 1000,
+        )
+    finally:
+        source.release()
 
 
 def _decode_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -916,8 +931,9 @@ def scan_log(
                 if not _segment_skippable(group, i, bounds):
                     source = _open_source(seg.path)
                     try:
+                        seek_start, seek_end = seek_position(seg, bounds, source)
                         yield from decode_range(
-                            source, seg, start=seek_position(seg, bounds), max_chunk_bytes=chunk,
+                            source, seg, start=seek_start, end=seek_end, max_chunk_bytes=chunk,
                             bounds=bounds, transactions=transactions,
                             max_records_per_batch=max_records_per_batch, result=result, **options)
                     finally:

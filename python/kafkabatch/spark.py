@@ -392,8 +392,16 @@ class KafkaLogReader(DataSourceReader):
                 if seg.size == 0 or logdir._segment_skippable(group, i, bounds):
                     continue
                 txns = None if transactions is None else _transactions_for(transactions, group, i)
-                start = logdir.seek_position(seg, bounds)
+                source = logdir._open_source(seg.path)
+                try:
+                    start, end = logdir.seek_position(seg, bounds, source)
+                finally:
+                    source.close()
                 for a, b, from_index in _split(seg, start, opts.max_bytes_per_partition):
+                    if end is not None:
+                        if a >= end:
+                            break
+                        b = min(b, end)
                     splits.append(_LogSplit(seg, a, b, bounds, txns, check_start=from_index and a > 0))
         return splits
 

@@ -78,7 +78,7 @@ impl DecodedStream {
 
 /// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).
 #[pyfunction]
-#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None, threads=None))]
+#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None, threads=None, start=0, end=None))]
 #[pyo3(name = "decode")]
 #[allow(clippy::too_many_arguments)]
 fn decode_py(
@@ -94,6 +94,8 @@ fn decode_py(
     aborted_transactions: Option<Vec<(i64, i64)>>,
     hide_open_transactions: Option<bool>,
     threads: Option<usize>,
+    start: usize,
+    end: Option<usize>,
 ) -> PyResult<DecodedStream> {
     let (mut options, mode) = super::options(validate_crc, include_control, on_error, max_decompressed_size, isolation, aborted_transactions, hide_open_transactions)?;
     options.threads = match threads {
@@ -106,12 +108,16 @@ fn decode_py(
     }
     let input = Input::new(data)?;
     let bytes = input.as_slice();
-    let result = py.detach(|| decode::decode(bytes, topic.as_deref(), partition, &options));
+    let end = end.unwrap_or(bytes.len());
+    if start > end || end > bytes.len() {
+        return Err(PyValueError::new_err(format!("start {start} and end {end} must satisfy 0 <= start <= end <= {}", bytes.len())));
+    }
+    let result = py.detach(|| decode::decode_range(bytes, start, end, topic.as_deref(), partition, &options));
     let out = result.map_err(|e| to_py(py, &e))?;
     let trailing_bytes = match &out.end {
         WalkEnd::Clean => 0,
         WalkEnd::Truncated { len, .. } => *len,
-        WalkEnd::Broken(e) => bytes.len() - e.batch_position,
+        WalkEnd::Broken(e) => end - e.batch_position,
     };
     Ok(DecodedStream {
         chunks: Mutex::new(Some(out.chunks)),
