@@ -11,6 +11,7 @@ pub mod crc;
 pub mod decode;
 pub mod encode;
 pub mod error;
+pub mod generate;
 pub mod legacy;
 pub mod memory;
 pub mod record;
