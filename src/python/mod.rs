@@ -6,7 +6,9 @@
 
 mod arrow;
 mod batches;
+mod encode;
 mod errors;
+mod generate;
 mod input;
 
 use pyo3::prelude::*;
@@ -71,5 +73,7 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     arrow::register(m)?;
     batches::register(m)?;
+    encode::register(m)?;
+    generate::register(m)?;
     Ok(())
 }
