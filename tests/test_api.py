@@ -36,7 +36,7 @@ def test_polars_and_duckdb_take_the_stream_without_pyarrow_tables(data):
     assert frame["value"].to_list() == expected.column("value").to_pylist()
     stream = native.decode(data, topic="t", partition=1)
     reader = pa.RecordBatchReader.from_stream(stream)
-    rows = duckdb.sql("select count(*), sum(octet_length(value)) from reader").fetchone()
+    rows = duckdb.sql("select count(*), sum(octet_length(value)) from reader").fetchall()[0]
     assert rows == (expected.num_rows, sum(len(v or b"") for v in expected.column("value").to_pylist()))
     with pytest.raises(RuntimeError, match="already consumed"):
         stream.__arrow_c_stream__()
