@@ -1202,18 +1202,23 @@ impl PartitionGenerator {
 
     /// The COMMIT or ABORT marker ending transactional producer `i`'s transaction.
     fn write_marker(&mut self, i: usize) -> Result<(), GenerateError> {
-        let Some(t) = self.transactional[i].txn.take() else { return Ok(()) };
-        let p = &self.transactional[i];
+        let Some(t) = self.transactional[i].txn else { return Ok(()) };
+        let (id, epoch) = (self.transactional[i].id, self.transactional[i].epoch);
         let offset = self.next_offset;
         self.timestamp += self.rng.below(5) as i64;
+        let ts = self.timestamp;
         let kind = if t.abort { ControlKind::Abort } else { ControlKind::Commit };
         self.buf.clear();
-        control_batch(kind, p.id, p.epoch, offset, self.coordinator_epoch, self.timestamp, 0, &mut self.buf);
+        control_batch(kind, id, epoch, offset, self.coordinator_epoch, ts, 0, &mut self.buf);
+        // Appended while the transaction still counts as open, so a due roll
+        // waits and the marker lands in the segment of its transaction.
+        self.append_buf(&AppendMeta { first_offset: offset, last_offset: offset, max_timestamp: ts, offset_of_max_timestamp: offset })?;
+        self.transactional[i].txn = None;
         if t.abort {
             // Kafka's ProducerStateManager.lastStableOffset: the first offset of
             // the earliest other open transaction, else just past the marker.
             let lso = self.transactional.iter().filter_map(|q| q.txn.map(|o| o.first_offset)).min().unwrap_or(offset + 1);
-            let entry = AbortedEntry { producer_id: p.id, first_offset: t.first_offset, last_offset: offset, last_stable_offset: lso };
+            let entry = AbortedEntry { producer_id: id, first_offset: t.first_offset, last_offset: offset, last_stable_offset: lso };
             if let Some(seg) = &mut self.segment {
                 seg.aborted.push(entry);
             }
@@ -1226,9 +1231,8 @@ impl PartitionGenerator {
         self.next_offset += 1;
         self.summary.batches += 1;
         self.summary.control_batches += 1;
-        let ts = self.timestamp;
         self.note_timestamp(ts);
-        self.append_buf(&AppendMeta { first_offset: offset, last_offset: offset, max_timestamp: ts, offset_of_max_timestamp: offset })
+        Ok(())
     }
 
     fn note_timestamp(&mut self, ts: i64) {

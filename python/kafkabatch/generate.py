@@ -1,0 +1,517 @@
+"""Write a realistic sample Kafka log dir, fast: segments plus the broker's index files.
+
+>>> from kafkabatch.generate import generate
+>>> summary = generate("/tmp/kafka-logs", size="64MB", seed=7)   # doctest: +SKIP
+>>> print(summary)                                                # doctest: +SKIP
+wrote 67.1 MB in 9 partitions (5 topics, 27 segments): 128,512 records, 3,912 batches ... 412.3 MB/s
+
+The records are made in Rust (``kafkabatch._kafkabatch.PartitionWriter``: a
+seeded PRNG, JSON-ish values, the streaming encoder, index files); this module
+picks topics, codecs and sizes, runs the partitions on a few threads (each
+step releases the GIL) and draws the progress bar. The same arguments write
+the same bytes, whatever the number of threads.
+
+Layout (as a broker's ``log.dirs``)::
+
+    <out_dir>/<topic>-<partition>/00000000000000000000.log        record batches
+                                 /00000000000000000000.index      offset -> position, every ~4 KiB
+                                 /00000000000000000000.timeindex  max timestamp -> offset
+                                 /00000000000000001234.txnindex   aborted transactions (when any)
+                                 /leader-epoch-checkpoint
+
+See :mod:`kafkabatch.index` to read the index files back, and
+``docs`` of :func:`generate` for what is in the data.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Union
+
+from kafkabatch import _kafkabatch as _native
+from kafkabatch._encode import CODECS
+
+__all__ = [
+    "DEFAULT_CODECS",
+    "DEFAULT_TOPICS",
+    "KINDS",
+    "START_TIMESTAMP",
+    "GenerateSummary",
+    "TopicSpec",
+    "TopicSummary",
+    "generate",
+]
+
+#: Record shapes the generator knows (``TopicSpec.kind``).
+KINDS: tuple[str, ...] = ("orders", "clicks", "payments", "customers", "audit", "events")
+
+#: Timestamp of the first records: 2026-11-01T00:00:00Z, in ms.
+START_TIMESTAMP: int = 1_793_491_200_000
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """One topic to generate.
+
+    ``kind`` picks the record shape (one of :data:`KINDS`; default: the topic
+    name when it is one, else ``"events"``). ``share`` is the topic's part of
+    the total size, relative to the other topics'. ``codec`` (None: from
+    ``generate(codecs=...)``) and ``magic`` (0, 1, 2) apply to every
+    partition. ``transactional_producers`` (default 2 for magic 2, else 0)
+    write transactions that end in COMMIT or ABORT markers.
+    """
+
+    name: str
+    partitions: int = 1
+    magic: int = 2
+    codec: str | None = None
+    kind: str | None = None
+    share: float = 1.0
+    transactional_producers: int | None = None
+
+    def resolved_kind(self) -> str:
+        if self.kind is not None:
+            return self.kind
+        return self.name if self.name in KINDS else "events"
+
+
+#: The default topics: a small shop. ``audit-legacy`` is written as magic 1
+#: (a topic an old producer still writes), so the log mixes formats.
+DEFAULT_TOPICS: tuple[TopicSpec, ...] = (
+    TopicSpec("orders", 3, share=0.35),
+    TopicSpec("clicks", 2, share=0.25),
+    TopicSpec("payments", 2, share=0.15),
+    TopicSpec("customers", 1, share=0.10),
+    TopicSpec("audit-legacy", 1, magic=1, kind="audit", share=0.15),
+)
+
+#: The default codec of each default topic: every codec appears once.
+DEFAULT_CODECS: Mapping[str, str] = {
+    "orders": "lz4",
+    "clicks": "snappy",
+    "payments": "zstd",
+    "customers": "none",
+    "audit-legacy": "gzip",
+}
+# Codecs for other topics, in turn (zstd skipped for magic 0/1).
+_CODEC_CYCLE = ("lz4", "snappy", "zstd", "none", "gzip")
+
+_SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_STEP_BYTES = 4 << 20
+_BATCH_BYTES = 16384  # the producer's default batch.size
+_PROGRESS_MIN_SIZE = 128 << 20
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    """What :func:`generate` wrote for one topic."""
+
+    name: str
+    partitions: int
+    magic: int
+    codec: str
+    kind: str
+    bytes: int
+    index_bytes: int
+    segments: int
+    records: int
+    batches: int
+    control_batches: int
+    committed_records: int
+    aborted_records: int
+    committed_transactions: int
+    aborted_transactions: int
+    tombstones: int
+    null_keys: int
+    #: Records of each partition (aborted ones included).
+    partition_records: tuple[int, ...] = ()
+    #: Log end offset of each partition (records + control batches).
+    partition_end_offsets: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class GenerateSummary:
+    """What :func:`generate` wrote.
+
+    ``records`` counts every data record (what ``read_uncommitted`` shows);
+    ``aborted_records`` of them are in aborted transactions, so
+    ``read_committed`` shows ``records - aborted_records``
+    (:attr:`read_committed_records`). ``batches`` counts top-level entries as
+    :func:`kafkabatch.iter_batches` walks them (control batches included).
+    ``bytes_written`` is the ``.log`` bytes; ``index_bytes`` the index files'.
+    """
+
+    folder: Path
+    bytes_written: int
+    index_bytes: int
+    records: int
+    batches: int
+    control_batches: int
+    segments: int
+    committed_records: int
+    aborted_records: int
+    committed_transactions: int
+    aborted_transactions: int
+    elapsed: float
+    topics: dict[str, TopicSummary] = field(default_factory=dict)
+
+    @property
+    def mb_per_s(self) -> float:
+        """Throughput: ``.log`` megabytes (10^6 bytes) written per second."""
+        return self.bytes_written / 1e6 / self.elapsed if self.elapsed > 0 else float("inf")
+
+    @property
+    def read_committed_records(self) -> int:
+        """Records a ``read_committed`` consumer sees."""
+        return self.records - self.aborted_records
+
+    @property
+    def records_per_topic(self) -> dict[str, int]:
+        return {name: t.records for name, t in self.topics.items()}
+
+    def __str__(self) -> str:
+        partitions = sum(t.partitions for t in self.topics.values())
+        lines = [
+            f"wrote {self.bytes_written / 1e6:.1f} MB to {self.folder} in {partitions} partitions "
+            f"({len(self.topics)} topics, {self.segments} segments): {self.records:,} records in "
+            f"{self.batches:,} batches, {self.committed_transactions} committed / {self.aborted_transactions} "
+            f"aborted transactions ({self.aborted_records:,} aborted records); "
+            f"{self.elapsed:.2f} s, {self.mb_per_s:.1f} MB/s",
+        ]
+        for t in self.topics.values():
+            lines.append(f"  {t.name:<16} {t.partitions} part. magic {t.magic} {t.codec:<6} {t.bytes / 1e6:8.1f} MB "
+                         f"{t.records:>10,} records {t.segments:>4} segments")
+        return "\n".join(lines)
+
+
+def _parse_size(value: int | str, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int or a size string such as '64MB', not bool")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0, not {value}")
+        return value
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match is None:
+            raise ValueError(f"{name} {value!r} is not a size such as 64MB, 512k, 1.5GiB (k/m/g/t are powers of 1024)")
+        return int(float(match["n"]) * _UNITS[match["unit"].lower()])
+    raise TypeError(f"{name} must be an int or a size string such as '64MB', not {type(value).__name__}")
+
+
+def _topic_specs(topics: Any) -> list[TopicSpec]:
+    if topics is None:
+        return list(DEFAULT_TOPICS)
+    specs: list[TopicSpec] = []
+    if isinstance(topics, Mapping):
+        for name, value in topics.items():
+            if isinstance(value, TopicSpec):
+                specs.append(replace(value, name=name))
+            elif isinstance(value, Mapping):
+                specs.append(TopicSpec(name=name, **value))
+            elif isinstance(value, int) and not isinstance(value, bool):
+                specs.append(TopicSpec(name=name, partitions=value))
+            else:
+                raise TypeError(f"topics[{name!r}] must be a partition count, a TopicSpec or a dict of its fields")
+    elif isinstance(topics, (str, bytes)):
+        raise TypeError("topics must be a list of TopicSpec/names or a {name: partitions} dict, not a str")
+    else:
+        for item in topics:
+            if isinstance(item, TopicSpec):
+                specs.append(item)
+            elif isinstance(item, str):
+                specs.append(TopicSpec(name=item))
+            else:
+                raise TypeError(f"topics items must be TopicSpec or topic names, not {type(item).__name__}")
+    if not specs:
+        raise ValueError("topics is empty")
+    seen = set()
+    for spec in specs:
+        if not spec.name or "/" in spec.name or spec.name in (".", ".."):
+            raise ValueError(f"invalid topic name {spec.name!r}")
+        if spec.name in seen:
+            raise ValueError(f"topic {spec.name!r} is listed twice")
+        seen.add(spec.name)
+        if isinstance(spec.partitions, bool) or not isinstance(spec.partitions, int) or spec.partitions < 1:
+            raise ValueError(f"topic {spec.name!r}: partitions must be an int >= 1, not {spec.partitions!r}")
+        if spec.magic not in (0, 1, 2):
+            raise ValueError(f"topic {spec.name!r}: magic must be 0, 1 or 2, not {spec.magic!r}")
+        if spec.resolved_kind() not in KINDS:
+            raise ValueError(f"topic {spec.name!r}: unknown kind {spec.kind!r}; use one of {', '.join(KINDS)}")
+        if not spec.share > 0:
+            raise ValueError(f"topic {spec.name!r}: share must be > 0, not {spec.share!r}")
+        if spec.transactional_producers is not None and spec.transactional_producers < 0:
+            raise ValueError(f"topic {spec.name!r}: transactional_producers must be >= 0")
+        if spec.transactional_producers and spec.magic < 2:
+            raise ValueError(f"topic {spec.name!r}: transactions need magic 2 (magic is {spec.magic})")
+    return specs
+
+
+def _check_codec(codec: Any, spec: TopicSpec) -> str:
+    if not isinstance(codec, str) or codec.lower() not in CODECS:
+        raise ValueError(f"topic {spec.name!r}: unknown codec {codec!r}; use one of {', '.join(CODECS)}")
+    codec = codec.lower()
+    if codec == "zstd" and spec.magic < 2:
+        raise ValueError(f"topic {spec.name!r}: zstd needs magic 2 (the topic is written as magic {spec.magic}); "
+                         f"give it another codec, e.g. codecs={{{spec.name!r}: 'gzip', ...}}")
+    return codec
+
+
+def _assign_codecs(specs: list[TopicSpec], codecs: Any) -> list[str]:
+    out = []
+    for i, spec in enumerate(specs):
+        if spec.codec is not None:
+            codec = spec.codec
+        elif codecs is None:
+            codec = DEFAULT_CODECS.get(spec.name)
+            if codec is None:
+                cycle = [c for c in _CODEC_CYCLE if spec.magic == 2 or c != "zstd"]
+                codec = cycle[i % len(cycle)]
+        elif isinstance(codecs, str):
+            codec = codecs
+        elif isinstance(codecs, Mapping):
+            codec = codecs.get(spec.name, "none")
+        elif isinstance(codecs, Sequence) and codecs:
+            codec = codecs[i % len(codecs)]
+        else:
+            raise TypeError("codecs must be None, a codec name, a {topic: codec} dict or a list of codec names")
+        out.append(_check_codec(codec, spec))
+    return out
+
+
+class _Progress:
+    """Bytes done so far, shown on a rich bar and/or handed to a callback."""
+
+    def __init__(self, total: int, progress: Any):
+        self.total = total
+        self.done = 0
+        self._lock = threading.Lock()
+        self._callback: Callable[[int, int], Any] | None = progress if callable(progress) else None
+        self._rich: Any = None
+        self._task: Any = None
+        show = progress is True or (progress is None and total >= _PROGRESS_MIN_SIZE and sys.stderr.isatty())
+        if show:
+            try:
+                from rich.console import Console
+                from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
+                                           TransferSpeedColumn)
+            except ImportError:  # rich is a dependency, but stay usable without it
+                return
+            self._rich = Progress(TextColumn("[bold]generating"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                                  TimeRemainingColumn(), console=Console(stderr=True))
+            self._task = self._rich.add_task("generate", total=max(total, 1))
+
+    def __enter__(self) -> _Progress:
+        if self._rich is not None:
+            self._rich.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._rich is not None:
+            if exc[0] is None:
+                self._rich.update(self._task, completed=max(self.done, self.total), total=max(self.done, self.total, 1))
+            self._rich.stop()
+
+    def advance(self, n: int) -> None:
+        with self._lock:
+            self.done += n
+            done = self.done
+        if self._rich is not None:
+            self._rich.advance(self._task, n)
+        if self._callback is not None:
+            self._callback(done, self.total)
+
+
+def _prepare_folder(folder: Path, overwrite: bool) -> None:
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        if not overwrite:
+            raise FileExistsError(f"{folder} already exists and is not empty; pass overwrite=True to replace it")
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        else:
+            folder.unlink()
+
+
+def generate(
+    out_dir: str | os.PathLike[str],
+    *,
+    size: int | str = "64MB",
+    topics: Union[Iterable[TopicSpec | str], Mapping[str, Any], None] = None,
+    codecs: Union[str, Mapping[str, str], Sequence[str], None] = None,
+    segment_bytes: int | str | None = None,
+    seed: int = 0,
+    progress: bool | Callable[[int, int], Any] | None = None,
+    threads: int | None = None,
+    overwrite: bool = False,
+    start_timestamp: int | _dt.datetime = START_TIMESTAMP,
+) -> GenerateSummary:
+    """Write a sample Kafka log dir of about ``size`` bytes of segments under ``out_dir``.
+
+    Each partition becomes a folder ``<topic>-<partition>`` of segments
+    ``<20-digit base offset>.log`` rolled before they pass ``segment_bytes``
+    (default: ``size / 32`` within 1 MiB..1 GiB, so a 64 MB demo has a few
+    per partition), each with Kafka's ``.index`` (relative offset -> position,
+    one entry per ~4 KiB: ``index.interval.bytes``), ``.timeindex`` (max
+    timestamp -> offset) and, for segments with aborted transactions,
+    ``.txnindex``; plus a ``leader-epoch-checkpoint``.
+
+    Default topics (:data:`DEFAULT_TOPICS`): ``orders`` (3 partitions),
+    ``clicks`` (2; ~10% null keys), ``payments`` (2), ``customers`` (1; a
+    compacted-style topic with ~5% tombstones) and ``audit-legacy`` (1, magic
+    1). ``codecs`` None mixes every codec across topics
+    (:data:`DEFAULT_CODECS`); a codec name applies to all topics, a dict
+    names one per topic, a list is dealt out in turn.
+
+    The data is made to look real: JSON-ish values of ~100-1000 bytes with
+    varying fields, string keys, 0-3 headers on v2 records (duplicate keys and
+    null values included), timestamps increasing from ``start_timestamp``
+    (2026-11-01T00:00:00Z). Magic-2 partitions are written by idempotent
+    producers (ids, epochs, sequences), an occasional plain producer, and two
+    transactional producers whose transactions (1-3 batches, interleaved
+    with other batches) end in COMMIT or, about 30% of the time, ABORT
+    markers. No transaction spans a segment roll. ``seed`` decides
+    everything: the same arguments write the same bytes.
+
+    ``progress``: None shows a rich progress bar on stderr when it is a
+    terminal and ``size`` is at least 128 MiB; True/False force it; a callable
+    is called as ``progress(bytes_done, bytes_total)``. Partitions are written
+    on ``threads`` threads (default: up to the CPU count). Partition folders
+    that exist and are not empty raise :class:`FileExistsError` unless
+    ``overwrite``, which replaces them.
+
+    >>> s = generate("/tmp/kafka-logs", size="64MB")                  # doctest: +SKIP
+    >>> kb.decode(open("/tmp/kafka-logs/orders-0/00000000000000000000.log", "rb").read()).num_rows  # doctest: +SKIP
+    """
+    total = _parse_size(size, "size")
+    specs = _topic_specs(topics)
+    codecs_per_topic = _assign_codecs(specs, codecs)
+    if segment_bytes is None:
+        segment = min(max(total // 32, 1 << 20), 1 << 30)
+    else:
+        segment = _parse_size(segment_bytes, "segment_bytes")
+        if not 1 <= segment <= (1 << 31) - 1:
+            raise ValueError(f"segment_bytes must be between 1 and {(1 << 31) - 1}, not {segment}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, not {type(seed).__name__}")
+    if isinstance(start_timestamp, _dt.datetime):
+        start = start_timestamp if start_timestamp.tzinfo else start_timestamp.replace(tzinfo=_dt.timezone.utc)
+        start_ms = int((start - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) / _dt.timedelta(milliseconds=1))
+    else:
+        start_ms = int(start_timestamp)
+    if start_ms < 0:
+        raise ValueError(f"start_timestamp must not be before 1970, got {start_ms} ms")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be an int >= 1, not {threads!r}")
+
+    root = Path(out_dir)
+    total_share = sum(s.share for s in specs)
+    jobs = []  # (spec index, partition, folder, target bytes)
+    for i, spec in enumerate(specs):
+        topic_bytes = int(total * spec.share / total_share)
+        for p in range(spec.partitions):
+            share = topic_bytes // spec.partitions + (1 if p < topic_bytes % spec.partitions else 0)
+            jobs.append((i, p, root / f"{spec.name}-{p}", share))
+    for _, _, folder, _ in jobs:
+        _prepare_folder(folder, overwrite)
+    root.mkdir(parents=True, exist_ok=True)
+
+    writers = []
+    for i, p, folder, target in jobs:
+        spec = specs[i]
+        txn = spec.transactional_producers
+        writers.append(_native.PartitionWriter(
+            folder, spec.name, p,
+            kind=spec.resolved_kind(),
+            target_bytes=target,
+            magic=spec.magic,
+            compression=codecs_per_topic[i],
+            snappy_xerial=True,  # as the Java client writes snappy
+            segment_bytes=segment,
+            seed=seed & 0xFFFF_FFFF_FFFF_FFFF,
+            start_timestamp=start_ms,
+            producer_id_base=1000 * (i + 1),
+            transactional_producers=(2 if spec.magic == 2 else 0) if txn is None else txn,
+            # batch.size is about compressed bytes: compressed batches hold more records
+            batch_bytes=_BATCH_BYTES if codecs_per_topic[i] == "none" else 4 * _BATCH_BYTES,
+        ))
+
+    stop = threading.Event()
+
+    def run(index: int, report: _Progress) -> dict[str, int]:
+        writer = writers[index]
+        reported = 0
+        while not writer.done and not stop.is_set():
+            n = writer.step(_STEP_BYTES)
+            reported += n
+            report.advance(n)
+        summary = writer.finish()
+        if summary["log_bytes"] > reported:  # the markers of transactions still open
+            report.advance(summary["log_bytes"] - reported)
+        return summary
+
+    n_threads = threads or max(1, min(os.cpu_count() or 1, len(writers)))
+    order = sorted(range(len(writers)), key=lambda k: -jobs[k][3])  # biggest first
+    started = time.perf_counter()
+    results: dict[int, dict[str, int]] = {}
+    with _Progress(total, progress) as report:
+        if n_threads == 1:
+            for k in order:
+                results[k] = run(k, report)
+        else:
+            with ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="kafkabatch-generate") as pool:
+                futures = {k: pool.submit(run, k, report) for k in order}
+                try:
+                    for k, future in futures.items():
+                        results[k] = future.result()
+                except BaseException:
+                    stop.set()
+                    raise
+    elapsed = time.perf_counter() - started
+
+    topic_summaries: dict[str, TopicSummary] = {}
+    for i, spec in enumerate(specs):
+        parts = [results[k] for k in range(len(jobs)) if jobs[k][0] == i]
+
+        def add(key: str, parts: list[dict[str, int]] = parts) -> int:
+            return sum(r[key] for r in parts)
+
+        topic_summaries[spec.name] = TopicSummary(
+            name=spec.name, partitions=spec.partitions, magic=spec.magic, codec=codecs_per_topic[i],
+            kind=spec.resolved_kind(), bytes=add("log_bytes"), index_bytes=add("index_bytes"),
+            segments=add("segments"), records=add("records"), batches=add("batches"),
+            control_batches=add("control_batches"), committed_records=add("committed_records"),
+            aborted_records=add("aborted_records"), committed_transactions=add("committed_transactions"),
+            aborted_transactions=add("aborted_transactions"), tombstones=add("tombstones"),
+            null_keys=add("null_keys"), partition_records=tuple(r["records"] for r in parts),
+            partition_end_offsets=tuple(r["next_offset"] for r in parts),
+        )
+
+    def total_of(attr: str) -> int:
+        return sum(getattr(t, attr) for t in topic_summaries.values())
+
+    return GenerateSummary(
+        folder=root,
+        bytes_written=total_of("bytes"),
+        index_bytes=total_of("index_bytes"),
+        records=total_of("records"),
+        batches=total_of("batches"),
+        control_batches=total_of("control_batches"),
+        segments=total_of("segments"),
+        committed_records=total_of("committed_records"),
+        aborted_records=total_of("aborted_records"),
+        committed_transactions=total_of("committed_transactions"),
+        aborted_transactions=total_of("aborted_transactions"),
+        elapsed=elapsed,
+        topics=topic_summaries,
+    )
