@@ -44,7 +44,7 @@ _HEADER_STRUCT = pa.struct([pa.field("key", pa.large_string()), pa.field("value"
 _HEADERS = pa.large_list(pa.field("item", _HEADER_STRUCT))
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _MS = _dt.timedelta(milliseconds=1)
-_UNIT_PER_MS = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
+_UNIT_PER_MS = {"us": 1000, "ns": 1_000_000}
 _TIMESTAMP_ALIASES = {"create": "create", "createtime": "create", "create_time": "create", "log_append": "log_append",
                       "logappendtime": "log_append", "log_append_time": "log_append"}
 

@@ -173,3 +173,64 @@ def iter_batches(
     aborted_transactions: list[tuple[int, int]] | None = None,
     hide_open_transactions: bool | None = None,
 ) -> BatchIterator: ...
+
+# --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
+
+from os import PathLike
+
+def encode(
+    records: object,
+    *,
+    magic: int = 2,
+    compression: str = "none",
+    compression_level: int | None = None,
+    snappy_xerial: bool = False,
+    base_offset: int = 0,
+    records_per_batch: int | None = None,
+    max_batch_bytes: int | None = None,
+    producer_id: int = ...,
+    producer_epoch: int = ...,
+    base_sequence: int = ...,
+    transactional: bool = False,
+    partition_leader_epoch: int = ...,
+    timestamp_type: str = "create",
+    log_append_time: int | None = None,
+) -> bytes: ...
+def control_batch(
+    kind: str,
+    producer_id: int,
+    producer_epoch: int,
+    base_offset: int,
+    coordinator_epoch: int = 0,
+    timestamp: int = ...,
+    partition_leader_epoch: int = ...,
+) -> bytes: ...
+
+@final
+class PartitionWriter:
+    def __new__(
+        cls,
+        folder: str | PathLike[str],
+        topic: str,
+        partition: int,
+        *,
+        kind: str,
+        target_bytes: int,
+        magic: int = 2,
+        compression: str = "none",
+        compression_level: int | None = None,
+        snappy_xerial: bool = False,
+        segment_bytes: int = ...,
+        index_interval_bytes: int = ...,
+        seed: int = 0,
+        start_timestamp: int = 1793491200000,
+        producer_id_base: int = 1000,
+        transactional_producers: int = 2,
+        batch_bytes: int = 16384,
+    ) -> PartitionWriter: ...
+    def step(self, budget: int) -> int: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def summary(self) -> dict[str, int]: ...
+    def finish(self) -> dict[str, int]: ...

@@ -271,6 +271,7 @@ def _check_codec(codec: Any, spec: TopicSpec) -> str:
 def _assign_codecs(specs: list[TopicSpec], codecs: Any) -> list[str]:
     out = []
     for i, spec in enumerate(specs):
+        codec: Any
         if spec.codec is not None:
             codec = spec.codec
         elif codecs is None:
