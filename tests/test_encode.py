@@ -552,3 +552,31 @@ def test_write_segment_failure_leaves_nothing(tmp_path, monkeypatch):
 def test_write_segment_paths(tmp_path):
     assert write_segment(Path(tmp_path) / "a" / "b" / "x.log", []) == 0
     assert (tmp_path / "a" / "b" / "x.log").read_bytes() == b""
+
+
+def test_sliced_tables():
+    dicts = _sample_dicts() * 3
+    table = kb.decode(encode(dicts))
+    for start, length in ((1, 4), (4, 5), (8, 1)):
+        assert encode(table.slice(start, length)) == encode(dicts[start:start + length])
+    sliced = pa.table({"value": pa.array([b"a", b"b", b"c"], pa.large_binary()).slice(1),
+                       "headers": pa.array([[{"key": "x", "value": b"1"}], [], [{"key": "y", "value": None}]],
+                                           kb.SCHEMA.field("headers").type).slice(1)})
+    assert table_rows(kb.decode(encode(sliced))) == [
+        {"key": None, "value": b"b", "timestamp": -1000, "headers": []},
+        {"key": None, "value": b"c", "timestamp": -1000, "headers": [("y", None)]}]
+
+
+@pytest.mark.parametrize("magic,codec", [(2, "none"), (2, "lz4"), (1, "gzip")])
+def test_max_batch_bytes(magic, codec):
+    records = [{"key": b"k%03d" % i, "value": b"x" * 100} for i in range(100)]
+    data = encode(records, magic=magic, compression=codec, max_batch_bytes=1024)
+    batches = list(kb.iter_batches(data))
+    assert 10 < len(batches) < 20
+    assert sum(b.record_count for b in batches) == 100
+    if codec == "none":
+        assert all(b.size_in_bytes <= 1024 for b in batches)
+    assert kb.decode(data).column("key").to_pylist() == [r["key"] for r in records]
+    # records_per_batch wins over max_batch_bytes
+    assert len(list(kb.iter_batches(encode(records, magic=magic, compression=codec, max_batch_bytes=1024,
+                                           records_per_batch=50)))) == 2
