@@ -22,6 +22,8 @@ from kafkabatch._api import (
     topic_partition_from_path,
     valid_bytes,
 )
+from kafkabatch._encode import control_batch, encode, write_segment
+from kafkabatch.generate import GenerateSummary, TopicSpec, TopicSummary, generate
 from kafkabatch.index import IndexFileWarning, read_offset_index, read_time_index, read_txn_index
 from kafkabatch.logdir import scan_log
 from kafkabatch._kafkabatch import (
@@ -46,14 +48,20 @@ __all__ = [
     "CorruptBatchError",
     "CrcMismatchError",
     "DecodeReport",
+    "GenerateSummary",
     "DecompressionError",
     "IndexFileWarning",
     "KafkaBatchError",
     "Record",
+    "TopicSpec",
+    "TopicSummary",
     "UnsupportedFormatError",
     "__version__",
+    "control_batch",
     "decode",
     "decode_report",
+    "encode",
+    "generate",
     "iter_batches",
     "read_offset_index",
     "read_segment",
@@ -62,4 +70,5 @@ __all__ = [
     "scan_log",
     "topic_partition_from_path",
     "valid_bytes",
+    "write_segment",
 ]
