@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(stderr=False)
+    console = Console(stderr=False, width=None if sys.stdout.isatty() else 140)
     out = Path(args.out).absolute()
     logs, parquet = _prepare_out(out, generating=args.logs is None)
 
