@@ -79,8 +79,7 @@ impl Record {
 fn short_bytes(b: Option<&[u8]>) -> String {
     match b {
         None => "None".into(),
-        Some(b) if b.len() <= 32 => format!("{} bytes", b.len()),
-        Some(b) => format!("{} bytes", b.len()),
+        Some(b) => format!("<{} bytes>", b.len()),
     }
 }
 
@@ -98,7 +97,8 @@ pub struct ControlRecord {
 #[pymethods]
 impl ControlRecord {
     fn __repr__(&self) -> String {
-        format!("ControlRecord(type={:?}, version={}, coordinator_epoch={:?})", self.type_name, self.version, self.coordinator_epoch)
+        let epoch = self.coordinator_epoch.map_or_else(|| "None".to_string(), |e| e.to_string());
+        format!("ControlRecord(type={:?}, version={}, coordinator_epoch={epoch})", self.type_name, self.version)
     }
 }
 
