@@ -182,8 +182,9 @@ pub fn decode_range(
     Ok(out)
 }
 
-/// Inputs smaller than this decode on one thread; each thread gets at least this much.
-pub const PARALLEL_MIN_BYTES: usize = 16 << 20;
+/// Inputs smaller than this decode on one thread; each thread gets at least
+/// this much (thread start-up is microseconds, decoding 4 MiB milliseconds).
+pub const PARALLEL_MIN_BYTES: usize = 4 << 20;
 
 /// Threads to use: `requested` when non-zero, else one per core for large inputs.
 fn thread_count(requested: usize, len: usize) -> usize {
@@ -378,7 +379,7 @@ mod tests {
             data.extend_from_slice(&b);
         }
         data.extend_from_slice(&one[..50]); // a truncated tail
-        assert!(data.len() > 2 * PARALLEL_MIN_BYTES);
+        assert!(data.len() > 3 * PARALLEL_MIN_BYTES);
         let single = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 1, ..Default::default() }).expect("valid");
         let parallel = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 3, ..Default::default() }).expect("valid");
         let concat = |d: &Decoded| arrow_select_free_concat(&d.chunks);
