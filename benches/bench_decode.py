@@ -181,6 +181,24 @@ def kafkabatch_reader(threads: int | None) -> Callable[[bytes], int]:
     return run
 
 
+def kafkabatch_fetches(chunks: list[bytes]) -> int:
+    """One decode call per fetch-sized chunk, as a consumer would call it."""
+    return sum(kb.decode(c, topic="bench", partition=0, threads=1).num_rows for c in chunks)
+
+
+def fetch_chunks(data: bytes, max_bytes: int = 1 << 20) -> list[bytes]:
+    """data cut at batch boundaries into chunks of at most about max_bytes
+    (a consumer's max.partition.fetch.bytes, 1 MiB by default)."""
+    chunks, start, end = [], 0, 0
+    for pos, length in walk(data):
+        if pos + length - start > max_bytes and end > start:
+            chunks.append(data[start:end])
+            start = end
+        end = pos + length
+    chunks.append(data[start:end])
+    return chunks
+
+
 def aiokafka_reader(headers: bool) -> Callable[[bytes], int]:
     def run(data: bytes) -> int:
         out: list[Any] = []
@@ -302,6 +320,7 @@ class Peer:
             "median_s": t,
             "min_s": min(self.times),
             "reps": len(self.times),
+            "times_s": self.times,
             "records_per_s": self.records / t if self.records else None,
             "mb_per_s": self.plain_bytes / t / 1e6,
             "wire_mb_per_s": self.wire_bytes / t / 1e6,
@@ -342,6 +361,8 @@ def make_peers(args: argparse.Namespace) -> tuple[list[Peer], dict[str, str]]:
         ("gzip_100B", recs100, False, "gzip"),
     ]
     for name, recs, headers, codec in datasets:
+        if args.only and not any(o in name for o in args.only.split(",")):
+            continue
         data = build(recs, headers, codec)
         n = len(recs)
         plain = sum(len(p) for p in payloads(build(recs, headers, "none"))) if codec != "none" else len(data)
@@ -349,11 +370,14 @@ def make_peers(args: argparse.Namespace) -> tuple[list[Peer], dict[str, str]]:
             notes[f"identity {name}"] = check_identity(name, data)
         # kafkabatch gets a larger input (repeated) so it runs long enough to
         # time and, when large, spreads over the cores.
-        times = kb_times if name in ("none_100B", "none_1KB") else max(1, kb_times // 5)
+        # 100 B values: 400,000 records (48 MB); others as the peers (35-51 MB
+        # uncompressed): large enough for threads=auto to use both cores.
+        times = kb_times if name == "none_100B" else 1
         big = repeated(data, times, n) if times > 1 else data
         kbn, kbp, kbw = n * times, plain * times, len(big)
         peers.append(Peer(name, "kafkabatch threads=1", "kafkabatch", kafkabatch_reader(1), big, kbn, kbp, kbw))
         peers.append(Peer(name, "kafkabatch threads=auto", "kafkabatch", kafkabatch_reader(None), big, kbn, kbp, kbw))
+        peers.append(Peer(name, "kafkabatch threads=1, per 1 MiB fetch", "kafkabatch", kafkabatch_fetches, fetch_chunks(data), n, plain, len(data)))
         peers.append(Peer(name, "aiokafka (Cython)", "peer", aiokafka_reader(headers), data, n, plain, len(data)))
         # kafka-python is slow: a slice keeps a repetition near a second.
         sub = max(1, nb // 10)
@@ -425,10 +449,10 @@ def plot(rows: list[dict[str, Any]], path: str, title: str) -> None:
 
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     names = [
-        "kafkabatch threads=1", "kafkabatch threads=auto", "aiokafka (Cython)", "kafka-python + crc32c",
+        "kafkabatch threads=1", "kafkabatch threads=auto", "kafkabatch threads=1, per 1 MiB fetch", "aiokafka (Cython)", "kafka-python + crc32c",
         "kafka-python, pure-Python CRC",
     ]
-    colors = ["#1f77b4", "#6baed6", "#ff7f0e", "#2ca02c", "#98df8a", "#7f7f7f"]
+    colors = ["#1f77b4", "#6baed6", "#9ecae1", "#ff7f0e", "#2ca02c", "#98df8a", "#7f7f7f"]
     fig, axes = plt.subplots(2, 1, figsize=(13, 9))
     width = 0.8 / (len(names) + 1)
     for ax, metric, label in ((axes[0], "records_per_s", "records/s (log)"), (axes[1], "gb_per_s", "GB/s of record bytes (log)")):
@@ -467,8 +491,9 @@ def plot(rows: list[dict[str, Any]], path: str, title: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=7, help="timed repetitions per peer (medians reported)")
-    ap.add_argument("--kb-repeat", type=int, default=5, help="kafkabatch input = the peers' input repeated this many times")
+    ap.add_argument("--kb-repeat", type=int, default=2, help="kafkabatch's none_100B input = the peers' repeated this many times")
     ap.add_argument("--quick", action="store_true", help="small inputs, 2 repetitions: a smoke test")
+    ap.add_argument("--only", metavar="NAMES", help="comma-separated dataset name parts to run (e.g. none_1KB,lz4)")
     ap.add_argument("--json", metavar="OUT", help="write results as JSON")
     ap.add_argument("--plot", metavar="PNG", help="draw a bar chart (needs matplotlib)")
     args = ap.parse_args()
