@@ -26,7 +26,7 @@
 use super::CodecError;
 use std::cell::RefCell;
 use std::io::Cursor;
-use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
+use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, InBuffer, OutBuffer, ResetDirective};
 
 const CODEC: &str = "zstd";
 /// Kafka's `compression.zstd.level` default (zstd's own default too).
@@ -50,6 +50,7 @@ fn zstd_error(code: zstd_safe::ErrorCode) -> CodecError {
 
 thread_local! {
     static DCTX: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
+    static CCTX: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` with this thread's decompression context, freshly reset.
@@ -247,11 +248,24 @@ pub fn compress(input: &[u8], level: Option<i32>, out: &mut Vec<u8>) -> Result<(
     }
     let start = out.len();
     out.reserve(zstd_safe::compress_bound(input.len()));
-    let mut compressor = zstd::bulk::Compressor::new(level).map_err(|e| invalid(e.to_string()))?;
-    let mut cursor = Cursor::new(&mut *out);
-    cursor.set_position(start as u64);
-    compressor.compress_to_buffer(input, &mut cursor).map_err(|e| invalid(e.to_string()))?;
-    Ok(())
+    // One compression context per thread: creating one per batch (its tables
+    // are megabytes) cost more than compressing a typical batch.
+    CCTX.with(|cell| {
+        let mut own = None;
+        let mut slot = cell.try_borrow_mut().ok();
+        let cctx = match slot.as_deref_mut() {
+            Some(Some(cctx)) => cctx,
+            Some(empty) => empty.insert(CCtx::try_create().ok_or_else(|| invalid("cannot allocate a compression context"))?),
+            // Re-entered (not expected): use a context of our own.
+            None => own.insert(CCtx::try_create().ok_or_else(|| invalid("cannot allocate a compression context"))?),
+        };
+        cctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
+        cctx.set_parameter(CParameter::CompressionLevel(level)).map_err(zstd_error)?;
+        let mut cursor = Cursor::new(&mut *out);
+        cursor.set_position(start as u64);
+        cctx.compress2(&mut cursor, input).map_err(zstd_error)?;
+        Ok(())
+    })
 }
 
 #[cfg(test)]
