@@ -418,26 +418,22 @@ def run(peers: list[Peer], reps: int) -> None:
         print(f"rep {rep}/{reps} done, load {os.getloadavg()}", file=sys.stderr)
 
 
-def table(peers: list[Peer]) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| dataset | peer | records/s | MB/s | kafkabatch (1 thread) is |", "|---|---|---:|---:|---:|"]
-    by_ds: dict[str, list[Peer]] = {}
-    for p in peers:
-        by_ds.setdefault(p.dataset, []).append(p)
-    for ds, ps in by_ds.items():
-        ref = next(p for p in ps if p.name == "kafkabatch threads=1")
-        ref_rps = ref.records / ref.median
-        ref_mbs = ref.plain_bytes / ref.median / 1e6
-        for p in ps:
-            mbs = p.plain_bytes / p.median / 1e6
-            if p.records:
-                rps = p.records / p.median
-                ratio = ref_rps / rps
-                rps_s = f"{rps / 1e6:,.2f} M"
+    by_ds: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_ds.setdefault(r["dataset"], []).append(r)
+    for ds, rs in by_ds.items():
+        ref = next(r for r in rs if r["peer"] == "kafkabatch threads=1")
+        for r in rs:
+            if r["records"]:
+                ratio = ref["records_per_s"] / r["records_per_s"]
+                rps_s = f"{r['records_per_s'] / 1e6:,.2f} M"
             else:
-                ratio = ref_mbs / mbs
+                ratio = ref["mb_per_s"] / r["mb_per_s"]
                 rps_s = "—"
-            rel = "—" if p is ref else (f"{ratio:,.1f}× faster" if ratio >= 1 else f"{1 / ratio:,.2f}× slower")
-            lines.append(f"| {ds} | {p.name} | {rps_s} | {mbs:,.0f} | {rel} |")
+            rel = "—" if r is ref else (f"{ratio:,.1f}× faster" if ratio >= 1 else f"{1 / ratio:,.2f}× slower")
+            lines.append(f"| {ds} | {r['peer']} | {rps_s} | {r['mb_per_s']:,.0f} | {rel} |")
     return "\n".join(lines)
 
 
@@ -488,6 +484,15 @@ def plot(rows: list[dict[str, Any]], path: str, title: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _git_head() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=7, help="timed repetitions per peer (medians reported)")
@@ -495,8 +500,17 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small inputs, 2 repetitions: a smoke test")
     ap.add_argument("--only", metavar="NAMES", help="comma-separated dataset name parts to run (e.g. none_1KB,lz4)")
     ap.add_argument("--json", metavar="OUT", help="write results as JSON")
+    ap.add_argument("--from-json", metavar="IN", help="print the table (and --plot) of a saved run instead of running")
     ap.add_argument("--plot", metavar="PNG", help="draw a bar chart (needs matplotlib)")
     args = ap.parse_args()
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        print(table(saved["results"]))
+        if args.plot:
+            la = " / ".join(f"{x:.1f}" for x in saved["env"]["load_before"])
+            title = f"kafkabatch decode vs Python readers — {saved['env']['cpus']} cores, load avg {la}, medians of {saved['env']['reps']} interleaved reps"
+            plot(saved["results"], args.plot, title)
+        return
     if args.quick:
         args.reps = 2
     assert "_crecords" in type(AioMemoryRecords(b"")).__module__, "aiokafka's C extension is not in use"
@@ -511,18 +525,21 @@ def main() -> None:
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "kafkabatch": getattr(kb._kafkabatch, "__version__", "?"),
+        "extension_built": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(os.path.getmtime(kb._kafkabatch.__file__))),
+        "git_head": _git_head(),
         "aiokafka_reader": type(AioMemoryRecords(b"")).__module__,
         "load_before": load_before,
         "load_after": load_after,
         "elapsed_s": elapsed,
         "reps": args.reps,
     }
-    print(table(peers))
+    rows = [p.row() for p in peers]
+    print(table(rows))
     print()
     for k, v in notes.items():
         print(f"{k}: {v}")
     print(f"load average before {load_before}, after {load_after}; {args.reps} reps in {elapsed:.0f}s")
-    rows = [p.row() for p in peers]
+    print(f"git {env['git_head']}, extension built {env['extension_built']} UTC")
     if args.json:
         Path(args.json).write_text(json.dumps({"env": env, "notes": notes, "results": rows}, indent=1))
     if args.plot:
