@@ -155,7 +155,7 @@ fn rewrap(batch: &[u8], payload: &[u8]) -> Vec<u8> {
 fn plain_payloads(data: &[u8]) -> Vec<Vec<u8>> {
     BatchWalker::new(data)
         .map(|raw| {
-            let codec = Codec::from_id((raw.bytes[V2_ATTRIBUTES_OFFSET + 1] & 7) as u8).expect("codec");
+            let codec = Codec::from_id(raw.bytes[V2_ATTRIBUTES_OFFSET + 1] & 7).expect("codec");
             let mut out = Vec::new();
             compression::decompress(codec, &raw.bytes[V2_HEADER_SIZE..], 2, LIMIT, &mut out).expect("payload");
             out
