@@ -132,7 +132,7 @@ impl BinaryColumn {
         let nulls = self.valid.finish();
         // SAFETY-free: OffsetBuffer::new checks monotonicity (overflow is
         // rejected before we get here).
-        (OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(data), nulls)
+        (OffsetBuffer::new(ScalarBuffer::from(offsets)), memory::into_buffer(data), nulls)
     }
 
     fn finish_binary(&mut self) -> BinaryArray {
@@ -220,8 +220,8 @@ impl ColumnBuilder {
         memory::reserve(&mut self.key.offsets, records);
         memory::reserve(&mut self.value.offsets, records);
         memory::reserve(&mut self.header_offsets, records);
-        memory::reserve(&mut self.key.data, bytes);
-        memory::reserve(&mut self.value.data, bytes);
+        memory::reserve_bytes(&mut self.key.data, bytes);
+        memory::reserve_bytes(&mut self.value.data, bytes);
     }
 
     pub fn mark(&self) -> Mark {
