@@ -142,9 +142,16 @@ impl BinaryColumn {
 
     fn finish_utf8(&mut self) -> StringArray {
         let (offsets, data, nulls) = self.take();
-        // Keys were pushed from `&str`, so this validation cannot fail; it is
-        // cheap next to the copy and keeps the core free of `unsafe`.
-        StringArray::new(offsets, data, nulls)
+        // One validation for the whole column; only if some value is not
+        // UTF-8 is each one decoded with replacement characters, as Kafka's
+        // Java client decodes header keys.
+        match StringArray::try_new(offsets.clone(), data.clone(), nulls.clone()) {
+            Ok(array) => array,
+            Err(_) => {
+                let values = BinaryArray::new(offsets, data, nulls);
+                values.iter().map(|v| v.map(String::from_utf8_lossy)).collect()
+            }
+        }
     }
 }
 
@@ -292,8 +299,8 @@ pub fn empty_batch() -> RecordBatch {
 
 impl RecordSink for ColumnBuilder {
     #[inline(always)]
-    fn header(&mut self, key: &str, value: Option<&[u8]>) {
-        self.header_key.push(Some(key.as_bytes()));
+    fn header(&mut self, key: &[u8], value: Option<&[u8]>) {
+        self.header_key.push(Some(key));
         self.header_value.push(value);
     }
 
@@ -321,8 +328,8 @@ mod tests {
     fn builds_the_schema_with_nulls_and_headers() {
         let mut b = ColumnBuilder::new();
         b.record(&rec(0, None, Some(b"")));
-        b.header("h", Some(b"1"));
-        b.header("h", None);
+        b.header(b"h", Some(b"1"));
+        b.header(b"h", None);
         b.record(&rec(1, Some(b"k"), None));
         let batch = b.finish(Some("orders"), Some(3));
         assert_eq!(batch.schema(), schema());
@@ -341,13 +348,26 @@ mod tests {
     }
 
     #[test]
+    fn header_keys_that_are_not_utf8_get_replacement_characters() {
+        let mut b = ColumnBuilder::new();
+        b.header(b"ok", None);
+        b.header(b"bad\xff", Some(b"v"));
+        b.record(&rec(0, None, None));
+        let batch = b.finish(None, None);
+        let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
+        let keys = headers.values().as_any().downcast_ref::<StructArray>().expect("struct").column(0).clone();
+        let keys = keys.as_any().downcast_ref::<StringArray>().expect("utf8");
+        assert_eq!((keys.value(0), keys.value(1)), ("ok", "bad\u{fffd}"));
+    }
+
+    #[test]
     fn rollback_undoes_a_batch() {
         let mut b = ColumnBuilder::new();
         b.record(&rec(0, Some(b"a"), Some(b"b")));
         let mark = b.mark();
-        b.header("x", Some(b"y"));
+        b.header(b"x", Some(b"y"));
         b.record(&rec(1, None, Some(b"zz")));
-        b.header("dangling", None);
+        b.header(b"dangling", None);
         b.rollback(mark);
         let batch = b.finish(None, None);
         assert_eq!(batch.num_rows(), 1);

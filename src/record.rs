@@ -16,9 +16,11 @@ use crate::error::LocalError;
 use crate::varint::{read_varint, read_varlong};
 
 /// Receives decoded records. For each record, `header` is called once per
-/// header (in order), then `record` once.
+/// header (in order), then `record` once. Header keys are the raw bytes: a
+/// sink turns them into text (Kafka's Java client decodes them as UTF-8 with
+/// replacement characters); the Arrow sink validates a whole column at once.
 pub trait RecordSink {
-    fn header(&mut self, key: &str, value: Option<&[u8]>);
+    fn header(&mut self, key: &[u8], value: Option<&[u8]>);
     fn record(&mut self, record: &RecordFields);
 }
 
@@ -120,11 +122,7 @@ fn read_record<S: RecordSink>(buf: &[u8], start: usize, index: usize, ctx: &Reco
         }
         let key_bytes = take(body, &mut pos, key_len as usize).ok_or_else(|| short(key_at, index, "header key"))?;
         let header_value = read_bytes(body, &mut pos, index, "header value")?;
-        match std::str::from_utf8(key_bytes) {
-            Ok(key) => sink.header(key, header_value),
-            // Kafka's Java client decodes keys with replacement characters.
-            Err(_) => sink.header(&String::from_utf8_lossy(key_bytes), header_value),
-        }
+        sink.header(key_bytes, header_value);
     }
     if pos != body_end {
         return Err(LocalError::corrupt(
@@ -209,8 +207,9 @@ pub struct OwnedRecords {
 }
 
 impl RecordSink for OwnedRecords {
-    fn header(&mut self, key: &str, value: Option<&[u8]>) {
-        self.pending_headers.push((key.to_owned(), value.map(<[u8]>::to_vec)));
+    fn header(&mut self, key: &[u8], value: Option<&[u8]>) {
+        // As Kafka's Java client: invalid UTF-8 becomes replacement characters.
+        self.pending_headers.push((String::from_utf8_lossy(key).into_owned(), value.map(<[u8]>::to_vec)));
     }
 
     fn record(&mut self, r: &RecordFields) {
