@@ -493,6 +493,45 @@ def _git_head() -> str:
         return "?"
 
 
+def threads_check(seconds: float = 3.0) -> list[dict[str, Any]]:
+    """Wall and CPU time of threads=1 against threads=2, alternating, in a
+    steady loop. CPU time ≈ wall time with threads=2 means the process got one
+    core's worth: on a shared machine Linux's autogroup scheduling gives each
+    busy session an equal share, so thread scaling is only measurable when
+    nobody else is busy."""
+    import resource
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    recs100 = records(200_000, 100)
+    sets = {
+        "none_100B x2 (48 MB)": repeated(build(recs100, False, "none"), 2, 200_000),
+        "none_100B_headers (35 MB)": build(recs100, True, "none"),
+        "none_1KB (51 MB)": build(records(50_000, 1000), False, "none"),
+        "zstd_100B (5.7 MB wire)": build(recs100, False, "zstd"),
+    }
+    out = []
+    for name, data in sets.items():
+        res: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+        for th in (1, 2, 1, 2):
+            kb.decode(data, threads=th)
+            w0, c0, n = time.perf_counter(), cpu(), 0
+            while time.perf_counter() - w0 < seconds / 2:
+                kb.decode(data, topic="bench", partition=0, threads=th)
+                n += 1
+            res[th].append(((time.perf_counter() - w0) / n, (cpu() - c0) / n))
+        w1, c1 = min(res[1])
+        w2, c2 = min(res[2])
+        row = {"dataset": name, "wall_1": w1, "cpu_1": c1, "wall_2": w2, "cpu_2": c2, "speedup": w1 / w2}
+        out.append(row)
+        print(f"{name:28} threads=1 {w1 * 1e3:6.1f} ms (cpu {c1 * 1e3:6.1f}) | threads=2 {w2 * 1e3:6.1f} ms "
+              f"(cpu {c2 * 1e3:6.1f}, cpu/wall {c2 / w2:.2f}) | speedup {w1 / w2:.2f}×")
+    print(f"load average {os.getloadavg()}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=7, help="timed repetitions per peer (medians reported)")
@@ -500,9 +539,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small inputs, 2 repetitions: a smoke test")
     ap.add_argument("--only", metavar="NAMES", help="comma-separated dataset name parts to run (e.g. none_1KB,lz4)")
     ap.add_argument("--json", metavar="OUT", help="write results as JSON")
+    ap.add_argument("--threads-check", action="store_true", help="threads=1 vs threads=2 wall and CPU time in a steady loop, then exit")
     ap.add_argument("--from-json", metavar="IN", help="print the table (and --plot) of a saved run instead of running")
     ap.add_argument("--plot", metavar="PNG", help="draw a bar chart (needs matplotlib)")
     args = ap.parse_args()
+    if args.threads_check:
+        threads_check()
+        return
     if args.from_json:
         saved = json.loads(Path(args.from_json).read_text())
         print(table(saved["results"]))
