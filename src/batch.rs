@@ -381,7 +381,7 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
         assert_eq!(increment_sequence(5, 3), 8);
         // Hostile increments wrap as Java's int arithmetic does, never panic.
-        assert_eq!(increment_sequence(5, -1), -1i32.wrapping_sub(i32::MAX - 5).wrapping_sub(1));
+        assert_eq!(increment_sequence(5, -1), -2_147_483_644); // -1 - (MAX - 5) - 1 in Java ints
         assert_eq!(increment_sequence(0, i32::MIN), 0);
         assert_eq!(increment_sequence(i32::MAX, i32::MAX), i32::MAX - 1);
         let mut b = empty_v2_batch(i64::MAX, 0);
