@@ -30,3 +30,5 @@ pub use error::{DecodeError, ErrorKind};
 extern crate self as kafkabatch;
 #[cfg(test)]
 mod fuzz_regressions;
+#[cfg(test)]
+mod hostile_tests;
