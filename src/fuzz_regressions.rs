@@ -16,6 +16,12 @@ macro_rules! regressions {
 const REGRESSIONS: &[(&str, &str, &[u8])] = regressions![
     // increment_sequence overflowed on a negative record offset delta.
     "decode" / "negative-offset-delta-sequence",
+    // A corrupt zstd frame's error text depends on the per-thread context's
+    // buffer sizes from earlier frames (the check compares codec errors by
+    // kind and position, not text).
+    "decode" / "zstd-error-depends-on-earlier-batches",
+    // The same, in a legacy wrapper between iter_headers' two passes.
+    "iter_headers" / "zstd-legacy-wrapper-error-text",
 ];
 
 fn run(target: &str, input: &[u8]) {

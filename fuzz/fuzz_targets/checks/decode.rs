@@ -19,7 +19,7 @@
 use super::{check_located, is_subsequence, rows};
 use kafkabatch::batch::{BatchWalker, WalkEnd};
 use kafkabatch::txn::AbortedTxn;
-use kafkabatch::{decode, DecodeOptions, Isolation, OnError};
+use kafkabatch::{decode, DecodeOptions, ErrorKind, Isolation, OnError};
 
 /// Run the checks on one input; panics on a violation.
 pub fn check(input: &[u8]) {
@@ -71,7 +71,15 @@ pub fn check(input: &[u8]) {
         },
         (Err(e), Some((position, alone))) => {
             check_located(&e, *position);
-            assert_eq!((e.kind, &e.reason, e.in_payload), (alone.kind, &alone.reason, alone.in_payload));
+            assert_eq!((e.kind, e.in_payload), (alone.kind, alone.in_payload), "{e} vs {alone}");
+            // A codec's own message may name a different symptom of the same
+            // damage from one call to the next (zstd reuses a per-thread
+            // context whose buffers keep the size of earlier frames, so a
+            // corrupt block is "too large for the destination" or "corrupt");
+            // every other reason is ours and must be identical.
+            if e.kind != ErrorKind::Decompression {
+                assert_eq!(e.reason, alone.reason);
+            }
             let shift = if e.in_payload { 0 } else { *position };
             assert_eq!(e.byte_position, alone.byte_position + shift, "field position moved: {e}");
         }
