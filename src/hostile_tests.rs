@@ -839,6 +839,7 @@ fn decompression_bombs_are_refused() {
         ("snappy raw block claiming 300 MiB", Codec::Snappy, snappy_claim(300 << 20), 300 << 20),
         ("snappy xerial, 300 blocks of 1 MiB", Codec::Snappy, snappy_xerial_bomb(300), 300 << 20),
     ];
+    assert_eq!(DecodeOptions::default().max_decompressed_size, DEFAULT_MAX_DECOMPRESSED_SIZE);
     for (what, codec, payload, inflates_to) in &bombs {
         assert!(payload.len() < 16 << 20, "{what}: the bomb itself is {} bytes", payload.len());
         // The output buffer never grows past the cap (checked at 1 MiB, which

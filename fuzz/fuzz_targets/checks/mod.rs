@@ -93,7 +93,12 @@ pub fn check_decompress(codec: Codec, payload: &[u8], magic: i8) -> Option<Vec<u
     // A dirty output buffer gives the same answer (it is cleared first).
     let mut again = vec![0xAAu8; 100];
     let second = compression::decompress(codec, payload, magic, LIMIT, &mut again);
-    assert_eq!(result, second, "same input, different outcome");
+    match (&result, &second) {
+        // The codec's own message may differ between calls (zstd's per-thread
+        // context keeps buffers sized by earlier frames); the outcome may not.
+        (Err(CodecError::Invalid { .. }), Err(CodecError::Invalid { .. })) => {}
+        _ => assert_eq!(result, second, "same input, different outcome"),
+    }
     match result {
         Ok(()) => {
             assert_eq!(out, again, "same input, different output");
