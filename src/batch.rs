@@ -184,16 +184,23 @@ impl BatchHeader {
         if self.base_sequence < 0 {
             return -1;
         }
-        increment_sequence(self.base_sequence, (self.last_offset - self.base_offset) as i32)
+        // last_offset is base_offset.wrapping_add(lastOffsetDelta), so this is
+        // the header's lastOffsetDelta again, whatever the base offset.
+        increment_sequence(self.base_sequence, self.last_offset.wrapping_sub(self.base_offset) as i32)
     }
 }
 
 /// Kafka's `DefaultRecordBatch.incrementSequence`: sequences wrap at i32::MAX.
+///
+/// The increment comes off the wire (a record's offset delta, the header's
+/// lastOffsetDelta) and may be anything, negative included. Java's int
+/// arithmetic wraps; so does this (found by fuzzing: a negative delta
+/// overflowed `i32::MAX - increment`, a panic in debug builds).
 pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
-    if sequence > i32::MAX - increment {
-        increment - (i32::MAX - sequence) - 1
+    if sequence > i32::MAX.wrapping_sub(increment) {
+        increment.wrapping_sub(i32::MAX.wrapping_sub(sequence)).wrapping_sub(1)
     } else {
-        sequence + increment
+        sequence.wrapping_add(increment)
     }
 }
 
@@ -373,5 +380,15 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
         assert_eq!(increment_sequence(5, 3), 8);
+        // Hostile increments wrap as Java's int arithmetic does, never panic.
+        assert_eq!(increment_sequence(5, -1), -2_147_483_644); // -1 - (MAX - 5) - 1 in Java ints
+        assert_eq!(increment_sequence(0, i32::MIN), 0);
+        assert_eq!(increment_sequence(i32::MAX, i32::MAX), i32::MAX - 1);
+        let mut b = empty_v2_batch(i64::MAX, 0);
+        b[23..27].copy_from_slice(&i32::MIN.to_be_bytes()); // lastOffsetDelta
+        let crc = crc::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        let h = parse_v2_header(&BatchWalker::new(&b).next().expect("framed")).expect("header");
+        assert_eq!(h.last_sequence(), increment_sequence(9, i32::MIN));
     }
 }

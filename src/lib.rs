@@ -24,3 +24,12 @@ mod python;
 pub use compression::Codec;
 pub use decode::{decode, DecodeOptions, Decoded, Isolation, OnError};
 pub use error::{DecodeError, ErrorKind};
+
+// Test-only: the fuzz targets' checks (fuzz/fuzz_targets/checks) name the
+// crate `kafkabatch`; this lets the regression replay include them as they are.
+#[cfg(test)]
+extern crate self as kafkabatch;
+#[cfg(test)]
+mod fuzz_regressions;
+#[cfg(test)]
+mod hostile_tests;

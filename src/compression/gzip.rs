@@ -10,7 +10,9 @@
 //! never grows past `limit` bytes, and reading stops as soon as one more byte
 //! would pass it, so a bomb costs at most `limit` bytes of work and memory.
 //! The last member's ISIZE field sizes the buffer, as a claim: clamped to the
-//! limit and to what deflate can encode in the payload.
+//! limit and to what deflate can encode in the payload, and only reserved:
+//! memory is zeroed (touched) as output arrives, so a lying trailer on a
+//! garbage payload costs nothing.
 //!
 //! Writing: one member at `level` (Kafka's `compression.gzip.level`: 1..=9, or
 //! -1 / `None` for the Deflater default, 6).
@@ -55,6 +57,19 @@ impl Sink<'_> {
         self.start.saturating_add(self.limit)
     }
 
+    /// Reserves capacity for `out` to reach `len` (clamped) without touching
+    /// it. The ISIZE hint is only a claim: zeroing (and so committing) that
+    /// much memory up front let a garbage payload of n bytes cost up to
+    /// 1032·n bytes of work and memory before its first invalid byte was
+    /// read (found by the hostile-input work, issue 8). Reserved room is
+    /// zeroed step by step as output arrives (`read_all`).
+    fn reserve_room(&mut self, len: usize) {
+        let len = len.min(self.cap_max());
+        if len > self.out.len() {
+            self.out.reserve_exact(len - self.out.len());
+        }
+    }
+
     /// Zero-extends `out` to `len` (clamped), reserving exactly.
     fn extend_room(&mut self, len: usize) {
         let len = len.min(self.cap_max());
@@ -68,6 +83,15 @@ impl Sink<'_> {
     fn read_all<R: Read>(&mut self, reader: &mut R) -> Result<(), Stop> {
         loop {
             if self.filled == self.out.len() {
+                // Reserved but untouched room (from the hint): zero the next
+                // step of it, doubling, never past the capacity or the cap.
+                let reserved = self.out.capacity().min(self.cap_max());
+                if reserved > self.out.len() {
+                    let step = (self.filled - self.start).max(MIN_GROW);
+                    let len = self.filled.saturating_add(step).min(reserved);
+                    self.out.resize(len, 0);
+                    continue;
+                }
                 // No room left: probe for more before growing, so an exact
                 // size hint costs no growth (and EOF here is the common case).
                 let mut probe = [0u8; 64];
@@ -119,7 +143,7 @@ fn read_members(payload: &[u8], sink: &mut Sink<'_>) -> Result<(), CodecError> {
     if let Some(tail) = payload.len().checked_sub(4).and_then(|at| payload.get(at..)) {
         let claimed = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
         let hint = claimed.min(payload.len().saturating_mul(MAX_RATIO));
-        sink.extend_room(sink.start.saturating_add(hint));
+        sink.reserve_room(sink.start.saturating_add(hint));
     }
 
     let mut decoder = GzDecoder::new(payload);
@@ -387,6 +411,26 @@ mod tests {
         let mut out = Vec::new();
         assert!(decompress(&liar, usize::MAX, &mut out).is_err());
         assert!(out.capacity() <= liar.len() * MAX_RATIO);
+    }
+
+    #[test]
+    fn size_hint_is_reserved_not_zeroed() {
+        // A gzip header, garbage, and a trailer claiming 4 GiB: the claim is
+        // clamped to 1032 x 100 KB (~100 MiB) and must not be zeroed up front.
+        let mut payload = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+        payload.extend(noise(100_000, 7));
+        payload.extend([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+        let mut out = Vec::new();
+        let mut sink = Sink { out: &mut out, start: 0, filled: 0, limit: 256 << 20 };
+        assert!(read_members(&payload, &mut sink).is_err());
+        assert!(sink.out.len() <= sink.filled + 2 * MIN_GROW, "zeroed {} bytes for {} of output", sink.out.len(), sink.filled);
+        // An honest hint still sizes the buffer once: no reallocation.
+        let data = sample(3 << 20, 3);
+        let packed = comp(&data, None);
+        let mut out = Vec::new();
+        decompress(&packed, 64 << 20, &mut out).expect("valid");
+        assert_eq!(out, data);
+        assert_eq!(out.capacity(), data.len(), "sized once from the hint");
     }
 
     #[test]

@@ -1,0 +1,72 @@
+//! The batch iterator's path: `BatchWalker` plus `decode_batch` with no sink
+//! (headers only), as `iter_batches` runs it, then with a sink.
+//!
+//! Input: one selector byte (bit 0 validate CRCs, bit 1 include control),
+//! then the buffer. Invariants: no panics; batches tile the input from 0 up to
+//! `valid_bytes`; a header-only pass fails exactly when the full decode fails
+//! for a reason the header pass can see, and agrees with it otherwise; errors
+//! name their batch; a decoded batch holds its declared record count.
+
+use super::check_located;
+use kafkabatch::batch::{valid_bytes, BatchWalker, WalkEnd, LOG_OVERHEAD, MIN_SIZE};
+use kafkabatch::decode::decode_batch;
+use kafkabatch::record::OwnedRecords;
+use kafkabatch::{DecodeOptions, ErrorKind};
+
+/// Run the checks on one input; panics on a violation.
+pub fn check(input: &[u8]) {
+    let Some((&sel, data)) = input.split_first() else { return };
+    let options = DecodeOptions {
+        validate_crc: sel & 1 != 0,
+        include_control: sel & 2 != 0,
+        max_decompressed_size: super::LIMIT,
+        ..Default::default()
+    };
+    let mut scratch = Vec::new();
+    let mut walker = BatchWalker::new(data);
+    let mut next = 0;
+    for raw in walker.by_ref() {
+        assert_eq!(raw.position, next, "batches do not tile the input");
+        assert!(raw.bytes.len() >= LOG_OVERHEAD + MIN_SIZE);
+        assert!(std::ptr::eq(raw.bytes, &data[raw.position..raw.position + raw.bytes.len()]));
+        next = raw.position + raw.bytes.len();
+
+        let header = decode_batch::<OwnedRecords>(&raw, &options, &mut scratch, None);
+        let mut sink = OwnedRecords::default();
+        let full = decode_batch(&raw, &options, &mut scratch, Some(&mut sink));
+        match (&header, &full) {
+            (Ok(h), Ok(f)) => {
+                assert_eq!(h, f, "header-only and full decode disagree on the header");
+                assert_eq!(h.position, raw.position);
+                assert_eq!(h.size_in_bytes, raw.bytes.len());
+                let delivered = if h.is_control && !options.include_control { 0 } else { h.record_count as usize };
+                assert_eq!(sink.records.len(), delivered, "decoded count differs from the declared count");
+            }
+            (Ok(_), Err(e)) => {
+                // Only what the header pass does not read can fail: records.
+                check_located(e, raw.position);
+            }
+            (Err(e), Err(f)) => {
+                check_located(e, raw.position);
+                // Codec messages may differ between calls (see checks/decode.rs).
+                assert_eq!((e.kind, e.byte_position, e.in_payload), (f.kind, f.byte_position, f.in_payload), "{e} vs {f}");
+                if e.kind != ErrorKind::Decompression {
+                    assert_eq!(e, f, "the header-only and full decode fail differently");
+                }
+            }
+            (Err(e), Ok(_)) => panic!("the header pass failed ({e}) but the full decode succeeded"),
+        }
+    }
+    assert_eq!(valid_bytes(data), walker.position());
+    match walker.end().expect("the walk ended") {
+        WalkEnd::Clean => assert_eq!(next, data.len()),
+        WalkEnd::Truncated { position, len } => {
+            assert_eq!((*position, position + len), (next, data.len()));
+            assert!(*len > 0);
+        }
+        WalkEnd::Broken(e) => {
+            assert_eq!(e.batch_position, next);
+            check_located(e, next);
+        }
+    }
+}
