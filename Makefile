@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install test test-rust test-python stubtest demo bench lint clean
+.PHONY: install test test-rust test-python stubtest demo bench fuzz-smoke lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ demo: install
 bench: install
 	cargo bench --bench decode
 	$(PY) benches/bench_decode.py
+
+# Every fuzz target for 60 s (FUZZ_SECONDS to change); needs `cargo install cargo-fuzz`.
+fuzz-smoke:
+	bash fuzz/smoke.sh
+
+lint:
+	cargo clippy --all-targets --features python -- -D warnings
+	$(PY) -m mypy python/kafkabatch
 
 clean:
 	rm -rf $(VENV) target
