@@ -1,0 +1,180 @@
+"""Spark end to end: kafkabatch vs aiokafka's Cython reader in a UDF (issue 5).
+
+One generated log folder (magic-2 topics only: aiokafka's reader misreads
+buffers that mix magics), one ``local[2]`` session, three ways to get the
+records of Spark's Kafka schema, each into ``count()`` and a Parquet write
+(to a temporary directory):
+
+* ``kafka-log``      - ``spark.read.format("kafka-log").load(folder)``
+* ``explode``        - ``binaryFile`` of the ``.log`` files + ``kbs.explode_batches`` (mapInArrow)
+* ``aiokafka``       - ``binaryFile`` + ``mapInPandas`` decoding each file with
+                       ``aiokafka.record.memory_records.MemoryRecords`` (CRC checked,
+                       control batches skipped, same columns)
+
+Wall time: median of ``--repeat`` runs after one warm-up::
+
+    .venv/bin/python benches/bench_spark.py [--folder DIR] [--size 192MB] [--repeat 3] [--json OUT]
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def ensure_folder(folder: Path, size: str, seed: int) -> None:
+    if folder.exists() and any(folder.iterdir()):
+        return
+    import kafkabatch as kb
+    from kafkabatch.generate import DEFAULT_TOPICS
+
+    summary = kb.generate(folder, size=size, seed=seed, topics=[t for t in DEFAULT_TOPICS if t.magic == 2],
+                          progress=False)
+    print(summary, file=sys.stderr)
+
+
+def aiokafka_decode(pdfs):
+    """mapInPandas body: (path, content) rows -> one row per record, Spark's Kafka schema."""
+    import re
+
+    import pandas as pd
+    from aiokafka.record.memory_records import MemoryRecords
+
+    part_re = re.compile(r"([^/]+)-(\d+)/[^/]*$")
+    for pdf in pdfs:
+        for path, content in zip(pdf["path"], pdf["content"]):
+            m = part_re.search(path)
+            topic, partition = (m.group(1), int(m.group(2))) if m else (None, None)
+            keys, values, offsets, timestamps, ts_types, headers = [], [], [], [], [], []
+            records = MemoryRecords(bytes(content))
+            while records.has_next():
+                batch = records.next_batch()
+                if batch is None:
+                    break
+                if not batch.validate_crc():
+                    raise ValueError(f"CRC mismatch in {path} at offset {batch.base_offset}")
+                if batch.is_control_batch:
+                    continue
+                ts_type = batch.timestamp_type
+                for r in batch:
+                    keys.append(r.key)
+                    values.append(r.value)
+                    offsets.append(r.offset)
+                    timestamps.append(r.timestamp)
+                    ts_types.append(ts_type)
+                    headers.append([{"key": k, "value": v} for k, v in r.headers])
+            n = len(offsets)
+            if n == 0:
+                continue
+            yield pd.DataFrame({
+                "key": keys,
+                "value": values,
+                "topic": [topic] * n,
+                "partition": pd.Series([partition] * n, dtype="int32"),
+                "offset": pd.Series(offsets, dtype="int64"),
+                "timestamp": pd.to_datetime(pd.Series(timestamps, dtype="int64"), unit="ms"),
+                "timestampType": pd.Series(ts_types, dtype="int32"),
+                "headers": headers,
+            })
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kafkabatch-bench-spark",
+                   help="log folder (generated with magic-2 topics if missing or empty)")
+    p.add_argument("--size", default="192MB", help="size to generate when the folder is missing")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=3, help="timed runs after one warm-up (median reported)")
+    p.add_argument("--only", default="kafka-log,explode,aiokafka", help="comma-separated methods")
+    p.add_argument("--sinks", default="count,parquet", help="comma-separated: count, parquet")
+    p.add_argument("--json", type=Path, help="write the results as JSON here")
+    args = p.parse_args()
+
+    ensure_folder(args.folder, args.size, args.seed)
+    logs = sorted(args.folder.glob("*/*.log"))
+    total = sum(f.stat().st_size for f in logs)
+    print(f"folder {args.folder}: {len(logs)} segments, {total / 1e6:.1f} MB; load {loadavg()}", flush=True)
+
+    from pyspark.sql import SparkSession
+
+    import kafkabatch.spark as kbs
+
+    spark = (SparkSession.builder.master("local[2]").appName("kafkabatch-bench-spark")
+             .config("spark.driver.memory", "4g")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.sources.binaryFile.maxLength", str(2**31 - 1))
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    kbs.register(spark)
+    folder = str(args.folder)
+
+    def binary():
+        return (spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
+                .option("recursiveFileLookup", "true").load(folder))
+
+    methods = {
+        "kafka-log": lambda: spark.read.format("kafka-log").load(folder),
+        "explode": lambda: kbs.explode_batches(binary(), "content", path_column="path"),
+        "aiokafka": lambda: binary().select("path", "content").mapInPandas(aiokafka_decode, kbs.KAFKA_SCHEMA),
+    }
+    out_root = Path(tempfile.mkdtemp(prefix="kb-bench-spark-"))
+    results = []
+    try:
+        for name in args.only.split(","):
+            for sink in args.sinks.split(","):
+                times, rows = [], None
+                for i in range(args.repeat + 1):
+                    df = methods[name]()
+                    t0 = time.perf_counter()
+                    if sink == "count":
+                        rows = df.count()
+                    else:
+                        out = out_root / f"{name}-{i}"
+                        df.write.mode("overwrite").parquet(str(out))
+                    dt = time.perf_counter() - t0
+                    if sink == "parquet":
+                        shutil.rmtree(out, ignore_errors=True)
+                    if i:
+                        times.append(dt)
+                    print(f"  {name:<9} {sink:<7} run {i} {dt:7.2f} s{'' if i else ' (warm-up)'} "
+                          f"load {loadavg()}", flush=True)
+                results.append({"method": name, "sink": sink, "times": times, "median": statistics.median(times),
+                                "rows": rows, "load": os.getloadavg()})
+    finally:
+        shutil.rmtree(out_root, ignore_errors=True)
+        spark.stop()
+
+    med = {(r["method"], r["sink"]): r["median"] for r in results}
+    print(f"\n{total / 1e6:.1f} MB, {len(logs)} segments, local[2]; median of {args.repeat} after a warm-up; "
+          f"load after: {loadavg()}\n")
+    print("| method | sink | median s | MB/s | rows | vs aiokafka |")
+    print("|---|---|---:|---:|---:|---:|")
+    for r in results:
+        base = med.get(("aiokafka", r["sink"]))
+        ratio = f"{base / r['median']:.2f}x" if base else "-"
+        rows = f"{r['rows']:,}" if r["rows"] is not None else "-"
+        print(f"| {r['method']} | {r['sink']} | {r['median']:.2f} | {total / 1e6 / r['median']:.1f} | {rows} | {ratio} |")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"folder": folder, "bytes": total, "segments": len(logs),
+                                         "python": platform.python_version(), "results": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
