@@ -163,10 +163,14 @@ def test_import_needs_no_session():
 def test_in_process_read_equals_decode(log):
     from pyspark.sql.datasource import CaseInsensitiveDict
 
-    splits, table = read_in_process(CaseInsensitiveDict({"path": str(log)}))
-    assert len(splits) == 5  # one per non-empty segment
+    splits, table = read_in_process(CaseInsensitiveDict({"path": str(log), "minPartitions": "100"}))
+    assert len(splits) == 5  # one per non-empty segment when enough tasks are asked for
     assert sorted_rows(table) == sorted_rows(expected_table(log))
     assert rows_of(table) == rows_of(expected_table(log))  # and in topic, partition, offset order
+    # By default small segments share tasks (packed like Spark's file sources), in order.
+    packed, table = read_in_process(CaseInsensitiveDict({"path": str(log), "minPartitions": "2"}))
+    assert 2 <= len(packed) < 5
+    assert rows_of(table) == rows_of(expected_table(log))
 
 
 def test_in_process_split_large_segments(log):
@@ -296,9 +300,10 @@ def test_udf_options_are_checked_up_front():
 
 @pytest.mark.spark
 def test_read_log_dir(spark, log):
-    df = spark.read.format("kafka-log").load(str(log))
+    df = spark.read.format("kafka-log").option("minPartitions", 100).load(str(log))
     assert df.schema == SPARK_KAFKA_SCHEMA
     assert df.rdd.getNumPartitions() == 5
+    assert spark.read.format("kafka-log").load(str(log)).rdd.getNumPartitions() <= 5
     table = df.toArrow()
     assert sorted_rows(table) == sorted_rows(expected_table(log))
     # topic and partition come from the folder names

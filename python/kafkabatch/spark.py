@@ -27,6 +27,7 @@ Needs PySpark 4.0+ (``pip install 'kafkabatch[spark]'``);
 """
 
 import json
+import os
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -162,6 +163,10 @@ class _Options:
         self.max_records_per_batch = _int_option(opts, "maxRecordsPerBatch", minimum=1,
                                                  default=DEFAULT_MAX_RECORDS_PER_BATCH)
         self.max_bytes_per_partition = _size_option(opts, "maxBytesPerPartition", DEFAULT_MAX_BYTES_PER_PARTITION)
+        # As Spark's Kafka source: the least number of tasks to plan (default:
+        # this machine's cores); small segments share a task up to the size
+        # that gives at least that many.
+        self.min_partitions = _int_option(opts, "minPartitions", minimum=1, default=os.cpu_count() or 2)
         self.max_decompressed_size = _size_option(opts, "maxDecompressedSize", kb.DEFAULT_MAX_DECOMPRESSED_SIZE)
         self.starting_offsets = _offsets_option(opts, "startingOffsets")
         self.ending_offsets = _offsets_option(opts, "endingOffsets")
@@ -326,15 +331,52 @@ class _LogSplit(InputPartition):
         self.check_start = check_start  # the start came from a .index file: make sure it's a batch
 
 
+class _LogSplitGroup(InputPartition):
+    """One Spark task reading several consecutive splits, in order."""
+
+    def __init__(self, splits: list[_LogSplit]) -> None:
+        super().__init__(tuple(split.value for split in splits))
+        self.splits = splits
+
+
+#: Spark's ``spark.sql.files.openCostInBytes``: what a split costs beyond its bytes when packing tasks.
+OPEN_COST_BYTES = 4 << 20
+
+
+def _pack(splits: list[_LogSplit], max_bytes: int, min_partitions: int) -> list[InputPartition]:
+    """Splits packed into tasks the way Spark packs files (``FilePartition``):
+    up to ``min(max_bytes, max(open cost, total / min_partitions))`` bytes a
+    task, each split counted with the open cost. Consecutive splits only, so a
+    task reads a partition's segments in offset order."""
+    if not splits:
+        return []
+    total = sum(s.end - s.start + OPEN_COST_BYTES for s in splits)
+    target = max(OPEN_COST_BYTES, total // max(min_partitions, 1))
+    if max_bytes > 0:
+        target = min(target, max_bytes)
+    tasks: list[InputPartition] = []
+    current: list[_LogSplit] = []
+    size = 0
+    for split in splits:
+        cost = split.end - split.start + OPEN_COST_BYTES
+        if current and size + cost > target:
+            tasks.append(current[0] if len(current) == 1 else _LogSplitGroup(current))
+            current, size = [], 0
+        current.append(split)
+        size += cost
+    tasks.append(current[0] if len(current) == 1 else _LogSplitGroup(current))
+    return tasks
+
+
 class KafkaLogDataSource(DataSource):
     """``spark.read.format("kafka-log").load(path)``: Kafka log folders as Spark's Kafka source schema.
 
     ``path`` is what :func:`kafkabatch.logdir.list_segments` takes (a broker
     log dir, ``<topic>-<partition>`` folders, segment files, globs; local or
     a pyarrow.fs URI such as ``s3a://bucket/kafka/``); ``load([...])`` takes
-    several. One Spark partition per segment; segments larger than
-    ``maxBytesPerPartition`` are split at batch boundaries. Options: see
-    ``docs/spark.md``.
+    several. Segments larger than ``maxBytesPerPartition`` are split at batch
+    boundaries, and small ones share a task (at least ``minPartitions``
+    tasks, packed like Spark's file sources). Options: see ``docs/spark.md``.
 
     >>> import kafkabatch.spark as kbs
     >>> kbs.register(spark)                                                  # doctest: +SKIP
@@ -403,11 +445,17 @@ class KafkaLogReader(DataSourceReader):
                             break
                         b = min(b, end)
                     splits.append(_LogSplit(seg, a, b, bounds, txns, check_start=from_index and a > 0))
-        return splits
+        return _pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, _LogSplit):  # Spark's placeholder when there is nothing to read
-            return
+        if isinstance(partition, _LogSplitGroup):
+            for split in partition.splits:
+                yield from self._read_split(split)
+        elif isinstance(partition, _LogSplit):
+            yield from self._read_split(partition)
+        # else: Spark's placeholder when there is nothing to read
+
+    def _read_split(self, partition: _LogSplit) -> Iterator[pa.RecordBatch]:
         opts = self._options
         seg = partition.segment
         result = SegmentResult(seg)
