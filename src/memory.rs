@@ -44,10 +44,15 @@ struct Pooled(Vec<u8>);
 impl Drop for Pooled {
     fn drop(&mut self) {
         let v = std::mem::take(&mut self.0);
+        if v.capacity() > POOL_MAX_BYTES {
+            return;
+        }
         if let Ok(mut pool) = POOL.lock() {
-            let held: usize = pool.iter().map(Vec::capacity).sum();
-            if pool.len() < POOL_MAX_BUFFERS && held + v.capacity() <= POOL_MAX_BYTES {
-                pool.push(v);
+            // Newest in, oldest out: the buffers of the latest decodes are the
+            // ones the next decode is likely to want.
+            pool.push(v);
+            while pool.len() > POOL_MAX_BUFFERS || pool.iter().map(Vec::capacity).sum::<usize>() > POOL_MAX_BYTES {
+                pool.remove(0);
             }
         }
     }
