@@ -166,7 +166,7 @@ struct OpenV2 {
 }
 
 fn open_v2(batch: &[u8]) -> OpenV2 {
-    let codec = Codec::from_id((batch[22] & 7) as u8).expect("codec");
+    let codec = Codec::from_id(batch[22] & 7).expect("codec");
     let mut records = Vec::new();
     compression::decompress(codec, &batch[61..], 2, 1 << 30, &mut records).expect("decompress");
     OpenV2 { header: batch[..61].to_vec(), codec, records }

@@ -26,7 +26,7 @@ pub struct Row {
     pub headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
-fn col<'a, T: 'static>(batch: &'a RecordBatch, i: usize) -> &'a T {
+fn col<T: 'static>(batch: &RecordBatch, i: usize) -> &T {
     batch.column(i).as_any().downcast_ref::<T>().expect("column type per the schema")
 }
 
