@@ -80,8 +80,8 @@ const HUGE_PAGE: usize = 2 << 20;
 
 /// A vector with room for `capacity` items, backed by huge pages when large.
 pub fn big_vec<T>(capacity: usize) -> Vec<T> {
-    let v: Vec<T> = Vec::with_capacity(capacity);
-    advise_huge_pages(v.as_ptr() as usize, v.capacity() * std::mem::size_of::<T>());
+    let mut v: Vec<T> = Vec::with_capacity(capacity);
+    advise_huge_pages(v.as_mut_ptr().cast::<u8>(), v.capacity() * std::mem::size_of::<T>());
     v
 }
 
@@ -105,25 +105,30 @@ pub fn reserve<T>(v: &mut Vec<T>, additional: usize) {
 }
 
 #[cfg(target_os = "linux")]
-fn advise_huge_pages(start: usize, len: usize) {
-    if len < HUGE_PAGE_THRESHOLD {
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
+    // Miri cannot call madvise; it is only advice, so skipping it changes nothing.
+    if len < HUGE_PAGE_THRESHOLD || cfg!(miri) {
         return;
     }
     // Only whole 2 MiB pages inside the allocation.
+    let start = ptr.addr();
     let first = start.next_multiple_of(HUGE_PAGE);
     let end = (start + len) / HUGE_PAGE * HUGE_PAGE;
     if end > first {
+        // The page-aligned pointer is derived from `ptr` (not cast from an
+        // integer), so it keeps the allocation's provenance.
+        let aligned = ptr.wrapping_add(first - start);
         // SAFETY: [first, end) lies inside the allocation just made, which this
         // process owns; MADV_HUGEPAGE only changes how the kernel backs those
         // pages, never their contents, and failure is harmless (ignored).
         unsafe {
-            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+            libc::madvise(aligned.cast::<libc::c_void>(), end - first, libc::MADV_HUGEPAGE);
         }
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_start: usize, _len: usize) {}
+fn advise_huge_pages(_ptr: *mut u8, _len: usize) {}
 
 #[cfg(test)]
 mod tests {
