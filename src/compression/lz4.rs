@@ -13,9 +13,12 @@
 //! - the header checksum is verified for magic 1/2. For magic 0 it is ignored
 //!   altogether, as Kafka does: Kafka 0.8-0.9 computed it over the magic number
 //!   plus the descriptor (KAFKA-3160), and other old writers got it right;
-//! - several frames back to back, and skippable frames (`0x184D2A5x`), are read.
-//!   Bytes after a frame that do not start with a frame magic number are
-//!   ignored, as Kafka reads one frame and ignores what follows;
+//! - exactly one frame is read, as Kafka's `KafkaLZ4BlockInputStream` does:
+//!   the payload must start with the frame magic number (a skippable frame
+//!   first is refused, as Kafka refuses it) and whatever follows the frame's
+//!   end mark (a second frame, padding, garbage) is ignored. Multi-frame
+//!   readers (python-lz4's `decompress` of concatenated frames, liblz4's
+//!   `LZ4F_decompress` in a loop) would return more; Kafka is the reference;
 //! - preset dictionaries (FLG bit 0) are refused, as Kafka refuses them.
 //!
 //! Writing: one frame, independent blocks of at most 64 KiB (BD = 0x40), no
@@ -80,47 +83,25 @@ fn header_checksum(bytes: &[u8]) -> u8 {
     (xxh32(bytes, 0) >> 8) as u8
 }
 
-/// Decompress every frame of `payload`, appending to `out` (at most `limit`
-/// bytes). On error `out` keeps only the bytes decoded so far.
+/// Decompress the first frame of `payload`, appending to `out` (at most
+/// `limit` bytes). On error `out` keeps only the bytes decoded so far.
 pub fn decompress(payload: &[u8], magic0: bool, limit: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
     let mut sink = Sink { start: out.len(), filled: out.len(), limit, out };
-    let result = decompress_frames(payload, magic0, &mut sink);
+    let result = decompress_first_frame(payload, magic0, &mut sink);
     // `out` may hold zeroed room past `filled`; drop it, on success or not.
     let filled = sink.filled;
     out.truncate(filled);
     result
 }
 
-fn decompress_frames(payload: &[u8], magic0: bool, sink: &mut Sink<'_>) -> Result<(), CodecError> {
-    let mut pos = 0;
-    let mut frames = 0usize;
-    loop {
-        let Some(magic) = read_u32_le(payload, pos) else {
-            if frames == 0 {
-                return Err(invalid("payload too short for an lz4 frame"));
-            }
-            // 0-3 trailing bytes after a frame: ignored, as Kafka ignores
-            // anything after its one frame.
-            return Ok(());
-        };
-        if magic == FRAME_MAGIC {
-            pos = decompress_frame(payload, pos, magic0, sink)?;
-        } else if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC {
-            let size = read_u32_le(payload, pos + 4).ok_or_else(|| invalid("truncated skippable frame"))?;
-            pos = (pos + 8)
-                .checked_add(size as usize)
-                .filter(|&end| end <= payload.len())
-                .ok_or_else(|| invalid("truncated skippable frame"))?;
-        } else if frames == 0 {
-            return Err(invalid(format!("bad frame magic number {magic:#010x}")));
-        } else {
-            // Not a frame: trailing bytes, ignored (see the module docs).
-            return Ok(());
+fn decompress_first_frame(payload: &[u8], magic0: bool, sink: &mut Sink<'_>) -> Result<(), CodecError> {
+    match read_u32_le(payload, 0) {
+        None => Err(invalid("payload too short for an lz4 frame")),
+        Some(FRAME_MAGIC) => decompress_frame(payload, 0, magic0, sink).map(|_end| ()),
+        Some(magic) if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC => {
+            Err(invalid(format!("skippable frame {magic:#010x} where Kafka expects an lz4 frame")))
         }
-        frames += 1;
-        if pos == payload.len() {
-            return Ok(());
-        }
+        Some(magic) => Err(invalid(format!("bad frame magic number {magic:#010x}"))),
     }
 }
 
@@ -736,28 +717,30 @@ mod tests {
     }
 
     #[test]
-    fn frames_back_to_back_skippable_frames_and_trailing_bytes() {
+    fn only_the_first_frame_is_read_like_kafka() {
+        // KafkaLZ4BlockInputStream reads one frame and stops at its end mark.
         let a = sample(70_000, 21);
         let b = sample(10_000, 22);
-        let mut payload = comp(&a, false);
-        payload.extend_from_slice(&0x184D_2A53u32.to_le_bytes());
-        payload.extend_from_slice(&5u32.to_le_bytes());
-        payload.extend_from_slice(b"hello");
+        let first = comp(&a, false);
+        let mut payload = first.clone();
         payload.extend_from_slice(&comp(&b, false));
-        let mut ab = a.clone();
-        ab.extend_from_slice(&b);
-        assert_eq!(dec(&payload, false, MIB).unwrap(), ab);
-        // Garbage after the last frame is ignored, like Kafka does.
-        let mut trailing = payload.clone();
-        trailing.extend_from_slice(b"\x00\x01garbage");
-        assert_eq!(dec(&trailing, false, MIB).unwrap(), ab);
-        // ... but a truncated frame is not.
-        let mut truncated = payload.clone();
-        truncated.extend_from_slice(&FRAME_MAGIC.to_le_bytes());
-        assert!(is_invalid(&dec(&truncated, false, MIB)));
-        // The limit counts all frames.
-        assert!(is_too_large(&dec(&payload, false, ab.len() - 1)));
-        assert_eq!(dec(&payload, false, ab.len()).unwrap(), ab);
+        assert_eq!(dec(&payload, false, MIB).unwrap(), a);
+        // Whatever follows the first frame is ignored: garbage, a skippable
+        // frame, a truncated second frame.
+        for tail in [&b"\x00\x01garbage"[..], &[0x53, 0x2A, 0x4D, 0x18, 5, 0, 0, 0, 1, 2, 3, 4, 5], &FRAME_MAGIC.to_le_bytes()] {
+            let mut trailing = first.clone();
+            trailing.extend_from_slice(tail);
+            assert_eq!(dec(&trailing, false, MIB).unwrap(), a);
+        }
+        // A skippable frame first is refused, as Kafka refuses any other magic.
+        let mut skippable_first = 0x184D_2A53u32.to_le_bytes().to_vec();
+        skippable_first.extend_from_slice(&5u32.to_le_bytes());
+        skippable_first.extend_from_slice(b"hello");
+        skippable_first.extend_from_slice(&first);
+        assert!(is_invalid(&dec(&skippable_first, false, MIB)));
+        // The limit counts the first frame only.
+        assert!(is_too_large(&dec(&payload, false, a.len() - 1)));
+        assert_eq!(dec(&payload, false, a.len()).unwrap(), a);
     }
 
     #[test]
