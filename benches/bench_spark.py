@@ -1,17 +1,22 @@
 """Spark end to end: kafkabatch vs aiokafka's Cython reader in a UDF (issue 5).
 
 One generated log folder (magic-2 topics only: aiokafka's reader misreads
-buffers that mix magics), one ``local[2]`` session, three ways to get the
+buffers that mix magics), one ``local[2]`` session, four ways to get the
 records of Spark's Kafka schema, each into ``count()`` and a Parquet write
 (to a temporary directory):
 
-* ``kafka-log``      - ``spark.read.format("kafka-log").load(folder)``
-* ``explode``        - ``binaryFile`` of the ``.log`` files + ``kbs.explode_batches`` (mapInArrow)
-* ``aiokafka``       - ``binaryFile`` + ``mapInPandas`` decoding each file with
-                       ``aiokafka.record.memory_records.MemoryRecords`` (CRC checked,
-                       control batches skipped, same columns)
+* ``kafka-log``    - ``spark.read.format("kafka-log").load(folder)``
+* ``explode``      - ``binaryFile`` of the ``.log`` files + ``kbs.explode_batches`` (mapInArrow)
+* ``aiokafka-udf`` - the baseline issue 5 names: ``binaryFile`` + a scalar ``pandas_udf``
+                     returning, per file, ``array<struct<...>>`` of the records decoded with
+                     ``aiokafka.record.memory_records.MemoryRecords`` (CRC checked, control
+                     batches skipped), then ``explode`` + ``select("r.*")``
+* ``aiokafka-map`` - a stronger baseline: ``binaryFile`` + ``mapInPandas`` with the same
+                     decoding, one pandas DataFrame of records per file
 
-Wall time: median of ``--repeat`` runs after one warm-up::
+The runs are interleaved (every method and sink once per round, so load
+changes hit all of them alike); one warm-up round, then the median of
+``--repeat`` rounds::
 
     .venv/bin/python benches/bench_spark.py [--folder DIR] [--size 192MB] [--repeat 3] [--json OUT]
 """
@@ -91,6 +96,63 @@ def aiokafka_decode(pdfs):
             })
 
 
+def aiokafka_udf():
+    """The baseline as issue 5 names it: a scalar ``pandas_udf`` over
+    (content, path) returning, per file, an array of Kafka-schema structs
+    decoded with aiokafka's Cython reader; then ``explode`` + ``select("r.*")``."""
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+    from pyspark.sql.types import ArrayType
+
+    import kafkabatch.spark as kbs
+
+    @pandas_udf(ArrayType(kbs.KAFKA_SCHEMA))  # type: ignore[call-overload]
+    def decode_kafka(content: pd.Series, path: pd.Series) -> pd.Series:
+        import datetime as dt
+        import re
+
+        from aiokafka.record.memory_records import MemoryRecords
+
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        part_re = re.compile(r"([^/]+)-(\d+)/[^/]*$")
+        out = []
+        for data, file in zip(content, path):
+            m = part_re.search(file)
+            topic, partition = (m.group(1), int(m.group(2))) if m else (None, None)
+            rows = []
+            records = MemoryRecords(bytes(data))
+            while records.has_next():
+                batch = records.next_batch()
+                if batch is None:
+                    break
+                if not batch.validate_crc():
+                    raise ValueError(f"CRC mismatch in {file} at offset {batch.base_offset}")
+                if batch.is_control_batch:
+                    continue
+                ts_type = batch.timestamp_type
+                for r in batch:
+                    rows.append({
+                        "key": r.key,
+                        "value": r.value,
+                        "topic": topic,
+                        "partition": partition,
+                        "offset": r.offset,
+                        "timestamp": epoch + dt.timedelta(milliseconds=r.timestamp),
+                        "timestampType": ts_type,
+                        "headers": [{"key": k, "value": v} for k, v in r.headers],
+                    })
+            out.append(rows)
+        return pd.Series(out, index=content.index)
+
+    return decode_kafka
+
+
+def parquet_rows(folder: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in folder.glob("*.parquet"))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kafkabatch-bench-spark",
@@ -98,7 +160,7 @@ def main() -> int:
     p.add_argument("--size", default="192MB", help="size to generate when the folder is missing")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=3, help="timed runs after one warm-up (median reported)")
-    p.add_argument("--only", default="kafka-log,explode,aiokafka", help="comma-separated methods")
+    p.add_argument("--only", default="kafka-log,explode,aiokafka-udf,aiokafka-map", help="comma-separated methods")
     p.add_argument("--sinks", default="count,parquet", help="comma-separated: count, parquet")
     p.add_argument("--json", type=Path, help="write the results as JSON here")
     args = p.parse_args()
@@ -109,6 +171,7 @@ def main() -> int:
     print(f"folder {args.folder}: {len(logs)} segments, {total / 1e6:.1f} MB; load {loadavg()}", flush=True)
 
     from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
 
     import kafkabatch.spark as kbs
 
@@ -122,6 +185,7 @@ def main() -> int:
     spark.sparkContext.setLogLevel("WARN")
     kbs.register(spark)
     folder = str(args.folder)
+    decode_udf = aiokafka_udf()
 
     def binary():
         return (spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
@@ -130,45 +194,55 @@ def main() -> int:
     methods = {
         "kafka-log": lambda: spark.read.format("kafka-log").load(folder),
         "explode": lambda: kbs.explode_batches(binary(), "content", path_column="path"),
-        "aiokafka": lambda: binary().select("path", "content").mapInPandas(aiokafka_decode, kbs.KAFKA_SCHEMA),
+        "aiokafka-udf": lambda: (binary().select(F.explode(decode_udf("content", "path")).alias("r"))
+                                 .select("r.*")),
+        "aiokafka-map": lambda: binary().select("path", "content").mapInPandas(aiokafka_decode, kbs.KAFKA_SCHEMA),
     }
     out_root = Path(tempfile.mkdtemp(prefix="kb-bench-spark-"))
-    results = []
+    cases = [(name, sink) for name in args.only.split(",") for sink in args.sinks.split(",")]
+    times: dict[tuple[str, str], list[float]] = {case: [] for case in cases}
+    rows: dict[tuple[str, str], int | None] = {case: None for case in cases}
     try:
-        for name in args.only.split(","):
-            for sink in args.sinks.split(","):
-                times, rows = [], None
-                for i in range(args.repeat + 1):
-                    df = methods[name]()
-                    t0 = time.perf_counter()
-                    if sink == "count":
-                        rows = df.count()
-                    else:
-                        out = out_root / f"{name}-{i}"
-                        df.write.mode("overwrite").parquet(str(out))
-                    dt = time.perf_counter() - t0
-                    if sink == "parquet":
-                        shutil.rmtree(out, ignore_errors=True)
-                    if i:
-                        times.append(dt)
-                    print(f"  {name:<9} {sink:<7} run {i} {dt:7.2f} s{'' if i else ' (warm-up)'} "
-                          f"load {loadavg()}", flush=True)
-                results.append({"method": name, "sink": sink, "times": times, "median": statistics.median(times),
-                                "rows": rows, "load": os.getloadavg()})
+        for i in range(args.repeat + 1):
+            for name, sink in cases:
+                df = methods[name]()
+                t0 = time.perf_counter()
+                if sink == "count":
+                    rows[(name, sink)] = df.count()
+                else:
+                    out = out_root / f"{name}-{i}"
+                    df.write.mode("overwrite").parquet(str(out))
+                dt = time.perf_counter() - t0
+                if sink == "parquet":
+                    rows[(name, sink)] = parquet_rows(out)
+                    shutil.rmtree(out, ignore_errors=True)
+                if i:
+                    times[(name, sink)].append(dt)
+                print(f"  {name:<12} {sink:<7} round {i} {dt:7.2f} s{'' if i else ' (warm-up)'} "
+                      f"load {loadavg()}", flush=True)
     finally:
         shutil.rmtree(out_root, ignore_errors=True)
         spark.stop()
 
+    results = [{"method": name, "sink": sink, "times": times[(name, sink)],
+                "median": statistics.median(times[(name, sink)]), "rows": rows[(name, sink)]}
+               for name, sink in cases]
+    counts = {r["rows"] for r in results if r["rows"] is not None}
+    if len(counts) > 1:
+        print(f"ROW COUNTS DIFFER: {sorted(counts)}", file=sys.stderr)
     med = {(r["method"], r["sink"]): r["median"] for r in results}
-    print(f"\n{total / 1e6:.1f} MB, {len(logs)} segments, local[2]; median of {args.repeat} after a warm-up; "
-          f"load after: {loadavg()}\n")
-    print("| method | sink | median s | MB/s | rows | vs aiokafka |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(f"\n{total / 1e6:.1f} MB, {len(logs)} segments, local[2]; median of {args.repeat} interleaved rounds "
+          f"after a warm-up round; load after: {loadavg()}\n")
+    print("| method | sink | median s | MB/s | rows | vs aiokafka-udf | vs aiokafka-map |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for r in results:
-        base = med.get(("aiokafka", r["sink"]))
-        ratio = f"{base / r['median']:.2f}x" if base else "-"
-        rows = f"{r['rows']:,}" if r["rows"] is not None else "-"
-        print(f"| {r['method']} | {r['sink']} | {r['median']:.2f} | {total / 1e6 / r['median']:.1f} | {rows} | {ratio} |")
+        ratios = []
+        for base_name in ("aiokafka-udf", "aiokafka-map"):
+            base = med.get((base_name, r["sink"]))
+            ratios.append(f"{base / r['median']:.2f}x" if base else "-")
+        n = f"{r['rows']:,}" if r["rows"] is not None else "-"
+        print(f"| {r['method']} | {r['sink']} | {r['median']:.2f} | {total / 1e6 / r['median']:.1f} | {n} | "
+              f"{' | '.join(ratios)} |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"folder": folder, "bytes": total, "segments": len(logs),
