@@ -31,6 +31,10 @@ const REGRESSIONS: &[(&str, &str, &[u8])] = regressions![
     // read_to_end stopped at the empty block (its read returns Ok(0)); the
     // harness's reference now reads past it. Ours gives the byte, as Java.
     "decompress_lz4" / "empty-block-then-stored-block",
+    // Two frames with different block sizes: lz4_flex's frame reader (the
+    // harness's reference) trips a debug assertion reading the second; it
+    // now gets only the first frame, the one Kafka and we read.
+    "decompress_lz4" / "second-frame-other-block-size",
 ];
 
 fn run(target: &str, input: &[u8]) {

@@ -86,23 +86,25 @@ fn header_checksum(bytes: &[u8]) -> u8 {
 /// Decompress the first frame of `payload`, appending to `out` (at most
 /// `limit` bytes). On error `out` keeps only the bytes decoded so far.
 pub fn decompress(payload: &[u8], magic0: bool, limit: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
-    let mut sink = Sink { start: out.len(), filled: out.len(), limit, out };
-    let result = decompress_first_frame(payload, magic0, &mut sink);
-    // `out` may hold zeroed room past `filled`; drop it, on success or not.
-    let filled = sink.filled;
-    out.truncate(filled);
-    result
+    decompress_first_frame(payload, magic0, limit, out).map(|_frame_len| ())
 }
 
-fn decompress_first_frame(payload: &[u8], magic0: bool, sink: &mut Sink<'_>) -> Result<(), CodecError> {
-    match read_u32_le(payload, 0) {
+/// [`decompress`], returning how many bytes of `payload` the frame took
+/// (what follows it is ignored).
+pub fn decompress_first_frame(payload: &[u8], magic0: bool, limit: usize, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+    let mut sink = Sink { start: out.len(), filled: out.len(), limit, out };
+    let result = match read_u32_le(payload, 0) {
         None => Err(invalid("payload too short for an lz4 frame")),
-        Some(FRAME_MAGIC) => decompress_frame(payload, 0, magic0, sink).map(|_end| ()),
+        Some(FRAME_MAGIC) => decompress_frame(payload, 0, magic0, &mut sink),
         Some(magic) if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC => {
             Err(invalid(format!("skippable frame {magic:#010x} where Kafka expects an lz4 frame")))
         }
         Some(magic) => Err(invalid(format!("bad frame magic number {magic:#010x}"))),
-    }
+    };
+    // `out` may hold zeroed room past `filled`; drop it, on success or not.
+    let filled = sink.filled;
+    out.truncate(filled);
+    result
 }
 
 /// Decodes the frame whose magic number is at `frame_pos`; returns the
