@@ -300,9 +300,12 @@ impl ColumnBuilder {
             Some(t) => {
                 let mut offsets = memory::take_vec::<i32>(rows + 1);
                 offsets.extend((0..=rows).map(|i| (i * t.len()) as i32));
-                let mut bytes = memory::take_vec::<u8>(rows * t.len());
-                for _ in 0..rows {
-                    bytes.extend_from_slice(t.as_bytes());
+                // The name once, then doubled: a few large copies.
+                let total = rows * t.len();
+                let mut bytes = memory::take_vec::<u8>(total);
+                bytes.extend_from_slice(&t.as_bytes()[..t.len().min(total)]);
+                while bytes.len() < total {
+                    bytes.extend_from_within(..bytes.len().min(total - bytes.len()));
                 }
                 StringArray::new(OffsetBuffer::new(memory::into_scalars(offsets)), memory::into_buffer(bytes), None)
             }
