@@ -15,7 +15,7 @@ use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::memory;
-use crate::record::{RecordContext, RecordFields, RecordSink, Span, Staged};
+use crate::record::{RecordFields, RecordSink};
 
 /// The header struct's fields: `key` string, `value` binary.
 fn header_fields() -> Fields {
@@ -64,15 +64,6 @@ impl LazyValidity {
         self.len += 1;
     }
 
-    /// Append `n` valid entries.
-    #[inline(always)]
-    fn append_valid(&mut self, n: usize) {
-        if let Some(bitmap) = &mut self.bitmap {
-            bitmap.append_n(n, true);
-        }
-        self.len += n;
-    }
-
     #[cold]
     fn materialize(&mut self) -> &mut BooleanBufferBuilder {
         let mut bitmap = BooleanBufferBuilder::new(self.len.max(1024));
@@ -115,33 +106,6 @@ impl BinaryColumn {
         // Checked once per chunk in `overflowed`; truncation here can only
         // happen past i32::MAX bytes, which `overflowed` then reports.
         self.offsets.push(self.data.len() as i32);
-    }
-
-    /// Append the `n` fields at `spans` in `buf`, `bytes` bytes in all;
-    /// `any_null` says whether some span is null.
-    #[inline(always)]
-    fn push_spans(&mut self, buf: &[u8], spans: impl Iterator<Item = Span> + Clone, n: usize, bytes: usize, any_null: bool) {
-        // Offsets in one pass of their own (a tight loop), then the bytes.
-        // Past i32::MAX bytes the offsets wrap, as in `push`; `overflowed`
-        // then reports it and the chunk is cut earlier.
-        let mut at = self.data.len();
-        self.offsets.extend(spans.clone().map(|s| {
-            at += s.len.max(0) as usize;
-            at as i32
-        }));
-        self.data.reserve(bytes);
-        for s in spans.clone() {
-            if let Some(b) = s.get(buf) {
-                self.data.extend_from_slice(b);
-            }
-        }
-        if any_null {
-            for s in spans {
-                self.valid.append(s.len >= 0);
-            }
-        } else {
-            self.valid.append_valid(n);
-        }
     }
 
     fn len(&self) -> usize {
@@ -213,8 +177,6 @@ pub struct ColumnBuilder {
     header_offsets: Vec<i32>,
     header_key: BinaryColumn,
     header_value: BinaryColumn,
-    /// The batch being read (see `RecordSink::staging`).
-    staged: Staged,
 }
 
 impl Default for ColumnBuilder {
@@ -234,7 +196,6 @@ impl ColumnBuilder {
             header_offsets: vec![0],
             header_key: BinaryColumn::new(),
             header_value: BinaryColumn::new(),
-            staged: Staged::default(),
         }
     }
 
@@ -359,34 +320,6 @@ impl RecordSink for ColumnBuilder {
         self.timestamp_us.push(r.timestamp.saturating_mul(1000));
         self.timestamp_type.push(r.timestamp_type as i32);
         self.header_offsets.push(self.header_key.len() as i32);
-    }
-
-    fn staging(&mut self) -> Option<&mut Staged> {
-        Some(&mut self.staged)
-    }
-
-    /// A batch's records, column by column: each loop below is a tight one
-    /// over the staged records instead of eight pushes per record.
-    fn commit_staged(&mut self, buf: &[u8], ctx: &RecordContext) {
-        let staged = &self.staged;
-        let records = &staged.records;
-        let n = records.len();
-        self.offset.extend(records.iter().map(|r| ctx.base_offset.wrapping_add(r.offset_delta as i64)));
-        match ctx.log_append_time {
-            Some(t) => self.timestamp_us.extend(std::iter::repeat_n(t.saturating_mul(1000), n)),
-            None => self
-                .timestamp_us
-                .extend(records.iter().map(|r| ctx.base_timestamp.wrapping_add(r.timestamp_delta).saturating_mul(1000))),
-        }
-        self.timestamp_type.extend(std::iter::repeat_n(ctx.timestamp_type as i32, n));
-        self.key.push_spans(buf, records.iter().map(|r| r.key), n, staged.key_bytes, staged.null_keys);
-        self.value.push_spans(buf, records.iter().map(|r| r.value), n, staged.value_bytes, staged.null_values);
-        let headers_before = self.header_key.len() as i32;
-        self.header_offsets.extend(records.iter().map(|r| headers_before + r.headers_end as i32));
-        for (key, value) in &staged.headers {
-            self.header_key.push(key.get(buf));
-            self.header_value.push(value.get(buf));
-        }
     }
 }
 

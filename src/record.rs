@@ -19,23 +19,9 @@ use crate::varint::{read_varint, read_varlong};
 /// header (in order), then `record` once. Header keys are the raw bytes: a
 /// sink turns them into text (Kafka's Java client decodes them as UTF-8 with
 /// replacement characters); the Arrow sink validates a whole column at once.
-///
-/// A sink may instead take a batch's records at once: `staging` hands out an
-/// area that [`read_records`] fills with the positions of every field of the
-/// batch, then `commit_staged` appends them. Nothing reaches the sink for a
-/// batch whose records turn out corrupt, and column-wise appends run in tight
-/// loops instead of a dozen pushes per record.
 pub trait RecordSink {
     fn header(&mut self, key: &[u8], value: Option<&[u8]>);
     fn record(&mut self, record: &RecordFields);
-
-    /// The staging area, for sinks that take a batch at once.
-    fn staging(&mut self) -> Option<&mut Staged> {
-        None
-    }
-
-    /// Append the records staged by [`read_records`] from `buf`.
-    fn commit_staged(&mut self, _buf: &[u8], _ctx: &RecordContext) {}
 }
 
 /// Everything about one record but its headers.
@@ -63,151 +49,19 @@ pub struct RecordContext {
     pub base_sequence: i32,
 }
 
-/// Where a field's bytes are in the records buffer; `len` -1 is null.
-/// Positions fit in 32 bits: `read_records` refuses larger buffers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Span {
-    pub start: u32,
-    pub len: i32,
-}
-
-impl Span {
-    const NULL: Span = Span { start: 0, len: -1 };
-
-    /// The bytes in `buf` (which must be the buffer the span was read from).
-    #[inline(always)]
-    pub fn get<'a>(&self, buf: &'a [u8]) -> Option<&'a [u8]> {
-        let start = self.start as usize;
-        (self.len >= 0).then(|| &buf[start..start + self.len as usize])
-    }
-
-    #[inline(always)]
-    fn bytes(&self) -> usize {
-        self.len.max(0) as usize
-    }
-}
-
-/// One staged record: deltas as written, fields as spans.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StagedRecord {
-    pub timestamp_delta: i64,
-    pub offset_delta: i32,
-    pub key: Span,
-    pub value: Span,
-    /// Headers of this batch's records up to and including this one.
-    pub headers_end: u32,
-}
-
-/// A batch's records parsed but not yet appended (see [`RecordSink::staging`]).
-#[derive(Debug, Default)]
-pub struct Staged {
-    pub records: Vec<StagedRecord>,
-    /// (key, value) of every header, in order; keys are never null.
-    pub headers: Vec<(Span, Span)>,
-    /// Total key and value bytes of the staged records.
-    pub key_bytes: usize,
-    pub value_bytes: usize,
-    /// Whether any staged key or value is null.
-    pub null_keys: bool,
-    pub null_values: bool,
-}
-
-impl Staged {
-    fn clear(&mut self) {
-        self.records.clear();
-        self.headers.clear();
-        self.key_bytes = 0;
-        self.value_bytes = 0;
-        self.null_keys = false;
-        self.null_values = false;
-    }
-}
-
-/// A record's fields as positions; headers go to the caller's callback.
-struct Parsed {
-    timestamp_delta: i64,
-    offset_delta: i32,
-    key: Span,
-    value: Span,
-    header_count: usize,
-    end: usize,
-}
-
 /// Read exactly `count` records from `buf` into `sink`. Errors carry the byte
 /// position within `buf`.
 pub fn read_records<S: RecordSink>(buf: &[u8], count: usize, ctx: &RecordContext, sink: &mut S) -> Result<(), LocalError> {
-    if buf.len() > u32::MAX as usize {
-        // Cannot come from Kafka: a batch's size is an int32 and decompressed
-        // payloads are capped at 1 GiB. Spans hold 32-bit positions.
-        return Err(LocalError::corrupt(0, format!("a records section of {} bytes is larger than Kafka allows", buf.len())));
-    }
-    if let Some(staged) = sink.staging() {
-        stage_records(buf, count, staged)?;
-        sink.commit_staged(buf, ctx);
-        return Ok(());
-    }
     let mut pos = 0usize;
     for index in 0..count {
-        check_more(buf, pos, count, index)?;
-        let r = parse_record(buf, pos, index, |key, value| {
-            sink.header(key.get(buf).unwrap_or_default(), value.get(buf));
-        })?;
-        let timestamp = match ctx.log_append_time {
-            Some(t) => t,
-            None => ctx.base_timestamp.wrapping_add(r.timestamp_delta),
-        };
-        let sequence = if ctx.base_sequence >= 0 {
-            crate::batch::increment_sequence(ctx.base_sequence, r.offset_delta)
-        } else {
-            -1
-        };
-        sink.record(&RecordFields {
-            offset: ctx.base_offset.wrapping_add(r.offset_delta as i64),
-            timestamp,
-            timestamp_type: ctx.timestamp_type,
-            key: r.key.get(buf),
-            value: r.value.get(buf),
-            sequence,
-            header_count: r.header_count,
-        });
-        pos = r.end;
+        if pos >= buf.len() {
+            return Err(LocalError::corrupt(
+                pos,
+                format!("batch declares {count} records but its data ends after {index}"),
+            ));
+        }
+        pos = read_record(buf, pos, index, ctx, sink)?;
     }
-    check_end(buf, pos, count)
-}
-
-/// Parse a batch's records into `staged` (cleared first).
-fn stage_records(buf: &[u8], count: usize, staged: &mut Staged) -> Result<(), LocalError> {
-    staged.clear();
-    let mut pos = 0usize;
-    for index in 0..count {
-        check_more(buf, pos, count, index)?;
-        let headers = &mut staged.headers;
-        let r = parse_record(buf, pos, index, |key, value| headers.push((key, value)))?;
-        staged.key_bytes += r.key.bytes();
-        staged.value_bytes += r.value.bytes();
-        staged.null_keys |= r.key.len < 0;
-        staged.null_values |= r.value.len < 0;
-        staged.records.push(StagedRecord {
-            timestamp_delta: r.timestamp_delta,
-            offset_delta: r.offset_delta,
-            key: r.key,
-            value: r.value,
-            headers_end: staged.headers.len() as u32,
-        });
-        pos = r.end;
-    }
-    check_end(buf, pos, count)
-}
-
-#[inline(always)]
-fn check_more(buf: &[u8], pos: usize, count: usize, index: usize) -> Result<(), LocalError> {
-    if pos >= buf.len() {
-        return Err(LocalError::corrupt(pos, format!("batch declares {count} records but its data ends after {index}")));
-    }
-    Ok(())
-}
-
-fn check_end(buf: &[u8], pos: usize, count: usize) -> Result<(), LocalError> {
     if pos != buf.len() {
         return Err(LocalError::corrupt(
             pos,
@@ -220,10 +74,9 @@ fn check_end(buf: &[u8], pos: usize, count: usize) -> Result<(), LocalError> {
     Ok(())
 }
 
-/// Parse the record starting at `start`, calling `on_header(key, value)` for
-/// each header in order.
+/// Read the record starting at `start`; return where the next one starts.
 #[inline(always)]
-fn parse_record(buf: &[u8], start: usize, index: usize, mut on_header: impl FnMut(Span, Span)) -> Result<Parsed, LocalError> {
+fn read_record<S: RecordSink>(buf: &[u8], start: usize, index: usize, ctx: &RecordContext, sink: &mut S) -> Result<usize, LocalError> {
     let mut pos = start;
     let length = read_varint(buf, &mut pos).ok_or_else(|| bad_varint(start, index, "length"))?;
     let body_start = pos;
@@ -267,9 +120,9 @@ fn parse_record(buf: &[u8], start: usize, index: usize, mut on_header: impl FnMu
         if key_len < 0 {
             return Err(LocalError::corrupt(key_at, format!("record {index} has a negative header key length {key_len}")));
         }
-        let key_start = take(body, &mut pos, key_len as usize).ok_or_else(|| short(key_at, index, "header key"))?;
+        let key_bytes = take(body, &mut pos, key_len as usize).ok_or_else(|| short(key_at, index, "header key"))?;
         let header_value = read_bytes(body, &mut pos, index, "header value")?;
-        on_header(Span { start: key_start as u32, len: key_len }, header_value);
+        sink.header(key_bytes, header_value);
     }
     if pos != body_end {
         return Err(LocalError::corrupt(
@@ -280,30 +133,49 @@ fn parse_record(buf: &[u8], start: usize, index: usize, mut on_header: impl FnMu
             ),
         ));
     }
-    Ok(Parsed { timestamp_delta, offset_delta, key, value, header_count: header_count as usize, end: body_end })
+    let timestamp = match ctx.log_append_time {
+        Some(t) => t,
+        None => ctx.base_timestamp.wrapping_add(timestamp_delta),
+    };
+    let sequence = if ctx.base_sequence >= 0 {
+        crate::batch::increment_sequence(ctx.base_sequence, offset_delta)
+    } else {
+        -1
+    };
+    sink.record(&RecordFields {
+        offset: ctx.base_offset.wrapping_add(offset_delta as i64),
+        timestamp,
+        timestamp_type: ctx.timestamp_type,
+        key,
+        value,
+        sequence,
+        header_count: header_count as usize,
+    });
+    Ok(body_end)
 }
 
 /// A varint length then that many bytes; a negative length is null.
 #[inline(always)]
-fn read_bytes(buf: &[u8], pos: &mut usize, index: usize, field: &str) -> Result<Span, LocalError> {
+fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize, index: usize, field: &str) -> Result<Option<&'a [u8]>, LocalError> {
     let at = *pos;
     let len = read_varint(buf, pos).ok_or_else(|| bad_varint(at, index, field))?;
     if len < 0 {
-        return Ok(Span::NULL);
+        return Ok(None);
     }
-    match take(buf, pos, len as usize) {
-        Some(start) => Ok(Span { start: start as u32, len }),
-        None => Err(LocalError::corrupt(at, format!("record {index}: {field} length {len} runs past the record's end"))),
-    }
+    take(buf, pos, len as usize).map(Some).ok_or_else(|| {
+        LocalError::corrupt(
+            at,
+            format!("record {index}: {field} length {len} runs past the record's end"),
+        )
+    })
 }
 
-/// Skip `len` bytes at `*pos` if they are there; return where they start.
 #[inline(always)]
-fn take(buf: &[u8], pos: &mut usize, len: usize) -> Option<usize> {
-    let start = *pos;
-    let end = start.checked_add(len).filter(|&end| end <= buf.len())?;
+fn take<'a>(buf: &'a [u8], pos: &mut usize, len: usize) -> Option<&'a [u8]> {
+    let end = pos.checked_add(len)?;
+    let bytes = buf.get(*pos..end)?;
     *pos = end;
-    Some(start)
+    Some(bytes)
 }
 
 #[cold]
