@@ -177,6 +177,8 @@ pub struct ColumnBuilder {
     header_offsets: Vec<i32>,
     header_key: BinaryColumn,
     header_value: BinaryColumn,
+    /// (records, bytes) last passed to `reserve`, for the header columns.
+    header_room: (usize, usize),
 }
 
 impl Default for ColumnBuilder {
@@ -196,6 +198,7 @@ impl ColumnBuilder {
             header_offsets: vec![0],
             header_key: BinaryColumn::new(),
             header_value: BinaryColumn::new(),
+            header_room: (0, 0),
         }
     }
 
@@ -229,6 +232,18 @@ impl ColumnBuilder {
         memory::reserve(&mut self.header_offsets, records);
         memory::reserve(&mut self.key.data, bytes);
         memory::reserve(&mut self.value.data, bytes);
+        self.header_room = (records, bytes);
+    }
+
+    /// The first header of a chunk: room for two per record and header bytes
+    /// up to the input's size, so the header columns never grow by copying.
+    #[cold]
+    fn reserve_headers(&mut self) {
+        let (records, bytes) = self.header_room;
+        memory::reserve(&mut self.header_key.offsets, records.saturating_mul(2));
+        memory::reserve(&mut self.header_value.offsets, records.saturating_mul(2));
+        memory::reserve(&mut self.header_key.data, bytes / 2);
+        memory::reserve(&mut self.header_value.data, bytes);
     }
 
     pub fn mark(&self) -> Mark {
@@ -308,6 +323,9 @@ pub fn empty_batch() -> RecordBatch {
 impl RecordSink for ColumnBuilder {
     #[inline(always)]
     fn header(&mut self, key: &[u8], value: Option<&[u8]>) {
+        if self.header_key.offsets.capacity() == 1 {
+            self.reserve_headers();
+        }
         self.header_key.push(Some(key));
         self.header_value.push(value);
     }
