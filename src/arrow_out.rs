@@ -166,6 +166,9 @@ pub struct Mark {
     header_value: (usize, usize),
 }
 
+/// Key bytes per record reserved up front (longer keys grow the column).
+const KEY_BYTES_GUESS: usize = 32;
+
 /// Collects records into the columns of [`schema`].
 #[derive(Debug)]
 pub struct ColumnBuilder {
@@ -230,7 +233,9 @@ impl ColumnBuilder {
         memory::reserve(&mut self.key.offsets, records);
         memory::reserve(&mut self.value.offsets, records);
         memory::reserve(&mut self.header_offsets, records);
-        memory::reserve(&mut self.key.data, bytes);
+        // Keys are short (ids, hashes): a guess per record, not the upper
+        // bound, so pooled key and value buffers keep their own sizes.
+        memory::reserve(&mut self.key.data, bytes.min(records.saturating_mul(KEY_BYTES_GUESS)));
         memory::reserve(&mut self.value.data, bytes);
         self.header_room = (records, bytes);
     }
