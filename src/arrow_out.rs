@@ -11,7 +11,7 @@ use arrow_array::{
     ArrayRef, BinaryArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
     TimestampMicrosecondArray,
 };
-use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::memory;
@@ -132,7 +132,7 @@ impl BinaryColumn {
         let nulls = self.valid.finish();
         // SAFETY-free: OffsetBuffer::new checks monotonicity (overflow is
         // rejected before we get here).
-        (OffsetBuffer::new(ScalarBuffer::from(offsets)), memory::into_buffer(data), nulls)
+        (OffsetBuffer::new(memory::into_scalars(offsets)), memory::into_buffer(data), nulls)
     }
 
     fn finish_binary(&mut self) -> BinaryArray {
@@ -166,6 +166,9 @@ pub struct Mark {
     header_value: (usize, usize),
 }
 
+/// Key bytes per record reserved up front (longer keys grow the column).
+const KEY_BYTES_GUESS: usize = 32;
+
 /// Collects records into the columns of [`schema`].
 #[derive(Debug)]
 pub struct ColumnBuilder {
@@ -177,6 +180,8 @@ pub struct ColumnBuilder {
     header_offsets: Vec<i32>,
     header_key: BinaryColumn,
     header_value: BinaryColumn,
+    /// (records, bytes) last passed to `reserve`, for the header columns.
+    header_room: (usize, usize),
 }
 
 impl Default for ColumnBuilder {
@@ -196,6 +201,7 @@ impl ColumnBuilder {
             header_offsets: vec![0],
             header_key: BinaryColumn::new(),
             header_value: BinaryColumn::new(),
+            header_room: (0, 0),
         }
     }
 
@@ -227,8 +233,22 @@ impl ColumnBuilder {
         memory::reserve(&mut self.key.offsets, records);
         memory::reserve(&mut self.value.offsets, records);
         memory::reserve(&mut self.header_offsets, records);
-        memory::reserve_bytes(&mut self.key.data, bytes);
-        memory::reserve_bytes(&mut self.value.data, bytes);
+        // Keys are short (ids, hashes): a guess per record, not the upper
+        // bound, so pooled key and value buffers keep their own sizes.
+        memory::reserve(&mut self.key.data, bytes.min(records.saturating_mul(KEY_BYTES_GUESS)));
+        memory::reserve(&mut self.value.data, bytes);
+        self.header_room = (records, bytes);
+    }
+
+    /// The first header of a chunk: room for two per record and header bytes
+    /// up to the input's size, so the header columns never grow by copying.
+    #[cold]
+    fn reserve_headers(&mut self) {
+        let (records, bytes) = self.header_room;
+        memory::reserve(&mut self.header_key.offsets, records.saturating_mul(2));
+        memory::reserve(&mut self.header_value.offsets, records.saturating_mul(2));
+        memory::reserve(&mut self.header_key.data, bytes / 2);
+        memory::reserve(&mut self.header_value.data, bytes);
     }
 
     pub fn mark(&self) -> Mark {
@@ -259,13 +279,21 @@ impl ColumnBuilder {
         let rows = self.offset.len();
         let topic: ArrayRef = Arc::new(match topic {
             Some(t) => {
-                let offsets: Vec<i32> = (0..=rows).map(|i| (i * t.len()) as i32).collect();
-                StringArray::new(OffsetBuffer::new(offsets.into()), Buffer::from_vec(t.repeat(rows).into_bytes()), None)
+                let mut offsets = memory::take_vec::<i32>(rows + 1);
+                offsets.extend((0..=rows).map(|i| (i * t.len()) as i32));
+                // The name once, then doubled: a few large copies.
+                let total = rows * t.len();
+                let mut bytes = memory::take_vec::<u8>(total);
+                bytes.extend_from_slice(&t.as_bytes()[..t.len().min(total)]);
+                while bytes.len() < total {
+                    bytes.extend_from_within(..bytes.len().min(total - bytes.len()));
+                }
+                StringArray::new(OffsetBuffer::new(memory::into_scalars(offsets)), memory::into_buffer(bytes), None)
             }
             None => StringArray::new_null(rows),
         });
         let partition: ArrayRef = Arc::new(match partition {
-            Some(p) => Int32Array::from(vec![p; rows]),
+            Some(p) => Int32Array::new(memory::into_scalars(memory::filled(p, rows)), None),
             None => Int32Array::new_null(rows),
         });
         let header_count = self.header_key.len();
@@ -276,15 +304,15 @@ impl ColumnBuilder {
         );
         debug_assert_eq!(header_struct.len(), header_count);
         let header_offsets = std::mem::replace(&mut self.header_offsets, vec![0]);
-        let headers = ListArray::new(headers_item(), OffsetBuffer::new(header_offsets.into()), Arc::new(header_struct), None);
+        let headers = ListArray::new(headers_item(), OffsetBuffer::new(memory::into_scalars(header_offsets)), Arc::new(header_struct), None);
         let columns: Vec<ArrayRef> = vec![
             Arc::new(self.key.finish_binary()),
             Arc::new(self.value.finish_binary()),
             topic,
             partition,
-            Arc::new(Int64Array::from(std::mem::take(&mut self.offset))),
-            Arc::new(TimestampMicrosecondArray::from(std::mem::take(&mut self.timestamp_us)).with_timezone("UTC")),
-            Arc::new(Int32Array::from(std::mem::take(&mut self.timestamp_type))),
+            Arc::new(Int64Array::new(memory::into_scalars(std::mem::take(&mut self.offset)), None)),
+            Arc::new(TimestampMicrosecondArray::new(memory::into_scalars(std::mem::take(&mut self.timestamp_us)), None).with_timezone("UTC")),
+            Arc::new(Int32Array::new(memory::into_scalars(std::mem::take(&mut self.timestamp_type)), None)),
             Arc::new(headers),
         ];
         // The columns are built to the schema above, so this cannot fail.
@@ -300,6 +328,9 @@ pub fn empty_batch() -> RecordBatch {
 impl RecordSink for ColumnBuilder {
     #[inline(always)]
     fn header(&mut self, key: &[u8], value: Option<&[u8]>) {
+        if self.header_key.offsets.capacity() == 1 {
+            self.reserve_headers();
+        }
         self.header_key.push(Some(key));
         self.header_value.push(value);
     }

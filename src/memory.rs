@@ -3,74 +3,116 @@
 //! Buffers of several megabytes ask the kernel for transparent huge pages
 //! (`MADV_HUGEPAGE`, honoured when THP is in `madvise` or `always` mode).
 //!
-//! Above glibc's 32 MiB mmap threshold every decode would also map, fault in
-//! and zero fresh column memory, and unmap it when Arrow frees the table
-//! (measured: decode time doubling or worse, depending on the heap's state).
-//! So large byte buffers handed to Arrow go back to a small bounded pool when
-//! Arrow drops them, and the next decode writes into memory already mapped.
+//! Above glibc's mmap threshold (128 KiB, adapting up to 32 MiB) every
+//! decode would also map, fault in and zero fresh column memory, and unmap it
+//! when Arrow frees the table: measured, a 1 MiB fetch took 256 page faults
+//! per call and decode time doubled or worse, depending on the heap's state.
+//! So column buffers handed to Arrow go back to a small bounded pool (one per
+//! element type) when Arrow drops them, and the next decode writes into
+//! memory already mapped.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow_buffer::Buffer;
 
-/// Byte buffers at least this large are pooled.
-const POOL_MIN_BYTES: usize = 4 << 20;
-/// At most this much memory is kept for reuse, in at most this many buffers.
-const POOL_MAX_BYTES: usize = 256 << 20;
+/// Buffers of at least this many bytes are pooled (smaller ones come from
+/// malloc's heap, which has them mapped already).
+const POOL_MIN_BYTES: usize = 64 << 10;
+/// At most this many bytes are kept for reuse over all pools (counted as
+/// the bytes each buffer held when it came back: what its last use touched,
+/// so about what it keeps resident), and at most this many buffers per
+/// element type. Bounded so that streaming a large log stays well inside
+/// its memory budget (benches/bench_memory.py).
+const POOL_MAX_BYTES: usize = 128 << 20;
 const POOL_MAX_BUFFERS: usize = 8;
 
-static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Bytes held by all pools together.
+static POOLED_BYTES: AtomicUsize = AtomicUsize::new(0);
 
-/// An empty byte vector with room for `capacity` bytes: a pooled one when a
-/// large enough one is free, else a fresh (huge-page) one.
-pub fn take_bytes(capacity: usize) -> Vec<u8> {
-    if capacity >= POOL_MIN_BYTES {
-        if let Ok(mut pool) = POOL.lock() {
-            let best = pool.iter().enumerate().filter(|(_, v)| v.capacity() >= capacity).min_by_key(|(_, v)| v.capacity()).map(|(i, _)| i);
+/// Element types of pooled column buffers: plain numbers, any bit pattern
+/// valid, so Arrow may view their bytes.
+pub trait Poolable: Copy + Send + Sync + std::panic::RefUnwindSafe + 'static {
+    fn pool() -> &'static Mutex<Vec<Pooled<Self>>>;
+}
+
+macro_rules! poolable {
+    ($($t:ty),*) => {$(
+        impl Poolable for $t {
+            fn pool() -> &'static Mutex<Vec<Pooled<$t>>> {
+                static POOL: Mutex<Vec<Pooled<$t>>> = Mutex::new(Vec::new());
+                &POOL
+            }
+        }
+    )*};
+}
+poolable!(u8, i32, i64);
+
+fn bytes_of<T>(v: &Vec<T>) -> usize {
+    v.capacity() * std::mem::size_of::<T>()
+}
+
+/// An empty vector with room for `capacity` items: a pooled one when a large
+/// enough one is free, else a fresh (huge-page) one.
+pub fn take_vec<T: Poolable>(capacity: usize) -> Vec<T> {
+    if capacity.saturating_mul(std::mem::size_of::<T>()) >= POOL_MIN_BYTES {
+        if let Ok(mut pool) = T::pool().lock() {
+            let best = pool.iter().enumerate().filter(|(_, p)| p.vec.capacity() >= capacity).min_by_key(|(_, p)| p.vec.capacity()).map(|(i, _)| i);
             if let Some(i) = best {
-                let mut v = pool.swap_remove(i);
-                v.clear();
-                return v;
+                let Pooled { mut vec, resident } = pool.swap_remove(i);
+                POOLED_BYTES.fetch_sub(resident, Ordering::Relaxed);
+                vec.clear();
+                return vec;
             }
         }
     }
     big_vec(capacity)
 }
 
-/// Owns a pooled vector while Arrow uses its bytes; gives it back on drop.
-struct Pooled(Vec<u8>);
+/// A vector in a pool, and the bytes counted for it.
+pub struct Pooled<T> {
+    vec: Vec<T>,
+    resident: usize,
+}
 
-impl Drop for Pooled {
+/// Owns a vector while Arrow uses its bytes; gives it to the pool on drop.
+struct Lent<T: Poolable>(Vec<T>);
+
+impl<T: Poolable> Drop for Lent<T> {
     fn drop(&mut self) {
-        let v = std::mem::take(&mut self.0);
-        if v.capacity() > POOL_MAX_BYTES {
+        let mut vec = std::mem::take(&mut self.0);
+        let resident = vec.len() * std::mem::size_of::<T>();
+        if resident > POOL_MAX_BYTES {
             return;
         }
-        if let Ok(mut pool) = POOL.lock() {
-            // Newest in, oldest out: the buffers of the latest decodes are the
-            // ones the next decode is likely to want.
-            pool.push(v);
-            while pool.len() > POOL_MAX_BUFFERS || pool.iter().map(Vec::capacity).sum::<usize>() > POOL_MAX_BYTES {
-                pool.remove(0);
-            }
+        release_spare(&mut vec);
+        let Ok(mut pool) = T::pool().lock() else { return };
+        POOLED_BYTES.fetch_add(resident, Ordering::Relaxed);
+        // Newest in, oldest out: the buffers of the latest decodes are the
+        // ones the next decode is likely to want.
+        pool.push(Pooled { vec, resident });
+        while pool.len() > POOL_MAX_BUFFERS || (POOLED_BYTES.load(Ordering::Relaxed) > POOL_MAX_BYTES && !pool.is_empty()) {
+            let old = pool.remove(0);
+            POOLED_BYTES.fetch_sub(old.resident, Ordering::Relaxed);
         }
     }
 }
 
-/// An Arrow buffer of `v`'s bytes; large ones return to the pool when freed.
-pub fn into_buffer(v: Vec<u8>) -> Buffer {
-    if v.capacity() < POOL_MIN_BYTES {
+/// An Arrow buffer of `v`'s items; large ones return to the pool when freed.
+pub fn into_buffer<T: Poolable + arrow_buffer::ArrowNativeType>(v: Vec<T>) -> Buffer {
+    if bytes_of(&v) < POOL_MIN_BYTES {
         return Buffer::from_vec(v);
     }
-    let len = v.len();
-    let owner = Arc::new(Pooled(v));
+    let len = v.len() * std::mem::size_of::<T>();
+    let owner = Arc::new(Lent(v));
     let Some(ptr) = NonNull::new(owner.0.as_ptr() as *mut u8) else {
-        return Buffer::from_vec(Vec::<u8>::new());
+        return Buffer::from_vec(Vec::<T>::new());
     };
     // SAFETY: `ptr` is the heap allocation of the vector inside `owner`, valid
-    // for `len` initialised bytes; the vector is never touched again until
-    // `owner` drops, which Arrow does only after the last use of the buffer.
+    // for `len` initialised bytes (its items are plain numbers) and aligned
+    // for `T`; the vector is never touched again until `owner` drops, which
+    // Arrow does only after the last use of the buffer.
     unsafe { Buffer::from_custom_allocation(ptr, len, owner) }
 }
 
@@ -85,50 +127,100 @@ pub fn big_vec<T>(capacity: usize) -> Vec<T> {
     v
 }
 
-/// Reserve room for `additional` more bytes, from the pool when `v` is empty.
-pub fn reserve_bytes(v: &mut Vec<u8>, additional: usize) {
-    if v.capacity() == 0 {
-        *v = take_bytes(additional);
-    } else {
-        v.reserve(additional);
-    }
-}
 
-/// Reserve room for `additional` more items, with huge pages when the vector
-/// is still empty and the room large (growing a filled vector keeps `reserve`).
-pub fn reserve<T>(v: &mut Vec<T>, additional: usize) {
-    if v.capacity() == 0 {
-        *v = big_vec(additional);
-    } else {
-        v.reserve(additional);
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn advise_huge_pages(ptr: *mut u8, len: usize) {
-    // Miri cannot call madvise; it is only advice, so skipping it changes nothing.
-    if len < HUGE_PAGE_THRESHOLD || cfg!(miri) {
+/// Reserve room for `additional` more items. A vector still small (a new
+/// column, or offsets holding their leading 0) moves into a pooled (or
+/// huge-page) one; a filled one grows with `Vec::reserve`.
+pub fn reserve<T: Poolable>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() >= additional {
         return;
     }
-    // Only whole 2 MiB pages inside the allocation.
+    if bytes_of(v) < POOL_MIN_BYTES {
+        let mut bigger = take_vec(v.len().saturating_add(additional));
+        bigger.extend_from_slice(v);
+        *v = bigger;
+    } else {
+        v.reserve(additional);
+    }
+}
+
+/// A vector of `n` copies of `value`, in pooled memory when large.
+pub fn filled<T: Poolable>(value: T, n: usize) -> Vec<T> {
+    let mut v = take_vec(n);
+    v.resize(n, value);
+    v
+}
+
+/// An Arrow scalar buffer of `v`'s items (see [`into_buffer`]).
+pub fn into_scalars<T: Poolable + arrow_buffer::ArrowNativeType>(v: Vec<T>) -> arrow_buffer::ScalarBuffer<T> {
+    let len = v.len();
+    arrow_buffer::ScalarBuffer::new(into_buffer(v), 0, len)
+}
+
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
+    if len >= HUGE_PAGE_THRESHOLD {
+        advise(ptr, len, HUGE_PAGE, Advice::HugePages);
+    }
+}
+
+/// Spare capacity at least this large is given back when pooled.
+const RELEASE_MIN_BYTES: usize = 1 << 20;
+/// Base page size (x86-64, most arm64 Linux). Where pages are larger the
+/// advice fails on alignment, which is harmless.
+const PAGE: usize = 4096;
+
+/// Hand the pages of `v`'s spare capacity (past its length) back to the
+/// kernel, so a pooled buffer keeps resident only what its last use wrote
+/// and the pool's byte count (lengths) is what it really holds.
+fn release_spare<T>(v: &mut Vec<T>) {
+    let used = v.len() * std::mem::size_of::<T>();
+    let spare = (v.capacity() - v.len()) * std::mem::size_of::<T>();
+    if spare >= RELEASE_MIN_BYTES {
+        advise(v.as_mut_ptr().cast::<u8>().wrapping_add(used), spare, PAGE, Advice::Release);
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Advice {
+    /// MADV_HUGEPAGE: back these pages with transparent huge pages.
+    HugePages,
+    /// MADV_DONTNEED: drop these pages; they read as zeros when touched again.
+    Release,
+}
+
+/// madvise over the whole `page`-aligned pages inside `[ptr, ptr + len)`, a
+/// range of an allocation this process owns.
+#[cfg(target_os = "linux")]
+fn advise(ptr: *mut u8, len: usize, page: usize, advice: Advice) {
+    // Miri cannot call madvise; skipping advice changes no contents a
+    // program may read (released pages are spare capacity, never read).
+    if cfg!(miri) {
+        return;
+    }
     let start = ptr.addr();
-    let first = start.next_multiple_of(HUGE_PAGE);
-    let end = (start + len) / HUGE_PAGE * HUGE_PAGE;
+    let first = start.next_multiple_of(page);
+    let end = (start + len) / page * page;
     if end > first {
         // The page-aligned pointer is derived from `ptr` (not cast from an
         // integer), so it keeps the allocation's provenance.
         let aligned = ptr.wrapping_add(first - start);
-        // SAFETY: [first, end) lies inside the allocation just made, which this
-        // process owns; MADV_HUGEPAGE only changes how the kernel backs those
-        // pages, never their contents, and failure is harmless (ignored).
+        let flag = match advice {
+            Advice::HugePages => libc::MADV_HUGEPAGE,
+            Advice::Release => libc::MADV_DONTNEED,
+        };
+        // SAFETY: [first, end) lies inside an allocation this process owns.
+        // MADV_HUGEPAGE only changes how the kernel backs those pages, never
+        // their contents. MADV_DONTNEED is only given for a vector's spare
+        // capacity (`release_spare`): no value lives there, and the pages
+        // read as zeros if touched again. Failure is harmless (ignored).
         unsafe {
-            libc::madvise(aligned.cast::<libc::c_void>(), end - first, libc::MADV_HUGEPAGE);
+            libc::madvise(aligned.cast::<libc::c_void>(), end - first, flag);
         }
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_ptr: *mut u8, _len: usize) {}
+fn advise(_ptr: *mut u8, _len: usize, _page: usize, _advice: Advice) {}
 
 #[cfg(test)]
 mod tests {
@@ -136,15 +228,15 @@ mod tests {
 
     #[test]
     fn large_buffers_come_back_to_the_pool() {
-        let mut v = take_bytes(8 << 20);
+        let mut v = take_vec::<u8>(8 << 20);
         v.extend_from_slice(b"column bytes");
         let ptr = v.as_ptr();
         let buffer = into_buffer(v);
         assert_eq!(buffer.as_slice(), b"column bytes");
         drop(buffer);
         // Other tests may take pooled buffers concurrently; look for ours.
-        let found = POOL.lock().map(|p| p.iter().any(|v| v.as_ptr() == ptr)).unwrap_or(false);
-        let reused = take_bytes(8 << 20);
+        let found = u8::pool().lock().map(|p| p.iter().any(|e| e.vec.as_ptr() == ptr)).unwrap_or(false);
+        let reused = take_vec::<u8>(8 << 20);
         assert!(found || reused.capacity() >= 8 << 20);
         assert!(reused.is_empty());
         assert_eq!(into_buffer(b"small".to_vec()).as_slice(), b"small");

@@ -57,7 +57,7 @@ __all__ = [
 log = logging.getLogger("kafkabatch.logdir")
 
 #: Default window for :func:`scan_log`: the bytes of complete batches decoded at once.
-DEFAULT_MAX_CHUNK_BYTES: int = 64 << 20
+DEFAULT_MAX_CHUNK_BYTES: int = 16 << 20
 
 _TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 # Folders a broker is about to delete, or that hold a replica being moved
@@ -878,7 +878,7 @@ def scan_log(
 
     Segments are memory-mapped (remote ones read through :mod:`pyarrow.fs`)
     and decoded in windows of complete batches of about ``max_chunk_bytes``
-    (default 64 MiB), so a 1 GiB segment never needs 1 GiB of Arrow at once.
+    (default 16 MiB), so a 1 GiB segment never needs 1 GiB of Arrow at once.
 
     Bounds are exact filters on the records: ``start_offset`` (inclusive)
     and ``end_offset`` (exclusive) are an int for every partition or a

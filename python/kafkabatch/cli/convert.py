@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 import kafkabatch as kb
+from kafkabatch import logdir
 
 from ._common import (
     BYTE_FORMATS,
@@ -78,8 +79,8 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--start-time", metavar="TIME",
                    help="only records at or after TIME (epoch ms or ISO-8601, e.g. 2024-05-01T12:00Z)")
     p.add_argument("--end-time", metavar="TIME", help="only records before TIME")
-    p.add_argument("--window", type=positive_size_arg, default=64 << 20, metavar="SIZE",
-                   help="decode at most about SIZE of batches at once (default 64MiB)")
+    p.add_argument("--window", type=positive_size_arg, default=logdir.DEFAULT_MAX_CHUNK_BYTES, metavar="SIZE",
+                   help="decode at most about SIZE of batches at once (default 16MiB)")
     p.add_argument("--row-group-size", type=int, default=1_000_000, metavar="ROWS",
                    help="parquet: rows per row group at most (default 1000000)")
     p.add_argument("--row-group-bytes", type=positive_size_arg, default=128 << 20, metavar="SIZE",

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kafkabatch as kb
+from kafkabatch import logdir
 
 from ._common import (
     SegmentFile,
@@ -58,8 +59,8 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--partitions", action="store_true", help="table: one row per topic-partition, not per segment")
     p.add_argument("--headers-only", action="store_true",
                    help="read batch headers only (fast; no record bytes or compression ratio)")
-    p.add_argument("--window", type=positive_size_arg, default=64 << 20, metavar="SIZE",
-                   help="decode at most about SIZE of batches at once (default 64MiB)")
+    p.add_argument("--window", type=positive_size_arg, default=logdir.DEFAULT_MAX_CHUNK_BYTES, metavar="SIZE",
+                   help="decode at most about SIZE of batches at once (default 16MiB)")
     p.add_argument("--max-decompressed-size", type=positive_size_arg, default=kb.DEFAULT_MAX_DECOMPRESSED_SIZE,
                    metavar="SIZE", help="refuse batches that decompress to more than SIZE")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
