@@ -145,7 +145,7 @@ pub fn decode_range(
         Isolation::ReadUncommitted => None,
         Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(data, start, aborted.as_deref(), *hide_open, options)),
     };
-    let parts = split_at_batches(data, start, thread_count(options.threads, data.len() - start));
+    let parts = split_for_threads(data, start, options.threads);
     if parts.len() <= 2 {
         return decode_part(data, start, data.len(), topic, partition, options, hidden.as_ref());
     }
@@ -182,29 +182,45 @@ pub fn decode_range(
     Ok(out)
 }
 
-/// Inputs smaller than this decode on one thread; each thread gets at least
-/// this much (thread start-up is microseconds, decoding 4 MiB milliseconds).
-pub const PARALLEL_MIN_BYTES: usize = 4 << 20;
+/// Each decoding thread gets at least this much work: record bytes, estimated
+/// from the batch headers (thread start-up is tens of microseconds, decoding
+/// 2 MiB of records about a millisecond).
+pub const PARALLEL_MIN_WORK: usize = 2 << 20;
+/// A compressed batch's records are guessed at this many times its size on
+/// the wire (Kafka's codecs typically shrink record data 3-5x).
+const COMPRESSED_WORK_FACTOR: usize = 4;
+/// Explicitly requested threads still get at least this much work each.
+const REQUESTED_MIN_WORK: usize = 256 << 10;
 
-/// Threads to use: `requested` when non-zero, else one per core for large inputs.
-fn thread_count(requested: usize, len: usize) -> usize {
-    let by_size = (len / PARALLEL_MIN_BYTES).max(1);
-    if requested > 0 {
-        return requested.min(by_size.max(1)).min(len / (1 << 20) + 1);
-    }
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(by_size)
+/// Estimated decoding work of a batch: its record bytes.
+fn work_of(raw: &batch::RawBatch) -> usize {
+    let len = raw.bytes.len();
+    let compressed = raw.magic() == 2
+        && len >= V2_HEADER_SIZE
+        && batch::be_i16(raw.bytes, batch::V2_ATTRIBUTES_OFFSET) & batch::CODEC_MASK != 0;
+    if compressed { len.saturating_mul(COMPRESSED_WORK_FACTOR) } else { len }
 }
 
-/// Byte positions cutting `data[start..]` into about `parts` ranges at batch
-/// boundaries: `[start, b1, ..., len]`. The last range holds any tail.
-fn split_at_batches(data: &[u8], start: usize, parts: usize) -> Vec<usize> {
+/// Byte positions cutting `data[start..]` at batch boundaries into ranges of
+/// about equal decoding work, one per thread: `[start, b1, ..., len]` (the
+/// last range holds any tail). `requested` threads when non-zero, else one
+/// per core, and never less than a minimum of work per thread. Compressed
+/// batches count by their estimated records, not their wire size, so a few
+/// MB of zstd batches spread over the cores.
+fn split_for_threads(data: &[u8], start: usize, requested: usize) -> Vec<usize> {
+    let total: usize = BatchWalker::starting_at(data, start).map(|raw| work_of(&raw)).sum();
+    let parts = if requested > 0 {
+        requested.min((total / REQUESTED_MIN_WORK).max(1))
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min((total / PARALLEL_MIN_WORK).max(1))
+    };
     let mut cuts = vec![start];
     if parts > 1 {
-        let target = (data.len() - start) / parts;
-        let mut walker = BatchWalker::starting_at(data, start);
-        for raw in walker.by_ref() {
+        let mut done = 0usize;
+        for raw in BatchWalker::starting_at(data, start) {
+            done += work_of(&raw);
             let next = raw.position + raw.bytes.len();
-            if next - start >= target * cuts.len() && cuts.len() < parts && next < data.len() {
+            if done >= total / parts * cuts.len() && cuts.len() < parts && next < data.len() {
                 cuts.push(next);
             }
         }
@@ -379,7 +395,7 @@ mod tests {
             data.extend_from_slice(&b);
         }
         data.extend_from_slice(&one[..50]); // a truncated tail
-        assert!(data.len() > 3 * PARALLEL_MIN_BYTES);
+        assert!(data.len() > 3 * PARALLEL_MIN_WORK);
         let single = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 1, ..Default::default() }).expect("valid");
         let parallel = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 3, ..Default::default() }).expect("valid");
         let concat = |d: &Decoded| arrow_select_free_concat(&d.chunks);
