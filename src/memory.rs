@@ -26,7 +26,7 @@ const POOL_MIN_BYTES: usize = 64 << 10;
 /// element type. Bounded so that streaming a large log stays well inside
 /// its memory budget (benches/bench_memory.py).
 const POOL_MAX_BYTES: usize = 128 << 20;
-const POOL_MAX_BUFFERS: usize = 8;
+const POOL_MAX_BUFFERS: usize = 32;
 
 /// Bytes held by all pools together.
 static POOLED_BYTES: AtomicUsize = AtomicUsize::new(0);
