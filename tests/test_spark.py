@@ -173,6 +173,40 @@ def test_in_process_read_equals_decode(log):
     assert rows_of(table) == rows_of(expected_table(log))
 
 
+def test_pack_balances_tasks_in_multiples_of_min_partitions():
+    from kafkabatch.logdir import Segment, _Bounds
+
+    mib = 1 << 20
+
+    def splits(*sizes: int) -> list:
+        out = []
+        for i, size in enumerate(sizes):
+            seg = Segment(f"/d/t-0/{i:020d}.log", "t", 0, i, size * mib)
+            out.append(kbs._LogSplit(seg, 0, size * mib, _Bounds(), None))
+        return out
+
+    def sizes(tasks: list) -> list[int]:
+        return [sum(s.end - s.start for s in getattr(t, "splits", [t])) // mib for t in tasks]
+
+    # 35 segments of about 6 MiB (201 MB), 2 cores, 128 MiB cap: Spark's greedy
+    # packing gives 3 tasks (the third runs alone); here 4 even ones.
+    seg_sizes = [6] * 30 + [4] * 5
+    tasks = kbs._pack(splits(*seg_sizes), 128 * mib, 2)
+    assert len(tasks) == 4 and max(sizes(tasks)) - min(sizes(tasks)) <= 6
+    # consecutive, in order, all there
+    flat = [s.segment.base_offset for t in tasks for s in getattr(t, "splits", [t])]
+    assert flat == list(range(35))
+    # as many as asked when under the cap; one per split when more are asked for
+    assert len(kbs._pack(splits(*seg_sizes), 128 * mib, 3)) == 3
+    assert len(kbs._pack(splits(*seg_sizes), 0, 1)) == 1
+    assert len(kbs._pack(splits(*seg_sizes), 128 * mib, 1000)) == 35
+    # tiny splits: no task smaller than the open cost (4 MiB each, as Spark)
+    assert len(kbs._pack(splits(0, 0, 0), 128 * mib, 100)) == 3
+    assert kbs._pack([], 128 * mib, 2) == []
+    # a big split goes whole to the task its middle falls in
+    assert sizes(kbs._pack(splits(1, 1, 100, 1, 1), 0, 2)) == [2, 102]
+
+
 def test_in_process_split_large_segments(log):
     splits, table = read_in_process({"path": str(log), "maxbytesperpartition": "300", "maxrecordsperbatch": "4"})
     assert len(splits) > 5
