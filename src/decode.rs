@@ -194,6 +194,14 @@ const COMPRESSED_WORK_FACTOR: usize = 4;
 /// Explicitly requested threads still get at least this much work each.
 const REQUESTED_MIN_WORK: usize = 256 << 10;
 
+/// The cores this process may use, asked once: `available_parallelism`
+/// reads the affinity mask and cgroup quota files, ~12 µs, as long as
+/// decoding a small fetch.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Estimated decoding work of a batch: its record bytes.
 fn work_of(raw: &batch::RawBatch) -> usize {
     let len = raw.bytes.len();
@@ -214,7 +222,7 @@ fn split_for_threads(data: &[u8], start: usize, requested: usize) -> Vec<usize> 
     let parts = if requested > 0 {
         requested.min((total / REQUESTED_MIN_WORK).max(1))
     } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get()).min((total / PARALLEL_MIN_WORK).max(1))
+        cores().min((total / PARALLEL_MIN_WORK).max(1))
     };
     let mut cuts = vec![start];
     if parts > 1 {

@@ -165,19 +165,22 @@ def decode(
     >>> table.column_names
     ['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'headers']
     """
-    return decode_report(
+    # The native call directly, not through decode_report: its account is
+    # not needed, and this is called once per fetch (a few µs count).
+    stream = _native.decode(
         data,
         topic=topic,
         partition=partition,
         validate_crc=validate_crc,
         include_control=include_control,
-        isolation=isolation,
         on_error=on_error,
         max_decompressed_size=max_decompressed_size,
-        aborted_transactions=aborted_transactions,
+        isolation=isolation,
+        aborted_transactions=_aborted_pairs(aborted_transactions),
         hide_open_transactions=hide_open_transactions,
         threads=threads,
-    ).table
+    )
+    return pa.RecordBatchReader.from_stream(stream).read_all()
 
 
 def iter_batches(
