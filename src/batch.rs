@@ -53,6 +53,12 @@ impl RawBatch<'_> {
     pub fn first_offset_field(&self) -> i64 {
         be_i64(self.bytes, 0)
     }
+
+    /// A v2 batch with a whole header whose attributes name a codec (read
+    /// from the header alone, before any check of the batch).
+    pub fn is_compressed_v2(&self) -> bool {
+        self.magic() == 2 && self.bytes.len() >= V2_HEADER_SIZE && be_i16(self.bytes, V2_ATTRIBUTES_OFFSET) & CODEC_MASK != 0
+    }
 }
 
 /// How the walk ended.

@@ -42,7 +42,7 @@ impl SizeHint {
             if raw.magic() == 2 && len >= V2_HEADER_SIZE {
                 let payload = len - V2_HEADER_SIZE;
                 let count = batch::be_i32(raw.bytes, batch::V2_RECORD_COUNT_OFFSET).max(0) as usize;
-                let compressed = batch::be_i16(raw.bytes, batch::V2_ATTRIBUTES_OFFSET) & batch::CODEC_MASK != 0;
+                let compressed = raw.is_compressed_v2();
                 // A record takes at least 7 bytes (length, attributes, 2 deltas, 3 lengths).
                 // Compressed: Kafka payloads rarely inflate past ~8x; the
                 // reservation is virtual, so an over-estimate costs nothing.
@@ -205,10 +205,7 @@ fn cores() -> usize {
 /// Estimated decoding work of a batch: its record bytes.
 fn work_of(raw: &batch::RawBatch) -> usize {
     let len = raw.bytes.len();
-    let compressed = raw.magic() == 2
-        && len >= V2_HEADER_SIZE
-        && batch::be_i16(raw.bytes, batch::V2_ATTRIBUTES_OFFSET) & batch::CODEC_MASK != 0;
-    if compressed { len.saturating_mul(COMPRESSED_WORK_FACTOR) } else { len }
+    if raw.is_compressed_v2() { len.saturating_mul(COMPRESSED_WORK_FACTOR) } else { len }
 }
 
 /// Byte positions cutting `data[start..]` at batch boundaries into ranges of
