@@ -368,6 +368,18 @@ const WORDS: &[&str] = &[
     "warehouse", "north", "backorder", "expected", "next", "week", "signature", "required",
 ];
 
+/// 0 to 3 quoted picks from `items`, comma-separated (a JSON array's inside).
+fn quoted_picks(out: &mut Vec<u8>, rng: &mut Rng, items: &[&str]) {
+    for i in 0..rng.below(4) {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        s(out, rng.pick(items));
+        out.push(b'"');
+    }
+}
+
 /// `n` words separated by spaces.
 fn words(out: &mut Vec<u8>, rng: &mut Rng, n: u64) {
     for i in 0..n {
@@ -619,14 +631,7 @@ fn gen_record(kind: Kind, magic: i8, rng: &mut Rng, ids: &mut Ids, ts: i64, out:
             s(v, "\",\"risk\":{\"score\":");
             fraction(v, rng.below(1000));
             s(v, ",\"rules\":[");
-            for i in 0..rng.below(4) {
-                if i > 0 {
-                    v.push(b',');
-                }
-                v.push(b'"');
-                s(v, rng.pick(RULES));
-                v.push(b'"');
-            }
+            quoted_picks(v, rng, RULES);
             s(v, "]},\"processor\":\"");
             s(v, rng.pick(PROCESSORS));
             s(v, "\",\"created_at\":\"");
@@ -682,14 +687,7 @@ fn gen_record(kind: Kind, magic: i8, rng: &mut Rng, ids: &mut Ids, ts: i64, out:
                 s(v, "\",\"marketing_opt_in\":");
                 s(v, if rng.percent(50) { "true" } else { "false" });
                 s(v, ",\"tags\":[");
-                for i in 0..rng.below(4) {
-                    if i > 0 {
-                        v.push(b',');
-                    }
-                    v.push(b'"');
-                    s(v, rng.pick(TAGS));
-                    v.push(b'"');
-                }
+                quoted_picks(v, rng, TAGS);
                 s(v, "],\"updated_at\":\"");
                 iso_time(v, ts);
                 v.push(b'"');
