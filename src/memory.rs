@@ -127,7 +127,6 @@ pub fn big_vec<T>(capacity: usize) -> Vec<T> {
     v
 }
 
-
 /// Reserve room for `additional` more items. A vector still small (a new
 /// column, or offsets holding their leading 0) moves into a pooled (or
 /// huge-page) one; a filled one grows with `Vec::reserve`.
