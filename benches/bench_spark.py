@@ -54,28 +54,39 @@ def ensure_folder(folder: Path, size: str, seed: int) -> None:
     print(summary, file=sys.stderr)
 
 
-def aiokafka_decode(pdfs):
-    """mapInPandas body: (path, content) rows -> one row per record, Spark's Kafka schema."""
+def topic_partition(path: str):
+    """(topic, partition) from a ``<topic>-<partition>/<file>`` path, else (None, None)."""
     import re
 
-    import pandas as pd
+    m = re.search(r"([^/]+)-(\d+)/[^/]*$", path)
+    return (m.group(1), int(m.group(2))) if m else (None, None)
+
+
+def aiokafka_batches(content, path: str):
+    """The data batches of one file read by aiokafka's Cython reader, each
+    CRC-checked (control batches skipped), for both aiokafka baselines."""
     from aiokafka.record.memory_records import MemoryRecords
 
-    part_re = re.compile(r"([^/]+)-(\d+)/[^/]*$")
+    records = MemoryRecords(bytes(content))
+    while records.has_next():
+        batch = records.next_batch()
+        if batch is None:
+            break
+        if not batch.validate_crc():
+            raise ValueError(f"CRC mismatch in {path} at offset {batch.base_offset}")
+        if not batch.is_control_batch:
+            yield batch
+
+
+def aiokafka_decode(pdfs):
+    """mapInPandas body: (path, content) rows -> one row per record, Spark's Kafka schema."""
+    import pandas as pd
+
     for pdf in pdfs:
         for path, content in zip(pdf["path"], pdf["content"]):
-            m = part_re.search(path)
-            topic, partition = (m.group(1), int(m.group(2))) if m else (None, None)
+            topic, partition = topic_partition(path)
             keys, values, offsets, timestamps, ts_types, headers = [], [], [], [], [], []
-            records = MemoryRecords(bytes(content))
-            while records.has_next():
-                batch = records.next_batch()
-                if batch is None:
-                    break
-                if not batch.validate_crc():
-                    raise ValueError(f"CRC mismatch in {path} at offset {batch.base_offset}")
-                if batch.is_control_batch:
-                    continue
+            for batch in aiokafka_batches(content, path):
                 ts_type = batch.timestamp_type
                 for r in batch:
                     keys.append(r.key)
@@ -112,26 +123,13 @@ def aiokafka_udf():
     @pandas_udf(ArrayType(kbs.KAFKA_SCHEMA))  # type: ignore[call-overload]
     def decode_kafka(content: pd.Series, path: pd.Series) -> pd.Series:
         import datetime as dt
-        import re
-
-        from aiokafka.record.memory_records import MemoryRecords
 
         epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-        part_re = re.compile(r"([^/]+)-(\d+)/[^/]*$")
         out = []
         for data, file in zip(content, path):
-            m = part_re.search(file)
-            topic, partition = (m.group(1), int(m.group(2))) if m else (None, None)
+            topic, partition = topic_partition(file)
             rows = []
-            records = MemoryRecords(bytes(data))
-            while records.has_next():
-                batch = records.next_batch()
-                if batch is None:
-                    break
-                if not batch.validate_crc():
-                    raise ValueError(f"CRC mismatch in {file} at offset {batch.base_offset}")
-                if batch.is_control_batch:
-                    continue
+            for batch in aiokafka_batches(data, file):
                 ts_type = batch.timestamp_type
                 for r in batch:
                     rows.append({
