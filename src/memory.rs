@@ -58,7 +58,16 @@ fn bytes_of<T>(v: &Vec<T>) -> usize {
 pub fn take_vec<T: Poolable>(capacity: usize) -> Vec<T> {
     if capacity.saturating_mul(std::mem::size_of::<T>()) >= POOL_MIN_BYTES {
         if let Ok(mut pool) = T::pool().lock() {
-            let best = pool.iter().enumerate().filter(|(_, p)| p.vec.capacity() >= capacity).min_by_key(|(_, p)| p.vec.capacity()).map(|(i, _)| i);
+            // The smallest that fits; of equal ones, the one with the most
+            // pages still mapped. Columns sized alike (values and header
+            // values both reserve the input's size) would otherwise swap
+            // buffers between decodes and fault in the difference each time.
+            let best = pool
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.vec.capacity() >= capacity)
+                .min_by_key(|(_, p)| (p.vec.capacity(), std::cmp::Reverse(p.resident)))
+                .map(|(i, _)| i);
             if let Some(i) = best {
                 let Pooled { mut vec, resident } = pool.swap_remove(i);
                 POOLED_BYTES.fetch_sub(resident, Ordering::Relaxed);
