@@ -75,53 +75,55 @@ pub fn read_records<S: RecordSink>(buf: &[u8], count: usize, ctx: &RecordContext
 }
 
 /// Read the record starting at `start`; return where the next one starts.
+///
+/// Positions are passed by value and errors built in `#[cold]` functions:
+/// this is the innermost loop, and a position whose address a closure
+/// captures lives on the stack instead of in a register.
 #[inline(always)]
 fn read_record<S: RecordSink>(buf: &[u8], start: usize, index: usize, ctx: &RecordContext, sink: &mut S) -> Result<usize, LocalError> {
-    let mut pos = start;
-    let length = read_varint(buf, &mut pos).ok_or_else(|| bad_varint(start, index, "length"))?;
-    let body_start = pos;
+    let Some((length, body_start)) = varint(buf, start) else {
+        return Err(bad_varint(start, index, "length"));
+    };
     if length < 0 || length as usize > buf.len() - body_start {
-        return Err(LocalError::corrupt(
-            start,
-            format!(
-                "record {index} declares length {length} but only {} bytes remain",
-                buf.len() - body_start
-            ),
-        ));
+        return Err(bad_length(start, index, length, buf.len() - body_start));
     }
     // Everything below reads from `body` only, so a field can never run into
     // the next record.
     let body_end = body_start + length as usize;
     let body = &buf[..body_end];
-    pos += 1; // attributes: unused since v2 (spec "Record")
+    let pos = body_start + 1; // attributes: unused since v2 (spec "Record")
     if pos > body_end {
         return Err(short(start, index, "attributes"));
     }
-    let timestamp_delta = read_varlong(body, &mut pos).ok_or_else(|| bad_varint(pos, index, "timestampDelta"))?;
-    let offset_delta = read_varint(body, &mut pos).ok_or_else(|| bad_varint(pos, index, "offsetDelta"))?;
-    let key = read_bytes(body, &mut pos, index, "key")?;
-    let value = read_bytes(body, &mut pos, index, "value")?;
-    let header_count_at = pos;
-    let header_count = read_varint(body, &mut pos).ok_or_else(|| bad_varint(pos, index, "header count"))?;
+    let Some((timestamp_delta, pos)) = varlong(body, pos) else {
+        return Err(bad_varint(pos, index, "timestampDelta"));
+    };
+    let Some((offset_delta, pos)) = varint(body, pos) else {
+        return Err(bad_varint(pos, index, "offsetDelta"));
+    };
+    let (key, pos) = read_bytes(body, pos, index, "key")?;
+    let (value, header_count_at) = read_bytes(body, pos, index, "value")?;
+    let Some((header_count, mut pos)) = varint(body, header_count_at) else {
+        return Err(bad_varint(header_count_at, index, "header count"));
+    };
     // Each header takes at least 2 bytes; a count beyond that is corrupt, and
     // checking it first keeps a hostile count from driving a long loop.
     if header_count < 0 || header_count as usize > (body_end - pos) / 2 {
-        return Err(LocalError::corrupt(
-            header_count_at,
-            format!(
-                "record {index} declares {header_count} headers but only {} bytes remain",
-                body_end - pos
-            ),
-        ));
+        return Err(bad_header_count(header_count_at, index, header_count, body_end - pos));
     }
     for _ in 0..header_count {
         let key_at = pos;
-        let key_len = read_varint(body, &mut pos).ok_or_else(|| bad_varint(pos, index, "header key length"))?;
+        let Some((key_len, at)) = varint(body, pos) else {
+            return Err(bad_varint(key_at, index, "header key length"));
+        };
         if key_len < 0 {
             return Err(LocalError::corrupt(key_at, format!("record {index} has a negative header key length {key_len}")));
         }
-        let key_bytes = take(body, &mut pos, key_len as usize).ok_or_else(|| short(key_at, index, "header key"))?;
-        let header_value = read_bytes(body, &mut pos, index, "header value")?;
+        let Some(key_bytes) = body.get(at..at + key_len as usize) else {
+            return Err(short(key_at, index, "header key"));
+        };
+        let (header_value, next) = read_bytes(body, at + key_len as usize, index, "header value")?;
+        pos = next;
         sink.header(key_bytes, header_value);
     }
     if pos != body_end {
@@ -154,28 +156,45 @@ fn read_record<S: RecordSink>(buf: &[u8], start: usize, index: usize, ctx: &Reco
     Ok(body_end)
 }
 
-/// A varint length then that many bytes; a negative length is null.
 #[inline(always)]
-fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize, index: usize, field: &str) -> Result<Option<&'a [u8]>, LocalError> {
-    let at = *pos;
-    let len = read_varint(buf, pos).ok_or_else(|| bad_varint(at, index, field))?;
-    if len < 0 {
-        return Ok(None);
-    }
-    take(buf, pos, len as usize).map(Some).ok_or_else(|| {
-        LocalError::corrupt(
-            at,
-            format!("record {index}: {field} length {len} runs past the record's end"),
-        )
-    })
+fn varint(buf: &[u8], mut pos: usize) -> Option<(i32, usize)> {
+    read_varint(buf, &mut pos).map(|v| (v, pos))
 }
 
 #[inline(always)]
-fn take<'a>(buf: &'a [u8], pos: &mut usize, len: usize) -> Option<&'a [u8]> {
-    let end = pos.checked_add(len)?;
-    let bytes = buf.get(*pos..end)?;
-    *pos = end;
-    Some(bytes)
+fn varlong(buf: &[u8], mut pos: usize) -> Option<(i64, usize)> {
+    read_varlong(buf, &mut pos).map(|v| (v, pos))
+}
+
+/// A varint length then that many bytes (a negative length is null), and
+/// the position after them.
+#[inline(always)]
+fn read_bytes<'a>(buf: &'a [u8], at: usize, index: usize, field: &'static str) -> Result<(Option<&'a [u8]>, usize), LocalError> {
+    let Some((len, pos)) = varint(buf, at) else {
+        return Err(bad_varint(at, index, field));
+    };
+    if len < 0 {
+        return Ok((None, pos));
+    }
+    match buf.get(pos..pos + len as usize) {
+        Some(bytes) => Ok((Some(bytes), pos + len as usize)),
+        None => Err(past_end(at, index, field, len)),
+    }
+}
+
+#[cold]
+fn bad_length(at: usize, index: usize, length: i32, remaining: usize) -> LocalError {
+    LocalError::corrupt(at, format!("record {index} declares length {length} but only {remaining} bytes remain"))
+}
+
+#[cold]
+fn bad_header_count(at: usize, index: usize, count: i32, remaining: usize) -> LocalError {
+    LocalError::corrupt(at, format!("record {index} declares {count} headers but only {remaining} bytes remain"))
+}
+
+#[cold]
+fn past_end(at: usize, index: usize, field: &str, len: i32) -> LocalError {
+    LocalError::corrupt(at, format!("record {index}: {field} length {len} runs past the record's end"))
 }
 
 #[cold]

@@ -21,22 +21,25 @@ pub fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
             return Some(unzigzag32((first & 0x7f) as u32 | (second as u32) << 7));
         }
     }
-    read_varint_slow(buf, pos)
+    let (value, next) = read_varint_slow(buf, p)?;
+    *pos = next;
+    Some(value)
 }
 
+/// Longer encodings. Takes and returns the position by value, so callers'
+/// positions never have their address taken and stay in registers.
 #[inline(never)]
-fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Option<i32> {
+fn read_varint_slow(buf: &[u8], pos: usize) -> Option<(i32, usize)> {
     let mut value: u32 = 0;
     for i in 0..5 {
-        let byte = *buf.get(*pos + i)?;
+        let byte = *buf.get(pos + i)?;
         if i == 4 && byte & 0xf0 != 0 {
             // The 5th byte may only carry the top 4 bits (and no continuation).
             return None;
         }
         value |= ((byte & 0x7f) as u32) << (7 * i);
         if byte < 0x80 {
-            *pos += i + 1;
-            return Some(unzigzag32(value));
+            return Some((unzigzag32(value), pos + i + 1));
         }
     }
     None
@@ -58,21 +61,22 @@ pub fn read_varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
             return Some(unzigzag64((first & 0x7f) as u64 | (second as u64) << 7));
         }
     }
-    read_varlong_slow(buf, pos)
+    let (value, next) = read_varlong_slow(buf, p)?;
+    *pos = next;
+    Some(value)
 }
 
 #[inline(never)]
-fn read_varlong_slow(buf: &[u8], pos: &mut usize) -> Option<i64> {
+fn read_varlong_slow(buf: &[u8], pos: usize) -> Option<(i64, usize)> {
     let mut value: u64 = 0;
     for i in 0..10 {
-        let byte = *buf.get(*pos + i)?;
+        let byte = *buf.get(pos + i)?;
         if i == 9 && byte & 0xfe != 0 {
             return None;
         }
         value |= ((byte & 0x7f) as u64) << (7 * i);
         if byte < 0x80 {
-            *pos += i + 1;
-            return Some(unzigzag64(value));
+            return Some((unzigzag64(value), pos + i + 1));
         }
     }
     None
