@@ -6,9 +6,9 @@
 
 use std::sync::{Arc, OnceLock};
 
+use arrow_array::builder::make_view;
 use arrow_array::{
-    Array,
-    ArrayRef, BinaryArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
+    Array, ArrayRef, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
     TimestampMicrosecondArray,
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer};
@@ -29,20 +29,27 @@ fn headers_item() -> Arc<Field> {
 /// The output schema: Spark's Kafka source schema, with headers.
 pub fn schema() -> SchemaRef {
     static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
-    SCHEMA
-        .get_or_init(|| {
-            Arc::new(Schema::new(vec![
-                Field::new("key", DataType::Binary, true),
-                Field::new("value", DataType::Binary, true),
-                Field::new("topic", DataType::Utf8, true),
-                Field::new("partition", DataType::Int32, true),
-                Field::new("offset", DataType::Int64, true),
-                Field::new("timestamp", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
-                Field::new("timestampType", DataType::Int32, true),
-                Field::new("headers", DataType::List(headers_item()), true),
-            ]))
-        })
-        .clone()
+    SCHEMA.get_or_init(|| build_schema(DataType::Binary)).clone()
+}
+
+/// The schema of `binary_view` output: key and value are `binary_view`
+/// columns referencing the input; everything else as [`schema`].
+pub fn view_schema() -> SchemaRef {
+    static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
+    SCHEMA.get_or_init(|| build_schema(DataType::BinaryView)).clone()
+}
+
+fn build_schema(key_value: DataType) -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("key", key_value.clone(), true),
+        Field::new("value", key_value, true),
+        Field::new("topic", DataType::Utf8, true),
+        Field::new("partition", DataType::Int32, true),
+        Field::new("offset", DataType::Int64, true),
+        Field::new("timestamp", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+        Field::new("timestampType", DataType::Int32, true),
+        Field::new("headers", DataType::List(headers_item()), true),
+    ]))
 }
 
 /// Validity that costs one counter until the first null: keys and values
@@ -155,6 +162,102 @@ impl BinaryColumn {
     }
 }
 
+/// Views into the input: Arrow buffers over it, at most 2 GiB each so
+/// view offsets fit 32 bits. Window `k` starts at `k * VIEW_WINDOW` and is up
+/// to twice that long, so a value no longer than `VIEW_WINDOW` lies wholly in
+/// the window its first byte falls in.
+#[derive(Debug, Clone)]
+pub struct InputWindows {
+    /// Address and length of the input.
+    start: usize,
+    len: usize,
+    buffers: Vec<Buffer>,
+}
+
+const VIEW_WINDOW: usize = 1 << 30;
+
+impl InputWindows {
+    pub fn new(input: &Buffer) -> Self {
+        let len = input.len();
+        let buffers = (0..len.div_ceil(VIEW_WINDOW))
+            .map(|k| input.slice_with_length(k * VIEW_WINDOW, (len - k * VIEW_WINDOW).min(2 * VIEW_WINDOW)))
+            .collect();
+        InputWindows { start: input.as_ptr().addr(), len, buffers }
+    }
+
+    /// Buffer index and offset of `bytes` when they lie in the input.
+    #[inline(always)]
+    fn locate(&self, bytes: &[u8]) -> Option<(u32, u32)> {
+        let at = bytes.as_ptr().addr().wrapping_sub(self.start);
+        if at >= self.len || bytes.len() > VIEW_WINDOW || bytes.len() > self.len - at {
+            return None;
+        }
+        Some(((at / VIEW_WINDOW) as u32, (at % VIEW_WINDOW) as u32))
+    }
+}
+
+/// A `binary_view` column (Arrow's view layout: length, 4-byte prefix,
+/// buffer index, offset; values of up to 12 bytes inline). Values inside the
+/// input are referenced; others (from decompressed payloads, which are
+/// reused between batches) are copied to `owned`, the buffer after the
+/// input's windows.
+#[derive(Debug, Default)]
+struct ViewColumn {
+    views: Vec<u128>,
+    owned: Vec<u8>,
+    valid: LazyValidity,
+}
+
+impl ViewColumn {
+    #[inline(always)]
+    fn push(&mut self, bytes: Option<&[u8]>, input: &InputWindows) {
+        let view = match bytes {
+            None => 0,
+            Some(b) if b.len() <= 12 => make_view(b, 0, 0),
+            Some(b) => match input.locate(b) {
+                Some((index, offset)) => make_view(b, index, offset),
+                None => {
+                    // Offsets past u32 are caught by `overflowed` before the
+                    // chunk is finished.
+                    let offset = self.owned.len() as u32;
+                    self.owned.extend_from_slice(b);
+                    make_view(b, input.buffers.len() as u32, offset)
+                }
+            },
+        };
+        self.valid.append(bytes.is_some());
+        self.views.push(view);
+    }
+
+    fn mark(&self) -> (usize, usize) {
+        (self.views.len(), self.owned.len())
+    }
+
+    fn rollback(&mut self, (views, owned): (usize, usize)) {
+        self.views.truncate(views);
+        self.owned.truncate(owned);
+        self.valid.truncate(views);
+    }
+
+    fn finish(&mut self, input: &InputWindows) -> BinaryViewArray {
+        let views = memory::into_scalars(std::mem::take(&mut self.views));
+        let mut buffers = input.buffers.clone();
+        buffers.push(memory::into_buffer(std::mem::take(&mut self.owned)));
+        let nulls = self.valid.finish();
+        // Every view was made above from a slice of one of these buffers, so
+        // validation passes; it is kept (it is cheap next to the copies it saves).
+        BinaryViewArray::try_new(views, buffers, nulls).unwrap_or_else(|e| unreachable!("views lie in their buffers: {e}"))
+    }
+}
+
+/// Key and value columns: copied into `binary` columns (the default, what
+/// Spark takes), or `binary_view` columns referencing the input.
+#[derive(Debug)]
+enum KeyValue {
+    Copied { key: BinaryColumn, value: BinaryColumn },
+    Views { key: ViewColumn, value: ViewColumn, input: InputWindows },
+}
+
 /// Where a builder was before a batch, to undo a batch that turned out corrupt.
 #[derive(Debug, Clone, Copy)]
 pub struct Mark {
@@ -172,8 +275,7 @@ const KEY_BYTES_GUESS: usize = 32;
 /// Collects records into the columns of [`schema`].
 #[derive(Debug)]
 pub struct ColumnBuilder {
-    key: BinaryColumn,
-    value: BinaryColumn,
+    kv: KeyValue,
     offset: Vec<i64>,
     timestamp_us: Vec<i64>,
     timestamp_type: Vec<i32>,
@@ -192,9 +294,18 @@ impl Default for ColumnBuilder {
 
 impl ColumnBuilder {
     pub fn new() -> Self {
+        Self::with(KeyValue::Copied { key: BinaryColumn::new(), value: BinaryColumn::new() })
+    }
+
+    /// A builder whose key and value columns are `binary_view`s referencing
+    /// `input` (the buffer the records are decoded from) where they lie in it.
+    pub fn with_views(input: InputWindows) -> Self {
+        Self::with(KeyValue::Views { key: ViewColumn::default(), value: ViewColumn::default(), input })
+    }
+
+    fn with(kv: KeyValue) -> Self {
         ColumnBuilder {
-            key: BinaryColumn::new(),
-            value: BinaryColumn::new(),
+            kv,
             offset: Vec::new(),
             timestamp_us: Vec::new(),
             timestamp_type: Vec::new(),
@@ -216,12 +327,20 @@ impl ColumnBuilder {
     /// Bytes held by the largest variable-size buffer (to cut chunks before
     /// Arrow's 32-bit offsets overflow).
     pub fn largest_buffer(&self) -> usize {
-        self.key.data.len().max(self.value.data.len()).max(self.header_key.data.len()).max(self.header_value.data.len())
+        let key_value = match &self.kv {
+            KeyValue::Copied { key, value } => key.data.len().max(value.data.len()),
+            KeyValue::Views { key, value, .. } => key.owned.len().max(value.owned.len()),
+        };
+        key_value.max(self.header_key.data.len()).max(self.header_value.data.len())
     }
 
     /// Whether a 32-bit offset overflowed: the chunk must be cut earlier.
     pub fn overflowed(&self) -> bool {
-        self.key.overflowed() || self.value.overflowed() || self.header_key.overflowed() || self.header_value.overflowed()
+        let key_value = match &self.kv {
+            KeyValue::Copied { key, value } => key.overflowed() || value.overflowed(),
+            KeyValue::Views { key, value, .. } => key.owned.len().max(value.owned.len()) > i32::MAX as usize,
+        };
+        key_value || self.header_key.overflowed() || self.header_value.overflowed()
     }
 
     /// Make room for about `records` more records of at most `bytes` key and
@@ -230,13 +349,22 @@ impl ColumnBuilder {
         memory::reserve(&mut self.offset, records);
         memory::reserve(&mut self.timestamp_us, records);
         memory::reserve(&mut self.timestamp_type, records);
-        memory::reserve(&mut self.key.offsets, records);
-        memory::reserve(&mut self.value.offsets, records);
         memory::reserve(&mut self.header_offsets, records);
-        // Keys are short (ids, hashes): a guess per record, not the upper
-        // bound, so pooled key and value buffers keep their own sizes.
-        memory::reserve(&mut self.key.data, bytes.min(records.saturating_mul(KEY_BYTES_GUESS)));
-        memory::reserve(&mut self.value.data, bytes);
+        match &mut self.kv {
+            KeyValue::Copied { key, value } => {
+                memory::reserve(&mut key.offsets, records);
+                memory::reserve(&mut value.offsets, records);
+                // Keys are short (ids, hashes): a guess per record, not the upper
+                // bound, so pooled key and value buffers keep their own sizes.
+                memory::reserve(&mut key.data, bytes.min(records.saturating_mul(KEY_BYTES_GUESS)));
+                memory::reserve(&mut value.data, bytes);
+            }
+            // Values outside the input (decompressed) grow `owned` as they come.
+            KeyValue::Views { key, value, .. } => {
+                memory::reserve(&mut key.views, records);
+                memory::reserve(&mut value.views, records);
+            }
+        }
         self.header_room = (records, bytes);
     }
 
@@ -252,10 +380,14 @@ impl ColumnBuilder {
     }
 
     pub fn mark(&self) -> Mark {
+        let (key, value) = match &self.kv {
+            KeyValue::Copied { key, value } => (key.mark(), value.mark()),
+            KeyValue::Views { key, value, .. } => (key.mark(), value.mark()),
+        };
         Mark {
             rows: self.offset.len(),
-            key: self.key.mark(),
-            value: self.value.mark(),
+            key,
+            value,
             header_rows: self.header_offsets.len(),
             header_key: self.header_key.mark(),
             header_value: self.header_value.mark(),
@@ -267,8 +399,16 @@ impl ColumnBuilder {
         self.offset.truncate(mark.rows);
         self.timestamp_us.truncate(mark.rows);
         self.timestamp_type.truncate(mark.rows);
-        self.key.rollback(mark.key);
-        self.value.rollback(mark.value);
+        match &mut self.kv {
+            KeyValue::Copied { key, value } => {
+                key.rollback(mark.key);
+                value.rollback(mark.value);
+            }
+            KeyValue::Views { key, value, .. } => {
+                key.rollback(mark.key);
+                value.rollback(mark.value);
+            }
+        }
         self.header_offsets.truncate(mark.header_rows);
         self.header_key.rollback(mark.header_key);
         self.header_value.rollback(mark.header_value);
@@ -305,9 +445,13 @@ impl ColumnBuilder {
         debug_assert_eq!(header_struct.len(), header_count);
         let header_offsets = std::mem::replace(&mut self.header_offsets, vec![0]);
         let headers = ListArray::new(headers_item(), OffsetBuffer::new(memory::into_scalars(header_offsets)), Arc::new(header_struct), None);
+        let (key, value, schema): (ArrayRef, ArrayRef, SchemaRef) = match &mut self.kv {
+            KeyValue::Copied { key, value } => (Arc::new(key.finish_binary()), Arc::new(value.finish_binary()), schema()),
+            KeyValue::Views { key, value, input } => (Arc::new(key.finish(input)), Arc::new(value.finish(input)), view_schema()),
+        };
         let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.key.finish_binary()),
-            Arc::new(self.value.finish_binary()),
+            key,
+            value,
             topic,
             partition,
             Arc::new(Int64Array::new(memory::into_scalars(std::mem::take(&mut self.offset)), None)),
@@ -316,13 +460,18 @@ impl ColumnBuilder {
             Arc::new(headers),
         ];
         // The columns are built to the schema above, so this cannot fail.
-        RecordBatch::try_new(schema(), columns).unwrap_or_else(|e| unreachable!("columns match the schema: {e}"))
+        RecordBatch::try_new(schema, columns).unwrap_or_else(|e| unreachable!("columns match the schema: {e}"))
     }
 }
 
 /// An empty batch of the schema.
 pub fn empty_batch() -> RecordBatch {
     RecordBatch::new_empty(schema())
+}
+
+/// An empty batch of the `binary_view` schema.
+pub fn empty_view_batch() -> RecordBatch {
+    RecordBatch::new_empty(view_schema())
 }
 
 impl RecordSink for ColumnBuilder {
@@ -337,8 +486,16 @@ impl RecordSink for ColumnBuilder {
 
     #[inline(always)]
     fn record(&mut self, r: &RecordFields) {
-        self.key.push(r.key);
-        self.value.push(r.value);
+        match &mut self.kv {
+            KeyValue::Copied { key, value } => {
+                key.push(r.key);
+                value.push(r.value);
+            }
+            KeyValue::Views { key, value, input } => {
+                key.push(r.key, input);
+                value.push(r.value, input);
+            }
+        }
         self.offset.push(r.offset);
         self.timestamp_us.push(r.timestamp.saturating_mul(1000));
         self.timestamp_type.push(r.timestamp_type as i32);

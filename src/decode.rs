@@ -4,7 +4,7 @@
 
 use arrow_array::RecordBatch;
 
-use crate::arrow_out::ColumnBuilder;
+use crate::arrow_out::{ColumnBuilder, InputWindows};
 use crate::batch::{self, BatchHeader, BatchWalker, RawBatch, WalkEnd, LOG_APPEND_TIME, V2_HEADER_SIZE};
 use crate::compression::{self, Codec};
 use crate::error::{DecodeError, ErrorKind};
@@ -139,6 +139,33 @@ pub fn decode_range(
     partition: Option<i32>,
     options: &DecodeOptions,
 ) -> Result<Decoded, DecodeError> {
+    decode_into(data, None, start, end, topic, partition, options)
+}
+
+/// As [`decode_range`] over `input`, with `binary_view` key and value
+/// columns ([`crate::arrow_out::view_schema`]): values of uncompressed
+/// batches are referenced in `input`, not copied; the output keeps `input`
+/// alive.
+pub fn decode_range_views(
+    input: &arrow_buffer::Buffer,
+    start: usize,
+    end: usize,
+    topic: Option<&str>,
+    partition: Option<i32>,
+    options: &DecodeOptions,
+) -> Result<Decoded, DecodeError> {
+    decode_into(input.as_slice(), Some(&InputWindows::new(input)), start, end, topic, partition, options)
+}
+
+fn decode_into(
+    data: &[u8],
+    views: Option<&InputWindows>,
+    start: usize,
+    end: usize,
+    topic: Option<&str>,
+    partition: Option<i32>,
+    options: &DecodeOptions,
+) -> Result<Decoded, DecodeError> {
     let data = &data[..end.min(data.len())];
     let start = start.min(data.len());
     let hidden = match &options.isolation {
@@ -147,7 +174,7 @@ pub fn decode_range(
     };
     let parts = split_for_threads(data, start, options.threads);
     if parts.len() <= 2 {
-        return decode_part(data, start, data.len(), topic, partition, options, hidden.as_ref());
+        return decode_part(data, views, start, data.len(), topic, partition, options, hidden.as_ref());
     }
     // Each thread decodes whole batches of its own byte range into its own
     // columns; the parts are joined in input order, so results are identical.
@@ -156,7 +183,7 @@ pub fn decode_range(
             .windows(2)
             .map(|w| {
                 let (start, end, hidden) = (w[0], w[1], hidden.as_ref());
-                scope.spawn(move || decode_part(data, start, end, topic, partition, options, hidden))
+                scope.spawn(move || decode_part(data, views, start, end, topic, partition, options, hidden))
             })
             .collect();
         handles
@@ -177,7 +204,7 @@ pub fn decode_range(
         out.end = part.end;
     }
     if out.chunks.is_empty() {
-        out.chunks.push(crate::arrow_out::empty_batch());
+        out.chunks.push(if views.is_some() { crate::arrow_out::empty_view_batch() } else { crate::arrow_out::empty_batch() });
     }
     Ok(out)
 }
@@ -237,8 +264,10 @@ fn split_for_threads(data: &[u8], start: usize, requested: usize) -> Vec<usize> 
 }
 
 /// Decode the batches in `data[start..end]` (`start` a batch boundary).
+#[allow(clippy::too_many_arguments)]
 fn decode_part(
     data: &[u8],
+    views: Option<&InputWindows>,
     start: usize,
     end: usize,
     topic: Option<&str>,
@@ -247,7 +276,10 @@ fn decode_part(
     hidden: Option<&txn::Hidden>,
 ) -> Result<Decoded, DecodeError> {
     let data = &data[..end];
-    let mut builder = ColumnBuilder::new();
+    let mut builder = match views {
+        Some(input) => ColumnBuilder::with_views(input.clone()),
+        None => ColumnBuilder::new(),
+    };
     let mut scratch = Vec::new();
     let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
     let hint = SizeHint::of(data, start, options.max_decompressed_size);
@@ -410,6 +442,44 @@ mod tests {
         assert!(parallel.chunks.len() >= 2);
         assert_eq!(concat(&single), concat(&parallel));
         assert_eq!((single.records, single.end.clone()), (parallel.records, parallel.end.clone()));
+    }
+
+    #[test]
+    fn views_reference_the_input_and_equal_the_copied_columns() {
+        use crate::encode::{encode, EncodeOptions, RecordRef};
+        use arrow_array::{Array, BinaryArray, BinaryViewArray};
+        let long = [9u8; 300];
+        let values: Vec<&[u8]> = vec![b"", b"short", b"twelve bytes", b"thirteen byte", &long];
+        let mut data = v2_batch(0, &values);
+        let records: Vec<RecordRef> = values.iter().map(|v| RecordRef::new(Some(b"key-longer-than-12"), Some(v), 5)).collect();
+        for magic in [2, 1] {
+            let opts = EncodeOptions { magic, codec: Codec::Gzip, base_offset: 5, ..Default::default() };
+            encode(&records, &opts, &mut data).expect("encodes");
+        }
+        data.extend(v2_batch(20, &values));
+        let input = arrow_buffer::Buffer::from_vec(data.clone());
+        let options = DecodeOptions { threads: 1, ..Default::default() };
+        let copied = decode(&data, Some("t"), Some(0), &options).expect("valid");
+        let viewed = decode_range_views(&input, 0, input.len(), Some("t"), Some(0), &options).expect("valid");
+        assert_eq!(viewed.chunks[0].schema(), crate::arrow_out::view_schema());
+        assert_eq!(viewed.records, 20);
+        for column in [0, 1] {
+            let c = copied.chunks[0].column(column).as_any().downcast_ref::<BinaryArray>().expect("binary");
+            let v = viewed.chunks[0].column(column).as_any().downcast_ref::<BinaryViewArray>().expect("view");
+            assert_eq!(c.iter().collect::<Vec<_>>(), v.iter().collect::<Vec<_>>());
+        }
+        for column in 2..8 {
+            assert_eq!(copied.chunks[0].column(column).to_data(), viewed.chunks[0].column(column).to_data());
+        }
+        // The long values of the uncompressed batches point into the input;
+        // the compressed batches' values were copied to one owned buffer.
+        let values = viewed.chunks[0].column(1).as_any().downcast_ref::<BinaryViewArray>().expect("view");
+        assert_eq!(values.data_buffers().len(), 2);
+        assert_eq!(values.data_buffers()[0].as_ptr(), input.as_ptr());
+        assert_eq!(values.data_buffers()[1].len(), 2 * (13 + 300));
+        // An empty input gives the view schema too.
+        let empty = decode_range_views(&arrow_buffer::Buffer::from_vec(Vec::<u8>::new()), 0, 0, None, None, &options).expect("valid");
+        assert_eq!(empty.chunks[0].schema(), crate::arrow_out::view_schema());
     }
 
     /// (offset, value) pairs of every chunk, in order.

@@ -47,7 +47,7 @@ macro_rules! poolable {
         }
     )*};
 }
-poolable!(u8, i32, i64);
+poolable!(u8, i32, i64, u128);
 
 fn bytes_of<T>(v: &Vec<T>) -> usize {
     v.capacity() * std::mem::size_of::<T>()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from kafkabatch._api import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     SCHEMA,
+    VIEW_SCHEMA,
     DecodeReport,
     decode,
     decode_report,
@@ -42,6 +43,7 @@ from kafkabatch._kafkabatch import (
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "SCHEMA",
+    "VIEW_SCHEMA",
     "Batch",
     "BatchIterator",
     "ControlRecord",

@@ -23,6 +23,10 @@ DEFAULT_MAX_DECOMPRESSED_SIZE: int = _native.DEFAULT_MAX_DECOMPRESSED_SIZE
 #: headers list<struct<key: string, value: binary>>.
 SCHEMA: pa.Schema = pa.schema(_native.ArrowSchema())
 
+#: The schema of ``decode(..., binary_view=True)``: key and value are
+#: ``binary_view`` columns pointing into the input; the rest as :data:`SCHEMA`.
+VIEW_SCHEMA: pa.Schema = pa.schema(_native.ArrowSchema(binary_view=True))
+
 Isolation = Literal["read_uncommitted", "read_committed"]
 OnError = Literal["raise", "skip"]
 
@@ -58,7 +62,7 @@ def _aborted_pairs(aborted: AbortedTransactions) -> list[tuple[int, int]] | None
     return pairs
 
 
-def _table(stream: _native.DecodedStream) -> pa.Table:
+def _table(stream: _native.DecodedStream, schema: pa.Schema = SCHEMA) -> pa.Table:
     """The decoded chunks as one table.
 
     Imports each chunk's C Data Interface array against the schema imported
@@ -66,8 +70,8 @@ def _table(stream: _native.DecodedStream) -> pa.Table:
     counts when every fetch is decoded by its own call. ``stream`` holds the
     arrays until pyarrow has moved them out.
     """
-    batches = [pa.RecordBatch._import_from_c(address, SCHEMA) for address in stream._export_arrays()]
-    return pa.Table.from_batches(batches, schema=SCHEMA)
+    batches = [pa.RecordBatch._import_from_c(address, schema) for address in stream._export_arrays()]
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,7 @@ def decode(
     aborted_transactions: AbortedTransactions = None,
     hide_open_transactions: bool | None = None,
     threads: int | None = None,
+    binary_view: bool = False,
 ) -> pa.Table:
     """Decode Kafka batches (any magic, any codec, mixed) into a :class:`pyarrow.Table`.
 
@@ -172,6 +177,15 @@ def decode(
     Inputs of many batches decode on one thread per core (``threads`` sets
     the number); the rows come back identical and in input order.
 
+    ``binary_view=True`` returns key and value as ``binary_view`` columns
+    (:data:`VIEW_SCHEMA`) that point into ``data`` instead of copying it:
+    values of uncompressed batches are not copied at all (those of compressed
+    batches are copied once out of the decompressed payload). The table holds
+    ``data``'s buffer while it lives, so a bytearray cannot be resized and
+    changes made to it in place show in the table. For pyarrow, polars and
+    DuckDB consumers; Spark does not take view types, so the default stays
+    ``binary``.
+
     >>> import kafkabatch as kb
     >>> table = kb.decode(open("00000000000000000000.log", "rb").read(), topic="orders", partition=0)  # doctest: +SKIP
     >>> table.column_names
@@ -191,8 +205,9 @@ def decode(
         aborted_transactions=_aborted_pairs(aborted_transactions),
         hide_open_transactions=hide_open_transactions,
         threads=threads,
+        binary_view=binary_view,
     )
-    return _table(stream)
+    return _table(stream, VIEW_SCHEMA if binary_view else SCHEMA)
 
 
 def iter_batches(

@@ -12,23 +12,28 @@ use pyo3::types::PyCapsule;
 
 use super::errors::to_py;
 use super::input::Input;
-use crate::arrow_out::schema;
+use crate::arrow_out::{schema, view_schema};
 use crate::batch::WalkEnd;
 use crate::decode::{self, DEFAULT_MAX_DECOMPRESSED_SIZE};
 
 /// The output schema, exported with `__arrow_c_schema__`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
-pub struct ArrowSchema;
+pub struct ArrowSchema {
+    /// Key and value as `binary_view` (`decode(..., binary_view=True)`).
+    binary_view: bool,
+}
 
 #[pymethods]
 impl ArrowSchema {
     #[new]
-    fn new() -> Self {
-        ArrowSchema
+    #[pyo3(signature = (binary_view=false))]
+    fn new(binary_view: bool) -> Self {
+        ArrowSchema { binary_view }
     }
 
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let ffi = FFI_ArrowSchema::try_from(schema().as_ref()).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let schema = if self.binary_view { view_schema() } else { schema() };
+        let ffi = FFI_ArrowSchema::try_from(schema.as_ref()).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         PyCapsule::new(py, ffi, Some(c"arrow_schema".to_owned()))
     }
 }
@@ -38,8 +43,9 @@ impl ArrowSchema {
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
 pub struct DecodedStream {
     chunks: Mutex<Option<Vec<RecordBatch>>>,
-    /// Chunks handed out by `_export_arrays`, alive until imported.
-    exported: Mutex<Vec<Box<FFI_ArrowArray>>>,
+    /// Chunks handed out by `_export_arrays`, alive until imported. Filled
+    /// once and never grown after, so the addresses handed out stay valid.
+    exported: Mutex<Vec<FFI_ArrowArray>>,
     /// Batches decoded and records produced.
     #[pyo3(get)]
     batches: usize,
@@ -92,14 +98,14 @@ impl DecodedStream {
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))?;
         let mut exported = self.exported.lock().map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?;
-        exported.extend(chunks.into_iter().map(|batch| Box::new(FFI_ArrowArray::new(&StructArray::from(batch).into_data()))));
+        *exported = chunks.into_iter().map(|batch| FFI_ArrowArray::new(&StructArray::from(batch).into_data())).collect();
         Ok(exported.iter().map(|array| std::ptr::from_ref::<FFI_ArrowArray>(array).addr()).collect())
     }
 }
 
 /// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).
 #[pyfunction]
-#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None, threads=None, start=0, end=None))]
+#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None, threads=None, start=0, end=None, binary_view=false))]
 #[pyo3(name = "decode")]
 #[allow(clippy::too_many_arguments)]
 fn decode_py(
@@ -117,6 +123,7 @@ fn decode_py(
     threads: Option<usize>,
     start: usize,
     end: Option<usize>,
+    binary_view: bool,
 ) -> PyResult<DecodedStream> {
     let (mut options, mode) = super::options(validate_crc, include_control, on_error, max_decompressed_size, isolation, aborted_transactions, hide_open_transactions)?;
     options.threads = match threads {
@@ -128,12 +135,18 @@ fn decode_py(
         return Err(PyValueError::new_err("decode() takes on_error='raise' or 'skip'; 'keep' is for iter_batches()"));
     }
     let input = Input::new(data)?;
-    let bytes = input.as_slice();
-    let end = end.unwrap_or(bytes.len());
-    if start > end || end > bytes.len() {
-        return Err(PyValueError::new_err(format!("start {start} and end {end} must satisfy 0 <= start <= end <= {}", bytes.len())));
+    let len = input.as_slice().len();
+    let end = end.unwrap_or(len);
+    if start > end || end > len {
+        return Err(PyValueError::new_err(format!("start {start} and end {end} must satisfy 0 <= start <= end <= {len}")));
     }
-    let result = py.detach(|| decode::decode_range(bytes, start, end, topic.as_deref(), partition, &options));
+    let result = if binary_view {
+        let buffer = input.into_arrow_buffer();
+        py.detach(|| decode::decode_range_views(&buffer, start, end, topic.as_deref(), partition, &options))
+    } else {
+        let bytes = input.as_slice();
+        py.detach(|| decode::decode_range(bytes, start, end, topic.as_deref(), partition, &options))
+    };
     let out = result.map_err(|e| to_py(py, &e))?;
     let trailing_bytes = match &out.end {
         WalkEnd::Clean => 0,

@@ -52,3 +52,30 @@ impl Input {
         unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 }
+
+impl Input {
+    /// The input as an Arrow buffer that keeps the Python buffer held (and
+    /// so the object alive and, for a bytearray, unresizable) for as long
+    /// as Arrow uses it: `binary_view` columns point into it.
+    pub fn into_arrow_buffer(self) -> arrow_buffer::Buffer {
+        let bytes = self.as_slice();
+        let (ptr, len) = (bytes.as_ptr(), bytes.len());
+        let Some(ptr) = std::ptr::NonNull::new(ptr.cast_mut()) else {
+            return arrow_buffer::Buffer::from_vec(Vec::<u8>::new());
+        };
+        if len == 0 {
+            return arrow_buffer::Buffer::from_vec(Vec::<u8>::new());
+        }
+        let owner = std::sync::Arc::new(HeldInput { _input: std::panic::AssertUnwindSafe(self) });
+        // SAFETY: `ptr` and `len` are those of `as_slice` (a contiguous
+        // buffer the exporter keeps valid while it is held), and `owner`
+        // holds it until Arrow drops the last user of the bytes; dropping a
+        // PyBuffer takes the GIL itself, so any thread may drop it.
+        unsafe { arrow_buffer::Buffer::from_custom_allocation(ptr, len, owner) }
+    }
+}
+
+/// An [`Input`] owned by an Arrow buffer, released when it drops.
+struct HeldInput {
+    _input: std::panic::AssertUnwindSafe<Input>,
+}
