@@ -181,6 +181,11 @@ def kafkabatch_reader(threads: int | None) -> Callable[[bytes], int]:
     return run
 
 
+def kafkabatch_views(data: bytes) -> int:
+    """decode(binary_view=True): key and value point into the input (uncompressed only)."""
+    return kb.decode(data, topic="bench", partition=0, threads=1, binary_view=True).num_rows
+
+
 def kafkabatch_fetches(chunks: list[bytes]) -> int:
     """One decode call per fetch-sized chunk, as a consumer would call it."""
     return sum(kb.decode(c, topic="bench", partition=0, threads=1).num_rows for c in chunks)
@@ -378,6 +383,8 @@ def make_peers(args: argparse.Namespace) -> tuple[list[Peer], dict[str, str]]:
         peers.append(Peer(name, "kafkabatch threads=1", "kafkabatch", kafkabatch_reader(1), big, kbn, kbp, kbw))
         peers.append(Peer(name, "kafkabatch threads=auto", "kafkabatch", kafkabatch_reader(None), big, kbn, kbp, kbw))
         peers.append(Peer(name, "kafkabatch threads=1, per 1 MiB fetch", "kafkabatch", kafkabatch_fetches, fetch_chunks(data), n, plain, len(data)))
+        if codec == "none":
+            peers.append(Peer(name, "kafkabatch binary_view, threads=1", "kafkabatch", kafkabatch_views, big, kbn, kbp, kbw))
         peers.append(Peer(name, "aiokafka (Cython)", "peer", aiokafka_reader(headers), data, n, plain, len(data)))
         # kafka-python is slow: a slice keeps a repetition near a second.
         sub = max(1, nb // 10)
@@ -445,10 +452,10 @@ def plot(rows: list[dict[str, Any]], path: str, title: str) -> None:
 
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     names = [
-        "kafkabatch threads=1", "kafkabatch threads=auto", "kafkabatch threads=1, per 1 MiB fetch", "aiokafka (Cython)", "kafka-python + crc32c",
-        "kafka-python, pure-Python CRC",
+        "kafkabatch threads=1", "kafkabatch threads=auto", "kafkabatch threads=1, per 1 MiB fetch", "kafkabatch binary_view, threads=1",
+        "aiokafka (Cython)", "kafka-python + crc32c", "kafka-python, pure-Python CRC",
     ]
-    colors = ["#1f77b4", "#6baed6", "#9ecae1", "#ff7f0e", "#2ca02c", "#98df8a", "#7f7f7f"]
+    colors = ["#1f77b4", "#6baed6", "#9ecae1", "#08306b", "#ff7f0e", "#2ca02c", "#98df8a", "#7f7f7f"]
     fig, axes = plt.subplots(2, 1, figsize=(13, 9))
     width = 0.8 / (len(names) + 1)
     for ax, metric, label in ((axes[0], "records_per_s", "records/s (log)"), (axes[1], "gb_per_s", "GB/s of record bytes (log)")):
