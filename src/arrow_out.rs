@@ -137,9 +137,7 @@ impl BinaryColumn {
         let offsets = std::mem::replace(&mut self.offsets, vec![0]);
         let data = std::mem::take(&mut self.data);
         let nulls = self.valid.finish();
-        // SAFETY-free: OffsetBuffer::new checks monotonicity (overflow is
-        // rejected before we get here).
-        (OffsetBuffer::new(memory::into_scalars(offsets)), memory::into_buffer(data), nulls)
+        (built_offsets(offsets, data.len()), memory::into_buffer(data), nulls)
     }
 
     fn finish_binary(&mut self) -> BinaryArray {
@@ -256,6 +254,23 @@ impl ViewColumn {
 enum KeyValue {
     Copied { key: BinaryColumn, value: BinaryColumn },
     Views { key: ViewColumn, value: ViewColumn, input: InputWindows },
+}
+
+/// Offsets this module built: a leading 0, then the length of the column's
+/// data (or child) after each push. Data only grows, except that a rollback
+/// truncates offsets and data to one mark together, so every offset lies
+/// between its predecessor and `end`, the final length. When `end` fits i32
+/// each was stored exactly, and Arrow's check, which walks every offset
+/// (~10 % of a 100-byte-record decode), is not needed. Past i32 the checked
+/// constructor runs (`overflowed` keeps that from happening).
+fn built_offsets(offsets: Vec<i32>, end: usize) -> OffsetBuffer<i32> {
+    debug_assert!(offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]));
+    let offsets = memory::into_scalars(offsets);
+    if end > i32::MAX as usize || offsets.is_empty() {
+        return OffsetBuffer::new(offsets);
+    }
+    // SAFETY: non-empty, starting at 0 and never decreasing, as argued above.
+    unsafe { OffsetBuffer::new_unchecked(offsets) }
 }
 
 /// Where a builder was before a batch, to undo a batch that turned out corrupt.
@@ -414,24 +429,36 @@ impl ColumnBuilder {
         self.header_value.rollback(mark.header_value);
     }
 
-    /// Build a record batch of everything pushed so far and start afresh.
-    pub fn finish(&mut self, topic: Option<&str>, partition: Option<i32>) -> RecordBatch {
+    /// Build record batches of everything pushed so far and start afresh:
+    /// one, unless the topic column would pass i32 offsets (a long topic
+    /// name times millions of rows), then as many as that takes.
+    pub fn finish(&mut self, topic: Option<&str>, partition: Option<i32>) -> Vec<RecordBatch> {
+        self.finish_within(topic, partition, i32::MAX as usize)
+    }
+
+    /// [`finish`](Self::finish) with topic columns of at most `topic_bytes`.
+    fn finish_within(&mut self, topic: Option<&str>, partition: Option<i32>, topic_bytes: usize) -> Vec<RecordBatch> {
         let rows = self.offset.len();
-        let topic: ArrayRef = Arc::new(match topic {
-            Some(t) => {
-                let mut offsets = memory::take_vec::<i32>(rows + 1);
-                offsets.extend((0..=rows).map(|i| (i * t.len()) as i32));
-                // The name once, then doubled: a few large copies.
-                let total = rows * t.len();
-                let mut bytes = memory::take_vec::<u8>(total);
-                bytes.extend_from_slice(&t.as_bytes()[..t.len().min(total)]);
-                while bytes.len() < total {
-                    bytes.extend_from_within(..bytes.len().min(total - bytes.len()));
-                }
-                StringArray::new(OffsetBuffer::new(memory::into_scalars(offsets)), memory::into_buffer(bytes), None)
-            }
-            None => StringArray::new_null(rows),
-        });
+        let piece = topic.map_or(usize::MAX, |t| (topic_bytes / t.len().max(1)).max(1));
+        if rows <= piece {
+            let column = topic.map_or_else(|| StringArray::new_null(rows), |t| topic_column(t, rows));
+            return vec![self.finish_with(Arc::new(column), partition)];
+        }
+        let Some(t) = topic else { unreachable!("only a topic limits the rows") };
+        let whole = self.finish_with(Arc::new(StringArray::new_null(rows)), partition);
+        (0..rows)
+            .step_by(piece)
+            .map(|start| {
+                let part = whole.slice(start, piece.min(rows - start));
+                let mut columns = part.columns().to_vec();
+                columns[2] = Arc::new(topic_column(t, part.num_rows()));
+                RecordBatch::try_new(part.schema(), columns).unwrap_or_else(|e| unreachable!("same schema and rows: {e}"))
+            })
+            .collect()
+    }
+
+    fn finish_with(&mut self, topic: ArrayRef, partition: Option<i32>) -> RecordBatch {
+        let rows = self.offset.len();
         let partition: ArrayRef = Arc::new(match partition {
             Some(p) => Int32Array::new(memory::into_scalars(memory::filled(p, rows)), None),
             None => Int32Array::new_null(rows),
@@ -443,8 +470,8 @@ impl ColumnBuilder {
             None,
         );
         debug_assert_eq!(header_struct.len(), header_count);
-        let header_offsets = std::mem::replace(&mut self.header_offsets, vec![0]);
-        let headers = ListArray::new(headers_item(), OffsetBuffer::new(memory::into_scalars(header_offsets)), Arc::new(header_struct), None);
+        let header_offsets = built_offsets(std::mem::replace(&mut self.header_offsets, vec![0]), header_count);
+        let headers = ListArray::new(headers_item(), header_offsets, Arc::new(header_struct), None);
         let (key, value, schema): (ArrayRef, ArrayRef, SchemaRef) = match &mut self.kv {
             KeyValue::Copied { key, value } => (Arc::new(key.finish_binary()), Arc::new(value.finish_binary()), schema()),
             KeyValue::Views { key, value, input } => (Arc::new(key.finish(input)), Arc::new(value.finish(input)), view_schema()),
@@ -462,6 +489,26 @@ impl ColumnBuilder {
         // The columns are built to the schema above, so this cannot fail.
         RecordBatch::try_new(schema, columns).unwrap_or_else(|e| unreachable!("columns match the schema: {e}"))
     }
+}
+
+/// `rows` copies of `t`, for `rows * t.len()` within i32 offsets.
+fn topic_column(t: &str, rows: usize) -> StringArray {
+    let total = rows * t.len();
+    let mut offsets = memory::take_vec::<i32>(rows + 1);
+    offsets.extend((0..=rows).map(|i| (i * t.len()) as i32));
+    // The name once, then doubled: a few large copies.
+    let mut bytes = memory::take_vec::<u8>(total);
+    bytes.extend_from_slice(&t.as_bytes()[..t.len().min(total)]);
+    while bytes.len() < total {
+        bytes.extend_from_within(..bytes.len().min(total - bytes.len()));
+    }
+    let offsets = built_offsets(offsets, total);
+    if total > i32::MAX as usize {
+        return StringArray::new(offsets, memory::into_buffer(bytes), None);
+    }
+    // SAFETY: the bytes are `t` (a &str, so UTF-8) `rows` times over, and
+    // value i spans [i * len, (i + 1) * len): one whole copy of `t`.
+    unsafe { StringArray::new_unchecked(offsets, memory::into_buffer(bytes), None) }
 }
 
 /// An empty batch of the schema.
@@ -519,7 +566,7 @@ mod tests {
         b.header(b"h", Some(b"1"));
         b.header(b"h", None);
         b.record(&rec(1, Some(b"k"), None));
-        let batch = b.finish(Some("orders"), Some(3));
+        let batch = b.finish(Some("orders"), Some(3)).remove(0);
         assert_eq!(batch.schema(), schema());
         assert_eq!(batch.num_rows(), 2);
         let key = batch.column(0).as_any().downcast_ref::<BinaryArray>().expect("binary");
@@ -536,12 +583,34 @@ mod tests {
     }
 
     #[test]
+    fn a_topic_column_past_its_offsets_splits_the_chunk() {
+        let mut b = ColumnBuilder::new();
+        for i in 0..10 {
+            b.header(b"h", Some(b"x"));
+            b.record(&rec(i, None, Some(b"v")));
+        }
+        // 4-byte topic, at most 12 bytes per column: pieces of 3 rows.
+        let pieces = b.finish_within(Some("abcd"), Some(1), 12);
+        assert_eq!(pieces.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(), [3, 3, 3, 1]);
+        let mut offsets = Vec::new();
+        for piece in &pieces {
+            assert_eq!(piece.schema(), schema());
+            let topic = piece.column(2).as_any().downcast_ref::<StringArray>().expect("utf8");
+            assert!(topic.iter().all(|t| t == Some("abcd")) && topic.value_data().len() == 4 * piece.num_rows());
+            let headers = piece.column(7).as_any().downcast_ref::<ListArray>().expect("list");
+            assert!((0..piece.num_rows()).all(|i| headers.value_length(i) == 1));
+            offsets.extend(piece.column(4).as_any().downcast_ref::<Int64Array>().expect("i64").values().iter().copied());
+        }
+        assert_eq!(offsets, (0..10).collect::<Vec<i64>>());
+    }
+
+    #[test]
     fn header_keys_that_are_not_utf8_get_replacement_characters() {
         let mut b = ColumnBuilder::new();
         b.header(b"ok", None);
         b.header(b"bad\xff", Some(b"v"));
         b.record(&rec(0, None, None));
-        let batch = b.finish(None, None);
+        let batch = b.finish(None, None).remove(0);
         let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
         let keys = headers.values().as_any().downcast_ref::<StructArray>().expect("struct").column(0).clone();
         let keys = keys.as_any().downcast_ref::<StringArray>().expect("utf8");
@@ -557,7 +626,7 @@ mod tests {
         b.record(&rec(1, None, Some(b"zz")));
         b.header(b"dangling", None);
         b.rollback(mark);
-        let batch = b.finish(None, None);
+        let batch = b.finish(None, None).remove(0);
         assert_eq!(batch.num_rows(), 1);
         let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
         assert_eq!(headers.values().len(), 0);

@@ -313,7 +313,7 @@ fn decode_part(
             }
         }
         if builder.largest_buffer() >= CHUNK_BYTES || builder.len() >= CHUNK_ROWS {
-            out.chunks.push(builder.finish(topic, partition));
+            out.chunks.extend(builder.finish(topic, partition));
             let left = hint.records.saturating_sub(out.records);
             builder.reserve(left.min(CHUNK_ROWS), CHUNK_BYTES.min(data.len() - (raw.position + raw.bytes.len())));
         }
@@ -324,7 +324,7 @@ fn decode_part(
         None => {}
     }
     if !builder.is_empty() || out.chunks.is_empty() {
-        out.chunks.push(builder.finish(topic, partition));
+        out.chunks.extend(builder.finish(topic, partition));
     }
     Ok(out)
 }
