@@ -147,6 +147,13 @@ impl BinaryColumn {
 
     fn finish_utf8(&mut self) -> StringArray {
         let (offsets, data, nulls) = self.take();
+        if data.is_ascii() {
+            // SAFETY: ASCII bytes are UTF-8 and every byte starts a
+            // character, so every offset (valid for the data, from `take`)
+            // is a character boundary. Header keys almost always are ASCII;
+            // this skips Arrow's check of each offset.
+            return unsafe { StringArray::new_unchecked(offsets, data, nulls) };
+        }
         // One validation for the whole column; only if some value is not
         // UTF-8 is each one decoded with replacement characters, as Kafka's
         // Java client decodes header keys.
