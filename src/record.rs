@@ -13,7 +13,7 @@
 //! must hold exactly `record count` records.
 
 use crate::error::LocalError;
-use crate::varint::{read_varint, read_varlong};
+use crate::varint::{read_varint, read_varlong, read_zigzag, unzigzag32};
 
 /// Receives decoded records. For each record, `header` is called once per
 /// header (in order), then `record` once. Header keys are the raw bytes: a
@@ -81,15 +81,17 @@ pub fn read_records<S: RecordSink>(buf: &[u8], count: usize, ctx: &RecordContext
 /// captures lives on the stack instead of in a register.
 #[inline(always)]
 fn read_record<S: RecordSink>(buf: &[u8], start: usize, index: usize, ctx: &RecordContext, sink: &mut S) -> Result<usize, LocalError> {
-    let Some((length, body_start)) = varint(buf, start) else {
+    let Some((zigzag, body_start)) = zigzag_at(buf, start) else {
         return Err(bad_varint(start, index, "length"));
     };
-    if length < 0 || length as usize > buf.len() - body_start {
-        return Err(bad_length(start, index, length, buf.len() - body_start));
+    // Odd: a negative length. A length fits 31 bits.
+    let length = (zigzag >> 1) as usize;
+    if zigzag & 1 == 1 || length > buf.len() - body_start {
+        return Err(bad_length(start, index, unzigzag32(zigzag), buf.len() - body_start));
     }
     // Everything below reads from `body` only, so a field can never run into
     // the next record.
-    let body_end = body_start + length as usize;
+    let body_end = body_start + length;
     let body = &buf[..body_end];
     let pos = body_start + 1; // attributes: unused since v2 (spec "Record")
     if pos > body_end {
@@ -162,6 +164,11 @@ fn varint(buf: &[u8], mut pos: usize) -> Option<(i32, usize)> {
 }
 
 #[inline(always)]
+fn zigzag_at(buf: &[u8], mut pos: usize) -> Option<(u32, usize)> {
+    read_zigzag(buf, &mut pos).map(|v| (v, pos))
+}
+
+#[inline(always)]
 fn varlong(buf: &[u8], mut pos: usize) -> Option<(i64, usize)> {
     read_varlong(buf, &mut pos).map(|v| (v, pos))
 }
@@ -170,14 +177,16 @@ fn varlong(buf: &[u8], mut pos: usize) -> Option<(i64, usize)> {
 /// the position after them.
 #[inline(always)]
 fn read_bytes<'a>(buf: &'a [u8], at: usize, index: usize, field: &'static str) -> Result<(Option<&'a [u8]>, usize), LocalError> {
-    let Some((len, pos)) = varint(buf, at) else {
+    let Some((zigzag, pos)) = zigzag_at(buf, at) else {
         return Err(bad_varint(at, index, field));
     };
-    if len < 0 {
+    // Odd: negative, which Kafka reads as null (DefaultRecord.readFrom).
+    if zigzag & 1 == 1 {
         return Ok((None, pos));
     }
-    match buf.get(pos..pos + len as usize) {
-        Some(bytes) => Ok((Some(bytes), pos + len as usize)),
+    let len = (zigzag >> 1) as usize;
+    match buf.get(pos..pos + len) {
+        Some(bytes) => Ok((Some(bytes), pos + len)),
         None => Err(past_end(at, index, field, len)),
     }
 }
@@ -193,7 +202,7 @@ fn bad_header_count(at: usize, index: usize, count: i32, remaining: usize) -> Lo
 }
 
 #[cold]
-fn past_end(at: usize, index: usize, field: &str, len: i32) -> LocalError {
+fn past_end(at: usize, index: usize, field: &str, len: usize) -> LocalError {
     LocalError::corrupt(at, format!("record {index}: {field} length {len} runs past the record's end"))
 }
 

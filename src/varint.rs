@@ -7,18 +7,26 @@
 /// or the encoding is longer than 5 bytes.
 #[inline(always)]
 pub fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
+    read_zigzag(buf, pos).map(unzigzag32)
+}
+
+/// A varint's zig-zag encoding itself, not decoded: odd for negative
+/// values, `2n` for `n >= 0`. Lengths only need that split (any negative
+/// length is null), which saves the decoding in the innermost loop.
+#[inline(always)]
+pub fn read_zigzag(buf: &[u8], pos: &mut usize) -> Option<u32> {
     // Fast paths: one byte covers -64..=63, two bytes -8192..=8191 — lengths,
     // deltas and counts of ordinary records.
     let p = *pos;
     let first = *buf.get(p)?;
     if first < 0x80 {
         *pos = p + 1;
-        return Some(unzigzag32(first as u32));
+        return Some(first as u32);
     }
     if let Some(&second) = buf.get(p + 1) {
         if second < 0x80 {
             *pos = p + 2;
-            return Some(unzigzag32((first & 0x7f) as u32 | (second as u32) << 7));
+            return Some((first & 0x7f) as u32 | (second as u32) << 7);
         }
     }
     let (value, next) = read_varint_slow(buf, p)?;
@@ -29,7 +37,7 @@ pub fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
 /// Longer encodings. Takes and returns the position by value, so callers'
 /// positions never have their address taken and stay in registers.
 #[inline(never)]
-fn read_varint_slow(buf: &[u8], pos: usize) -> Option<(i32, usize)> {
+fn read_varint_slow(buf: &[u8], pos: usize) -> Option<(u32, usize)> {
     let mut value: u32 = 0;
     for i in 0..5 {
         let byte = *buf.get(pos + i)?;
@@ -39,7 +47,7 @@ fn read_varint_slow(buf: &[u8], pos: usize) -> Option<(i32, usize)> {
         }
         value |= ((byte & 0x7f) as u32) << (7 * i);
         if byte < 0x80 {
-            return Some((unzigzag32(value), pos + i + 1));
+            return Some((value, pos + i + 1));
         }
     }
     None
@@ -83,7 +91,7 @@ fn read_varlong_slow(buf: &[u8], pos: usize) -> Option<(i64, usize)> {
 }
 
 #[inline(always)]
-fn unzigzag32(v: u32) -> i32 {
+pub fn unzigzag32(v: u32) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
