@@ -52,41 +52,39 @@ fn build_schema(key_value: DataType) -> SchemaRef {
     ]))
 }
 
-/// Validity that costs one counter until the first null: keys and values
-/// are rarely null, so most columns never build a bitmap.
+/// Validity that costs one branch until the first null: keys and values
+/// are rarely null, so most columns never build a bitmap. The column's
+/// length is passed in, so an all-valid column keeps no counter either.
 #[derive(Debug, Default)]
 struct LazyValidity {
-    len: usize,
     bitmap: Option<BooleanBufferBuilder>,
 }
 
 impl LazyValidity {
+    /// Append one value's validity; `len` values came before it.
     #[inline(always)]
-    fn append(&mut self, valid: bool) {
+    fn append(&mut self, valid: bool, len: usize) {
         match &mut self.bitmap {
             None if valid => {}
-            None => self.materialize().append(false),
+            None => self.materialize(len).append(false),
             Some(bitmap) => bitmap.append(valid),
         }
-        self.len += 1;
     }
 
     #[cold]
-    fn materialize(&mut self) -> &mut BooleanBufferBuilder {
-        let mut bitmap = BooleanBufferBuilder::new(self.len.max(1024));
-        bitmap.append_n(self.len, true);
+    fn materialize(&mut self, len: usize) -> &mut BooleanBufferBuilder {
+        let mut bitmap = BooleanBufferBuilder::new(len.max(1024));
+        bitmap.append_n(len, true);
         self.bitmap.insert(bitmap)
     }
 
     fn truncate(&mut self, len: usize) {
-        self.len = len;
         if let Some(bitmap) = &mut self.bitmap {
             bitmap.truncate(len);
         }
     }
 
     fn finish(&mut self) -> Option<NullBuffer> {
-        self.len = 0;
         self.bitmap.take().map(|mut b| NullBuffer::new(b.finish())).filter(|n| n.null_count() > 0)
     }
 }
@@ -109,7 +107,7 @@ impl BinaryColumn {
         if let Some(b) = bytes {
             self.data.extend_from_slice(b);
         }
-        self.valid.append(bytes.is_some());
+        self.valid.append(bytes.is_some(), self.offsets.len() - 1);
         // Checked once per chunk in `overflowed`; truncation here can only
         // happen past i32::MAX bytes, which `overflowed` then reports.
         self.offsets.push(self.data.len() as i32);
@@ -230,7 +228,7 @@ impl ViewColumn {
                 }
             },
         };
-        self.valid.append(bytes.is_some());
+        self.valid.append(bytes.is_some(), self.views.len());
         self.views.push(view);
     }
 
