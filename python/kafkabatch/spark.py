@@ -345,7 +345,7 @@ class _LogSplitGroup(InputPartition):
 #: Spark's ``spark.sql.files.openCostInBytes``: what a split costs beyond its bytes when packing tasks.
 OPEN_COST_BYTES = 4 << 20
 
-#: Estimating a split's work for Spark from its first batch header: a
+#: Estimating a split's work for Spark from its first batch headers: a
 #: compressed batch counts this many times its wire size, and each record
 #: :data:`_RECORD_WORK` bytes more. Fitted on the JVM CPU time of
 #: ``kafka-log`` -> Parquet tasks (one segment each, every codec): about 2 ms
@@ -355,26 +355,39 @@ OPEN_COST_BYTES = 4 << 20
 _COMPRESSED_WORK = 3
 _RECORD_WORK = 350
 _V2_HEADER = 61  # a v2 batch header, through its records count
+_SAMPLE_BATCHES = 16
 
 
 def _estimate_work(source: Any, start: int, end: int) -> int:
     """What decoding ``[start, end)`` of a segment costs Spark downstream, in
-    bytes, judged by the first batch there: its compression and its records
-    per byte. The JVM's work (Arrow to rows, then the sink) follows rows
-    and decoded bytes, not wire bytes: a segment of compressed small records
-    costs it 3x one of uncompressed large ones of the same size."""
+    bytes, judged by its first data batches (up to :data:`_SAMPLE_BATCHES`;
+    control batches skipped): their compression and records per byte. The
+    JVM's work (Arrow to rows, then the sink) follows rows and decoded
+    bytes, not wire bytes: a segment of compressed small records costs it
+    3x one of uncompressed large ones of the same size."""
     size = end - start
-    if size < _V2_HEADER:
+    pos = start
+    sampled = compressed = records = 0
+    for _ in range(_SAMPLE_BATCHES):
+        if end - pos < _V2_HEADER:
+            break
+        header = bytes(source.read(pos, _V2_HEADER))
+        length = int.from_bytes(header[8:12], "big", signed=True) + 12
+        if header[16] != 2 or length <= _V2_HEADER or pos + length > end:
+            break  # legacy message sets don't count records in a header; or the end
+        attributes = int.from_bytes(header[21:23], "big")
+        count = int.from_bytes(header[57:61], "big", signed=True)
+        if not 0 < count <= length:
+            break  # not a plausible header
+        if not attributes & 0x20:  # control batches (transaction markers) say nothing of the data
+            sampled += length
+            records += count
+            compressed += length if attributes & 0x07 else 0
+        pos += length
+    if not sampled:
         return size
-    header = bytes(source.read(start, _V2_HEADER))
-    length = int.from_bytes(header[8:12], "big", signed=True) + 12
-    if header[16] != 2 or length <= _V2_HEADER:
-        return size  # legacy message sets: records aren't counted in a header
-    compressed = int.from_bytes(header[21:23], "big") & 0x07
-    records = int.from_bytes(header[57:61], "big", signed=True)
-    if not 0 < records <= length:  # not a plausible header: count wire bytes
-        return size
-    return size * (_COMPRESSED_WORK if compressed else 1) + size * records * _RECORD_WORK // length
+    factor = 1 + (_COMPRESSED_WORK - 1) * compressed / sampled
+    return int(size * factor + size * records * _RECORD_WORK / sampled)
 
 
 def _pack(splits: list[_LogSplit], max_bytes: int, min_partitions: int) -> list[InputPartition]:
