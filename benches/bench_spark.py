@@ -18,8 +18,10 @@ good part of its Parquet writing time here):
                      decoding, one pandas DataFrame of records per file
 
 The runs are interleaved (every method and sink once per round, so load
-changes hit all of them alike); one warm-up round, then the median of
-``--repeat`` rounds::
+changes hit all of them alike; the methods in rotating order, since the job
+after another method's heaviest one pays for its leftovers); one warm-up
+round, then the median of ``--repeat`` rounds (a multiple of the number of
+methods puts each first equally often)::
 
     .venv/bin/python benches/bench_spark.py [--folder DIR] [--size 192MB] [--repeat 3] [--json OUT]
 """
@@ -211,7 +213,11 @@ def main() -> int:
     rows: dict[tuple[str, str], int | None] = {case: None for case in cases}
     try:
         for i in range(args.repeat + 1):
-            for name, sink in cases:
+            # Methods in rotating order: whatever runs right after another method's
+            # heaviest job (Python workers, GC) pays for it, so it must not always be the same one.
+            shift = i % len(names)
+            rotated = names[shift:] + names[:shift]
+            for name, sink in sorted(cases, key=lambda case: rotated.index(case[0])):
                 df = methods[name]()
                 t0 = time.perf_counter()
                 if sink == "count":

@@ -189,10 +189,14 @@ def test_pack_balances_tasks_in_multiples_of_min_partitions():
         return [sum(s.end - s.start for s in getattr(t, "splits", [t])) // mib for t in tasks]
 
     # 35 segments of about 6 MiB (201 MB), 2 cores, 128 MiB cap: Spark's greedy
-    # packing gives 3 tasks (the third runs alone); here 4 even ones.
+    # packing (4 MiB open cost a file) gives 3 tasks, the third running alone;
+    # here 2 even ones (the open cost doesn't count against the cap).
     seg_sizes = [6] * 30 + [4] * 5
     tasks = kbs._pack(splits(*seg_sizes), 128 * mib, 2)
-    assert len(tasks) == 4 and max(sizes(tasks)) - min(sizes(tasks)) <= 6
+    assert len(tasks) == 2 and max(sizes(tasks)) - min(sizes(tasks)) <= 6
+    # 300 MiB: 3 tasks of at most 128 MiB would do, 4 even ones keep both cores busy
+    bigger = kbs._pack(splits(*[6] * 50), 128 * mib, 2)
+    assert len(bigger) == 4 and max(sizes(bigger)) - min(sizes(bigger)) <= 6
     # consecutive, in order, all there
     flat = [s.segment.base_offset for t in tasks for s in getattr(t, "splits", [t])]
     assert flat == list(range(35))
@@ -205,6 +209,63 @@ def test_pack_balances_tasks_in_multiples_of_min_partitions():
     assert kbs._pack([], 128 * mib, 2) == []
     # a big split goes whole to the task its middle falls in
     assert sizes(kbs._pack(splits(1, 1, 100, 1, 1), 0, 2)) == [2, 102]
+
+
+def test_pack_balances_estimated_work_not_wire_bytes():
+    from kafkabatch.logdir import Segment, _Bounds
+
+    mib = 1 << 20
+
+    def split(i: int, size: int, work: int):
+        seg = Segment(f"/d/t-0/{i:020d}.log", "t", 0, i, size * mib)
+        return kbs._LogSplit(seg, 0, size * mib, _Bounds(), None, work=work * mib)
+
+    # Equal wire sizes, but the first split is 4x the work (compressed small
+    # records): it gets a task of its own.
+    tasks = kbs._pack([split(0, 10, 40), split(1, 10, 10), split(2, 10, 10), split(3, 10, 10)], 128 * mib, 2)
+    assert [[s.segment.base_offset for s in getattr(t, "splits", [t])] for t in tasks] == [[0], [1, 2, 3]]
+    # Without an estimate a split's work is its wire size.
+    assert kbs._LogSplit(Segment("/d/t-0/0.log", "t", 0, 0, 5), 0, 5, _Bounds(), None).work == 5
+
+
+def test_estimate_work_from_the_first_batch_header(tmp_path):
+    from kafkabatch.logdir import _open_source
+
+    records = [{"key": b"k%d" % i, "value": b"v" * 200} for i in range(500)]
+    plain = kb.encode(records, compression="none", records_per_batch=100)
+    packed = kb.encode(records, compression="zstd", records_per_batch=100)
+    for data in (plain, packed):
+        path = tmp_path / "t-0.log"
+        path.write_bytes(data)
+        source = _open_source(str(path))
+        try:
+            work = kbs._estimate_work(source, 0, len(data))
+        finally:
+            source.close()
+        wire = len(data) * (kbs._COMPRESSED_WORK if data is packed else 1)
+        # wire bytes (x3 compressed) plus 350 bytes a record
+        assert abs(work - (wire + 500 * kbs._RECORD_WORK)) <= 2
+    # a transaction marker first says nothing of the data after it
+    marker = kb.control_batch("commit", producer_id=7, producer_epoch=0, base_offset=0)
+    data = marker + kb.encode(records, compression="zstd", records_per_batch=100, base_offset=1)
+    path = tmp_path / "t-0.log"
+    path.write_bytes(data)
+    source = _open_source(str(path))
+    try:
+        work = kbs._estimate_work(source, 0, len(data))
+    finally:
+        source.close()
+    data_bytes = len(data) - len(marker)
+    assert abs(work - len(data) * (kbs._COMPRESSED_WORK + 500 * kbs._RECORD_WORK / data_bytes)) <= 2
+    # too short for a header, or not a v2 header: wire bytes
+    path = tmp_path / "t-0.log"
+    path.write_bytes(b"\0" * 100)
+    source = _open_source(str(path))
+    try:
+        assert kbs._estimate_work(source, 0, 40) == 40
+        assert kbs._estimate_work(source, 0, 100) == 100
+    finally:
+        source.close()
 
 
 def test_in_process_split_large_segments(log):
