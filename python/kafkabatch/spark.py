@@ -166,7 +166,7 @@ class _Options:
         # As Spark's Kafka source: the least number of tasks to plan (default:
         # this machine's cores); small segments share a task up to the size
         # that gives at least that many.
-        self.min_partitions = _int_option(opts, "minPartitions", minimum=1, default=os.cpu_count() or 2)
+        self.min_partitions: int = _int_option(opts, "minPartitions", minimum=1, default=os.cpu_count() or 2) or 1
         self.max_decompressed_size = _size_option(opts, "maxDecompressedSize", kb.DEFAULT_MAX_DECOMPRESSED_SIZE)
         self.starting_offsets = _offsets_option(opts, "startingOffsets")
         self.ending_offsets = _offsets_option(opts, "endingOffsets")
@@ -488,7 +488,7 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         opts = self._options
-        splits: list[InputPartition] = []
+        splits: list[_LogSplit] = []
         for group in logdir._by_partition(self._segments):
             bounds = opts.bounds(group[0].topic, group[0].partition)
             if bounds.empty():
