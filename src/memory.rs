@@ -1,7 +1,12 @@
-//! Large output buffers. Decoding writes hundreds of megabytes into fresh
-//! memory; with 4 KiB pages the page faults cost more than the decoding.
-//! Buffers of several megabytes ask the kernel for transparent huge pages
-//! (`MADV_HUGEPAGE`, honoured when THP is in `madvise` or `always` mode).
+//! Large output buffers. Decoding writes hundreds of megabytes; faulting
+//! in fresh memory can cost more than the decoding.
+//!
+//! No transparent huge pages are asked for (`MADV_HUGEPAGE` was, up to the
+//! third session). Measured on the 2-vCPU VMs this runs on, a 48 MB decode
+//! into fresh memory: one thread 22-135 ms with huge pages (bimodal, the
+//! kernel time swinging 12-124 ms) against 27-32 ms without; two threads
+//! 57-83 ms against 17-22 ms. Our reading: fresh huge pages there come from
+//! guest memory the host has not backed yet, and 4 KiB pages are recycled.
 //!
 //! Above glibc's mmap threshold (128 KiB, adapting up to 32 MiB) every
 //! decode would also map, fault in and zero fresh column memory, and unmap it
@@ -54,7 +59,7 @@ fn bytes_of<T>(v: &Vec<T>) -> usize {
 }
 
 /// An empty vector with room for `capacity` items: a pooled one when a large
-/// enough one is free, else a fresh (huge-page) one.
+/// enough one is free, else a fresh one.
 pub fn take_vec<T: Poolable>(capacity: usize) -> Vec<T> {
     if capacity.saturating_mul(std::mem::size_of::<T>()) >= POOL_MIN_BYTES {
         if let Ok(mut pool) = T::pool().lock() {
@@ -76,7 +81,7 @@ pub fn take_vec<T: Poolable>(capacity: usize) -> Vec<T> {
             }
         }
     }
-    big_vec(capacity)
+    Vec::with_capacity(capacity)
 }
 
 /// A vector in a pool, and the bytes counted for it.
@@ -125,20 +130,9 @@ pub fn into_buffer<T: Poolable + arrow_buffer::ArrowNativeType>(v: Vec<T>) -> Bu
     unsafe { Buffer::from_custom_allocation(ptr, len, owner) }
 }
 
-/// Buffers at least this large get huge pages.
-const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
-const HUGE_PAGE: usize = 2 << 20;
-
-/// A vector with room for `capacity` items, backed by huge pages when large.
-pub fn big_vec<T>(capacity: usize) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(capacity);
-    advise_huge_pages(v.as_mut_ptr().cast::<u8>(), v.capacity() * std::mem::size_of::<T>());
-    v
-}
-
 /// Reserve room for `additional` more items. A vector still small (a new
 /// column, or offsets holding their leading 0) moves into a pooled (or
-/// huge-page) one; a filled one grows with `Vec::reserve`.
+/// fresh) one; a filled one grows with `Vec::reserve`.
 pub fn reserve<T: Poolable>(v: &mut Vec<T>, additional: usize) {
     if v.capacity() - v.len() >= additional {
         return;
@@ -165,12 +159,6 @@ pub fn into_scalars<T: Poolable + arrow_buffer::ArrowNativeType>(v: Vec<T>) -> a
     arrow_buffer::ScalarBuffer::new(into_buffer(v), 0, len)
 }
 
-fn advise_huge_pages(ptr: *mut u8, len: usize) {
-    if len >= HUGE_PAGE_THRESHOLD {
-        advise(ptr, len, HUGE_PAGE, Advice::HugePages);
-    }
-}
-
 /// Spare capacity at least this large is given back when pooled.
 const RELEASE_MIN_BYTES: usize = 1 << 20;
 /// Base page size (x86-64, most arm64 Linux). Where pages are larger the
@@ -184,51 +172,38 @@ fn release_spare<T>(v: &mut Vec<T>) {
     let used = v.len() * std::mem::size_of::<T>();
     let spare = (v.capacity() - v.len()) * std::mem::size_of::<T>();
     if spare >= RELEASE_MIN_BYTES {
-        advise(v.as_mut_ptr().cast::<u8>().wrapping_add(used), spare, PAGE, Advice::Release);
+        release(v.as_mut_ptr().cast::<u8>().wrapping_add(used), spare);
     }
 }
 
-#[derive(Clone, Copy)]
-enum Advice {
-    /// MADV_HUGEPAGE: back these pages with transparent huge pages.
-    HugePages,
-    /// MADV_DONTNEED: drop these pages; they read as zeros when touched again.
-    Release,
-}
-
-/// madvise over the whole `page`-aligned pages inside `[ptr, ptr + len)`, a
-/// range of an allocation this process owns.
+/// `MADV_DONTNEED` over the whole pages inside `[ptr, ptr + len)`, spare
+/// capacity of a vector this process owns: they read as zeros if touched again.
 #[cfg(target_os = "linux")]
-fn advise(ptr: *mut u8, len: usize, page: usize, advice: Advice) {
-    // Miri cannot call madvise; skipping advice changes no contents a
-    // program may read (released pages are spare capacity, never read).
+fn release(ptr: *mut u8, len: usize) {
+    // Miri cannot call madvise; skipping it changes no contents a program
+    // may read (released pages are spare capacity, never read).
     if cfg!(miri) {
         return;
     }
     let start = ptr.addr();
-    let first = start.next_multiple_of(page);
-    let end = (start + len) / page * page;
+    let first = start.next_multiple_of(PAGE);
+    let end = (start + len) / PAGE * PAGE;
     if end > first {
         // The page-aligned pointer is derived from `ptr` (not cast from an
         // integer), so it keeps the allocation's provenance.
         let aligned = ptr.wrapping_add(first - start);
-        let flag = match advice {
-            Advice::HugePages => libc::MADV_HUGEPAGE,
-            Advice::Release => libc::MADV_DONTNEED,
-        };
-        // SAFETY: [first, end) lies inside an allocation this process owns.
-        // MADV_HUGEPAGE only changes how the kernel backs those pages, never
-        // their contents. MADV_DONTNEED is only given for a vector's spare
-        // capacity (`release_spare`): no value lives there, and the pages
-        // read as zeros if touched again. Failure is harmless (ignored).
+        // SAFETY: [first, end) lies inside an allocation this process owns,
+        // in a vector's spare capacity (`release_spare`): no value lives
+        // there, and the pages read as zeros if touched again. Failure is
+        // harmless (ignored).
         unsafe {
-            libc::madvise(aligned.cast::<libc::c_void>(), end - first, flag);
+            libc::madvise(aligned.cast::<libc::c_void>(), end - first, libc::MADV_DONTNEED);
         }
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise(_ptr: *mut u8, _len: usize, _page: usize, _advice: Advice) {}
+fn release(_ptr: *mut u8, _len: usize) {}
 
 #[cfg(test)]
 mod tests {
@@ -251,9 +226,7 @@ mod tests {
     }
 
     #[test]
-    fn big_vectors_have_the_asked_capacity() {
-        let v: Vec<u64> = big_vec(1 << 20);
-        assert!(v.capacity() >= 1 << 20);
+    fn reserved_vectors_keep_their_items() {
         let mut w: Vec<u8> = Vec::new();
         reserve(&mut w, 10 << 20);
         assert!(w.capacity() >= 10 << 20);
