@@ -385,6 +385,13 @@ def make_peers(args: argparse.Namespace) -> tuple[list[Peer], dict[str, str]]:
         peers.append(Peer(name, "kafkabatch threads=1, per 1 MiB fetch", "kafkabatch", kafkabatch_fetches, fetch_chunks(data), n, plain, len(data)))
         if codec == "none":
             peers.append(Peer(name, "kafkabatch binary_view, threads=1", "kafkabatch", kafkabatch_views, big, kbn, kbp, kbw))
+        if name == "none_100B":
+            # One fetch per timing, right after another peer: what a single
+            # call costs with cold caches (the per-fetch row above decodes 25
+            # in a row, so only its first is cold).
+            first = fetch_chunks(data)[0]
+            n_first = kb.decode(first).num_rows
+            peers.append(Peer(name, "kafkabatch, one 1 MiB call (cold)", "kafkabatch", kafkabatch_fetches, [first], n_first, plain * n_first // n, len(first)))
         peers.append(Peer(name, "aiokafka (Cython)", "peer", aiokafka_reader(headers), data, n, plain, len(data)))
         # kafka-python is slow: a slice keeps a repetition near a second.
         sub = max(1, nb // 10)
