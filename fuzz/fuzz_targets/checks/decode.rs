@@ -19,6 +19,7 @@
 use super::{check_located, is_subsequence, rows};
 use kafkabatch::batch::{BatchWalker, WalkEnd};
 use kafkabatch::txn::AbortedTxn;
+use kafkabatch::decode::decode_range_views;
 use kafkabatch::{decode, DecodeOptions, ErrorKind, Isolation, OnError};
 
 /// Run the checks on one input; panics on a violation.
@@ -96,6 +97,13 @@ pub fn check(input: &[u8]) {
     }
     let skip_rows = rows(&skip);
     assert!(skip_rows == expected, "skip mode rows differ from the good batches decoded alone");
+
+    // binary_view output: the same rows and account, keys and values seen
+    // through views into the input (or copied out of decompressed payloads).
+    let input = arrow_buffer::Buffer::from_vec(data.to_vec());
+    let viewed = decode_range_views(&input, 0, input.len(), None, None, &skip_options).expect("skip mode never fails");
+    assert_eq!((viewed.end.clone(), viewed.skipped.len(), viewed.batches), (skip.end.clone(), skip.skipped.len(), skip.batches));
+    assert!(rows(&viewed) == skip_rows, "binary_view rows differ from binary rows");
 
     // read_committed: whole batches are hidden, nothing is added.
     if sel & 0x18 != 0 {

@@ -7,7 +7,7 @@
 pub mod decode;
 pub mod iter_headers;
 
-use arrow_array::{Array, BinaryArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray, TimestampMicrosecondArray};
+use arrow_array::{Array, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray, TimestampMicrosecondArray};
 use kafkabatch::compression::{self, Codec, CodecError, CompressOptions};
 use kafkabatch::{DecodeError, Decoded};
 
@@ -34,12 +34,25 @@ fn binary(a: &BinaryArray, i: usize) -> Option<Vec<u8>> {
     a.is_valid(i).then(|| a.value(i).to_vec())
 }
 
+/// Column `i`'s bytes of every row: `binary`, or `binary_view` (the output
+/// of `decode_range_views`).
+fn bytes_column(batch: &RecordBatch, i: usize) -> Vec<Option<Vec<u8>>> {
+    let column = batch.column(i).as_any();
+    match column.downcast_ref::<BinaryArray>() {
+        Some(a) => (0..a.len()).map(|j| binary(a, j)).collect(),
+        None => {
+            let a = column.downcast_ref::<BinaryViewArray>().expect("binary or binary_view");
+            (0..a.len()).map(|j| a.is_valid(j).then(|| a.value(j).to_vec())).collect()
+        }
+    }
+}
+
 /// The rows of a decode result, in order.
 pub fn rows(decoded: &Decoded) -> Vec<Row> {
     let mut out = Vec::new();
     for batch in &decoded.chunks {
-        let key = col::<BinaryArray>(batch, 0);
-        let value = col::<BinaryArray>(batch, 1);
+        let key = bytes_column(batch, 0);
+        let value = bytes_column(batch, 1);
         let offset = col::<Int64Array>(batch, 4);
         let ts = col::<TimestampMicrosecondArray>(batch, 5);
         let ts_type = col::<Int32Array>(batch, 6);
@@ -51,8 +64,8 @@ pub fn rows(decoded: &Decoded) -> Vec<Row> {
             let hv = list.column(1).as_any().downcast_ref::<BinaryArray>().expect("header value");
             let hs = (0..list.len()).map(|j| (hk.value(j).to_owned(), binary(hv, j))).collect();
             out.push(Row {
-                key: binary(key, i),
-                value: binary(value, i),
+                key: key[i].clone(),
+                value: value[i].clone(),
                 offset: offset.value(i),
                 timestamp_us: ts.value(i),
                 timestamp_type: ts_type.value(i),
