@@ -101,3 +101,12 @@ def test_polars_and_duckdb_read_views(golden):
     expected = sum(len(r["value"] or b"") for r in fx.rows(None, None))
     assert pl.from_arrow(records)["value"].bin.size().sum() == expected
     assert duckdb.sql("select sum(octet_length(value)) from records").fetchall() == [(expected,)]
+
+
+def test_the_c_stream_of_view_output_has_the_view_schema(golden):
+    from kafkabatch import _kafkabatch as native
+
+    fx = golden("aiokafka-v2-none-10k")
+    table = pa.RecordBatchReader.from_stream(native.decode(fx.data, binary_view=True)).read_all()
+    assert table.schema == kb.VIEW_SCHEMA
+    assert table.cast(kb.SCHEMA).equals(kb.decode(fx.data))

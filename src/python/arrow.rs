@@ -67,19 +67,27 @@ pub struct DecodedStream {
     end: &'static str,
 }
 
+impl DecodedStream {
+    /// The decoded chunks, handed out once.
+    fn take_chunks(&self) -> PyResult<Vec<RecordBatch>> {
+        self.chunks
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))
+    }
+}
+
 #[pymethods]
 impl DecodedStream {
     #[pyo3(signature = (requested_schema=None))]
     fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
         // The protocol lets a producer ignore the requested schema; ours is fixed.
         let _ = requested_schema;
-        let chunks = self
-            .chunks
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))?;
-        let reader = RecordBatchIterator::new(chunks.into_iter().map(Ok), schema());
+        let chunks = self.take_chunks()?;
+        // binary or binary_view, as decoded; there is always a chunk.
+        let stream_schema = chunks.first().map_or_else(schema, RecordBatch::schema);
+        let reader = RecordBatchIterator::new(chunks.into_iter().map(Ok), stream_schema);
         let ffi = FFI_ArrowArrayStream::new(Box::new(reader));
         PyCapsule::new(py, ffi, Some(c"arrow_array_stream".to_owned()))
     }
@@ -91,12 +99,7 @@ impl DecodedStream {
     /// counts when a fetch is decoded per call. Importing moves an array out
     /// (the struct is marked released); the rest are released with the stream.
     fn _export_arrays(&self) -> PyResult<Vec<usize>> {
-        let chunks = self
-            .chunks
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))?;
+        let chunks = self.take_chunks()?;
         let mut exported = self.exported.lock().map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?;
         *exported = chunks.into_iter().map(|batch| FFI_ArrowArray::new(&StructArray::from(batch).into_data())).collect();
         Ok(exported.iter().map(|array| std::ptr::from_ref::<FFI_ArrowArray>(array).addr()).collect())
