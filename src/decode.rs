@@ -172,9 +172,10 @@ fn decode_into(
         Isolation::ReadUncommitted => None,
         Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(data, start, aborted.as_deref(), *hide_open, options)),
     };
+    let job = Job { data, views, topic, partition, options, hidden: hidden.as_ref() };
     let parts = split_for_threads(data, start, options.threads);
     if parts.len() <= 2 {
-        return decode_part(data, views, start, data.len(), topic, partition, options, hidden.as_ref());
+        return decode_part(&job, start, data.len());
     }
     // Each thread decodes whole batches of its own byte range into its own
     // columns; the parts are joined in input order, so results are identical.
@@ -182,8 +183,8 @@ fn decode_into(
         let handles: Vec<_> = parts
             .windows(2)
             .map(|w| {
-                let (start, end, hidden) = (w[0], w[1], hidden.as_ref());
-                scope.spawn(move || decode_part(data, views, start, end, topic, partition, options, hidden))
+                let (start, end, job) = (w[0], w[1], &job);
+                scope.spawn(move || decode_part(job, start, end))
             })
             .collect();
         handles
@@ -263,18 +264,21 @@ fn split_for_threads(data: &[u8], start: usize, requested: usize) -> Vec<usize> 
     cuts
 }
 
-/// Decode the batches in `data[start..end]` (`start` a batch boundary).
-#[allow(clippy::too_many_arguments)]
-fn decode_part(
-    data: &[u8],
-    views: Option<&InputWindows>,
-    start: usize,
-    end: usize,
-    topic: Option<&str>,
+/// What every part of one decode shares.
+struct Job<'a> {
+    data: &'a [u8],
+    /// `Some` for `binary_view` output over these bytes.
+    views: Option<&'a InputWindows>,
+    topic: Option<&'a str>,
     partition: Option<i32>,
-    options: &DecodeOptions,
-    hidden: Option<&txn::Hidden>,
-) -> Result<Decoded, DecodeError> {
+    options: &'a DecodeOptions,
+    /// Batches read_committed hides, by position.
+    hidden: Option<&'a txn::Hidden>,
+}
+
+/// Decode the batches in `job.data[start..end]` (`start` a batch boundary).
+fn decode_part(job: &Job, start: usize, end: usize) -> Result<Decoded, DecodeError> {
+    let Job { data, views, topic, partition, options, hidden } = *job;
     let data = &data[..end];
     let mut builder = match views {
         Some(input) => ColumnBuilder::with_views(input.clone()),
