@@ -231,41 +231,32 @@ def test_pack_balances_estimated_work_not_wire_bytes():
 def test_estimate_work_from_the_first_batch_header(tmp_path):
     from kafkabatch.logdir import _open_source
 
-    records = [{"key": b"k%d" % i, "value": b"v" * 200} for i in range(500)]
-    plain = kb.encode(records, compression="none", records_per_batch=100)
-    packed = kb.encode(records, compression="zstd", records_per_batch=100)
-    for data in (plain, packed):
+    def estimate(data: bytes, end: int | None = None) -> int:
         path = tmp_path / "t-0.log"
         path.write_bytes(data)
         source = _open_source(str(path))
         try:
-            work = kbs._estimate_work(source, 0, len(data))
+            return kbs._estimate_work(source, 0, len(data) if end is None else end)
         finally:
             source.close()
+
+    records = [{"key": b"k%d" % i, "value": b"v" * 200} for i in range(500)]
+    plain = kb.encode(records, compression="none", records_per_batch=100)
+    packed = kb.encode(records, compression="zstd", records_per_batch=100)
+    for data in (plain, packed):
+        work = estimate(data)
         wire = len(data) * (kbs._COMPRESSED_WORK if data is packed else 1)
         # wire bytes (x3 compressed) plus 350 bytes a record
         assert abs(work - (wire + 500 * kbs._RECORD_WORK)) <= 2
     # a transaction marker first says nothing of the data after it
     marker = kb.control_batch("commit", producer_id=7, producer_epoch=0, base_offset=0)
     data = marker + kb.encode(records, compression="zstd", records_per_batch=100, base_offset=1)
-    path = tmp_path / "t-0.log"
-    path.write_bytes(data)
-    source = _open_source(str(path))
-    try:
-        work = kbs._estimate_work(source, 0, len(data))
-    finally:
-        source.close()
+    work = estimate(data)
     data_bytes = len(data) - len(marker)
     assert abs(work - len(data) * (kbs._COMPRESSED_WORK + 500 * kbs._RECORD_WORK / data_bytes)) <= 2
     # too short for a header, or not a v2 header: wire bytes
-    path = tmp_path / "t-0.log"
-    path.write_bytes(b"\0" * 100)
-    source = _open_source(str(path))
-    try:
-        assert kbs._estimate_work(source, 0, 40) == 40
-        assert kbs._estimate_work(source, 0, 100) == 100
-    finally:
-        source.close()
+    assert estimate(b"\0" * 100, 40) == 40
+    assert estimate(b"\0" * 100, 100) == 100
 
 
 def test_in_process_split_large_segments(log):
