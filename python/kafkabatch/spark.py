@@ -372,8 +372,8 @@ def _estimate_work(source: Any, start: int, end: int) -> int:
         if end - pos < _V2_HEADER:
             break
         header = bytes(source.read(pos, _V2_HEADER))
-        length = int.from_bytes(header[8:12], "big", signed=True) + 12
-        if header[16] != 2 or length <= _V2_HEADER or pos + length > end:
+        length = logdir._batch_length(header)
+        if length is None or header[16] != 2 or length <= _V2_HEADER or pos + length > end:
             break  # legacy message sets don't count records in a header; or the end
         attributes = int.from_bytes(header[21:23], "big")
         count = int.from_bytes(header[57:61], "big", signed=True)
