@@ -108,8 +108,8 @@ impl BinaryColumn {
             self.data.extend_from_slice(b);
         }
         self.valid.append(bytes.is_some(), self.offsets.len() - 1);
-        // Checked once per chunk in `overflowed`; truncation here can only
-        // happen past i32::MAX bytes, which `overflowed` then reports.
+        // Checked after each batch (`ColumnBuilder::overflowed`); truncation
+        // here can only happen past i32::MAX bytes, which that reports.
         self.offsets.push(self.data.len() as i32);
     }
 
@@ -125,10 +125,6 @@ impl BinaryColumn {
         self.offsets.truncate(offsets);
         self.data.truncate(data);
         self.valid.truncate(offsets - 1);
-    }
-
-    fn overflowed(&self) -> bool {
-        self.data.len() > i32::MAX as usize
     }
 
     fn take(&mut self) -> (OffsetBuffer<i32>, Buffer, Option<NullBuffer>) {
@@ -356,11 +352,7 @@ impl ColumnBuilder {
 
     /// Whether a 32-bit offset overflowed: the chunk must be cut earlier.
     pub fn overflowed(&self) -> bool {
-        let key_value = match &self.kv {
-            KeyValue::Copied { key, value } => key.overflowed() || value.overflowed(),
-            KeyValue::Views { key, value, .. } => key.owned.len().max(value.owned.len()) > i32::MAX as usize,
-        };
-        key_value || self.header_key.overflowed() || self.header_value.overflowed()
+        self.largest_buffer() > i32::MAX as usize
     }
 
     /// Make room for about `records` more records of at most `bytes` key and
