@@ -89,6 +89,13 @@ impl LazyValidity {
     }
 }
 
+/// How far ahead of a column's end writes are prefetched: in bytes for
+/// variable-width data, in rows for fixed-width columns. Measured on a 1.2 MB
+/// fetch decoded 30 ms after the last call: 0.45 → 0.35 ms with input and
+/// output prefetched (1-4 KiB ahead all did about as well), no change warm.
+const WRITE_AHEAD_BYTES: usize = 2048;
+const WRITE_AHEAD_ROWS: usize = 64;
+
 /// A growing binary (or utf8) column: offsets, bytes, validity.
 #[derive(Debug)]
 struct BinaryColumn {
@@ -105,6 +112,7 @@ impl BinaryColumn {
     #[inline(always)]
     fn push(&mut self, bytes: Option<&[u8]>) {
         if let Some(b) = bytes {
+            memory::prefetch_past(&self.data, WRITE_AHEAD_BYTES);
             self.data.extend_from_slice(b);
         }
         self.valid.append(bytes.is_some(), self.offsets.len() - 1);
@@ -309,6 +317,22 @@ impl Default for ColumnBuilder {
 }
 
 impl ColumnBuilder {
+    /// Prefetch where the fixed-width columns will be written
+    /// `WRITE_AHEAD_ROWS` rows on (one line of i64s holds 8 rows, so every
+    /// 8th record calls this). See [`memory::prefetch`].
+    #[inline(always)]
+    fn prefetch_fixed_width(&self) {
+        const AHEAD: usize = WRITE_AHEAD_ROWS;
+        memory::prefetch_past(&self.offset, AHEAD * 8);
+        memory::prefetch_past(&self.timestamp_us, AHEAD * 8);
+        memory::prefetch_past(&self.timestamp_type, AHEAD * 4);
+        memory::prefetch_past(&self.header_offsets, AHEAD * 4);
+        if let KeyValue::Copied { key, value } = &self.kv {
+            memory::prefetch_past(&key.offsets, AHEAD * 4);
+            memory::prefetch_past(&value.offsets, AHEAD * 4);
+        }
+    }
+
     pub fn new() -> Self {
         Self::with(KeyValue::Copied { key: BinaryColumn::new(), value: BinaryColumn::new() })
     }
@@ -539,6 +563,9 @@ impl RecordSink for ColumnBuilder {
                 key.push(r.key, input);
                 value.push(r.value, input);
             }
+        }
+        if self.offset.len().is_multiple_of(8) {
+            self.prefetch_fixed_width();
         }
         self.offset.push(r.offset);
         self.timestamp_us.push(r.timestamp.saturating_mul(1000));

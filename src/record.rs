@@ -49,6 +49,10 @@ pub struct RecordContext {
     pub base_sequence: i32,
 }
 
+/// How far into the next batch `read_records` prefetches, relative to its
+/// position in this one.
+const READ_AHEAD_BYTES: usize = 2048;
+
 /// Read exactly `count` records from `buf` into `sink`. Errors carry the byte
 /// position within `buf`.
 pub fn read_records<S: RecordSink>(buf: &[u8], count: usize, ctx: &RecordContext, sink: &mut S) -> Result<(), LocalError> {
@@ -60,6 +64,11 @@ pub fn read_records<S: RecordSink>(buf: &[u8], count: usize, ctx: &RecordContext
                 format!("batch declares {count} records but its data ends after {index}"),
             ));
         }
+        // The bytes after `buf` are the next batch when `buf` is an
+        // uncompressed batch's records: start loading them, so its CRC pass
+        // finds them cached (see `memory::prefetch`; harmless otherwise).
+        crate::memory::prefetch(buf.as_ptr().wrapping_add(buf.len() + pos + READ_AHEAD_BYTES));
+        crate::memory::prefetch(buf.as_ptr().wrapping_add(buf.len() + pos + READ_AHEAD_BYTES + 64));
         pos = read_record(buf, pos, index, ctx, sink)?;
     }
     if pos != buf.len() {
