@@ -14,6 +14,7 @@ pub mod error;
 pub mod generate;
 pub mod legacy;
 pub mod memory;
+mod parallel;
 pub mod record;
 pub mod txn;
 pub mod varint;

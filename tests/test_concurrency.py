@@ -9,9 +9,11 @@ a corrupt batch (skip mode), a truncated tail.
 
 from __future__ import annotations
 
+import os
 import struct
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -161,7 +163,7 @@ def test_decode_releases_the_gil(buffers):
 
 @pytest.fixture(scope="module")
 def big_log() -> bytes:
-    """Past the parallel threshold (16 MiB per thread): ~48 MiB of batches,
+    """Well past the parallel threshold: ~48 MiB of batches,
     a corrupt batch in the middle and a truncated tail."""
     one = v2_batch("none", 2000, 0, 3) + v2_batch("lz4", 2000, 2000, 4) + v2_batch("zstd", 2000, 4000, 5)
     parts, size, i = [], 0, 0
@@ -195,3 +197,44 @@ def test_parallel_decode_is_identical_to_one_thread(big_log, threads):
     with pytest.raises(kb.CorruptBatchError) as many_err:
         kb.decode(big_log, threads=threads)
     assert str(many_err.value) == str(one_err.value)
+
+
+def test_parallel_decodes_from_many_threads_at_once(big_log):
+    """Callers share the helper threads: one has them while the others decode
+    on their own thread, and every result matches a one-thread decode."""
+    expected = kb.decode_report(big_log, topic="t", partition=0, threads=1, on_error="skip")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: kb.decode_report(big_log, topic="t", partition=0, threads=2, on_error="skip"), range(8)))
+    assert all(same(r, expected) for r in results)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_parallel_decode_in_a_forked_child(big_log):
+    """A forked child has none of its parent's helper threads; it must start
+    its own rather than wait for ones that do not exist."""
+    expected = kb.decode_report(big_log, topic="t", partition=0, threads=1, on_error="skip")
+    kb.decode_report(big_log, topic="t", partition=0, threads=2, on_error="skip")  # the parent's helpers start
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads running
+        pid = os.fork()
+    if pid == 0:  # the child: report, then leave without running pytest's teardown
+        status = 1
+        try:
+            many = kb.decode_report(big_log, topic="t", partition=0, threads=2, on_error="skip")
+            status = 0 if same(many, expected) and many.table.num_rows == expected.table.num_rows else 2
+        finally:
+            os.write(write_end, bytes([status]))
+            os._exit(status)
+    os.close(write_end)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's parallel decode did not finish in 60 s")
+    assert os.read(read_end, 1) == b"\x00" and os.waitstatus_to_exitcode(status) == 0
