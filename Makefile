@@ -32,6 +32,7 @@ demo: install
 bench: install
 	cargo bench --bench decode
 	$(PY) benches/bench_decode.py
+	$(PY) benches/bench_sizes.py
 	$(PY) benches/bench_memory.py
 
 # Every fuzz target for 60 s (FUZZ_SECONDS to change); needs `cargo install cargo-fuzz`.
