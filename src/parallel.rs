@@ -78,6 +78,11 @@ struct Posted {
     taken: usize,
 }
 
+impl Posted {
+    /// No task: what a pool starts with and a withdrawn task leaves.
+    const IDLE: Posted = Posted { task: None, wanted: 0, taken: 0 };
+}
+
 struct Pool {
     posted: Mutex<Posted>,
     wake: Condvar,
@@ -93,12 +98,7 @@ struct Retract<'a> {
 
 impl Drop for Retract<'_> {
     fn drop(&mut self) {
-        let taken = {
-            let mut posted = self.pool.lock();
-            let taken = posted.taken;
-            *posted = Posted { task: None, wanted: 0, taken: 0 };
-            taken
-        };
+        let taken = std::mem::replace(&mut *self.pool.lock(), Posted::IDLE).taken;
         let start = Instant::now();
         while self.call.finished.load(Ordering::Acquire) < taken {
             if start.elapsed() < SPIN {
@@ -115,7 +115,7 @@ impl Pool {
     /// A pool of `size` helpers (fewer if threads cannot be spawned).
     fn start(size: usize) -> &'static Pool {
         let pool: &'static Pool = Box::leak(Box::new(Pool {
-            posted: Mutex::new(Posted { task: None, wanted: 0, taken: 0 }),
+            posted: Mutex::new(Posted::IDLE),
             wake: Condvar::new(),
             size,
         }));
