@@ -120,7 +120,7 @@ impl BinaryColumn {
             if b.len() < WRITE_AHEAD_MAX_VALUE {
                 memory::prefetch_past(&self.data, WRITE_AHEAD_BYTES);
             }
-            self.data.extend_from_slice(b);
+            memory::extend_short(&mut self.data, b);
         }
         self.valid.append(bytes.is_some(), self.offsets.len() - 1);
         // Checked after each batch (`ColumnBuilder::overflowed`); truncation
