@@ -124,12 +124,14 @@ fn read_record<S: RecordSink>(buf: &[u8], start: usize, index: usize, ctx: &Reco
     }
     for _ in 0..header_count {
         let key_at = pos;
-        let Some((key_len, at)) = varint(body, pos) else {
+        let Some((zigzag, at)) = zigzag_at(body, pos) else {
             return Err(bad_varint(key_at, index, "header key length"));
         };
-        if key_len < 0 {
-            return Err(LocalError::corrupt(key_at, format!("record {index} has a negative header key length {key_len}")));
+        // Odd: negative (the key is a string: never null).
+        if zigzag & 1 == 1 {
+            return Err(negative_header_key(key_at, index, unzigzag32(zigzag)));
         }
+        let key_len = zigzag >> 1;
         let Some(key_bytes) = body.get(at..at + key_len as usize) else {
             return Err(short(key_at, index, "header key"));
         };
@@ -198,6 +200,11 @@ fn read_bytes<'a>(buf: &'a [u8], at: usize, index: usize, field: &'static str) -
         Some(bytes) => Ok((Some(bytes), pos + len)),
         None => Err(past_end(at, index, field, len)),
     }
+}
+
+#[cold]
+fn negative_header_key(at: usize, index: usize, length: i32) -> LocalError {
+    LocalError::corrupt(at, format!("record {index} has a negative header key length {length}"))
 }
 
 #[cold]
