@@ -177,7 +177,7 @@ fn decode_into(
     if threads <= 1 {
         return decode_part(&job, start, data.len());
     }
-    let results = decode_pieces(&job, threads, &cuts)?;
+    let results = decode_stealing(&job, threads, &cuts)?;
     let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
     for part in results {
         out.chunks.extend(part.chunks.into_iter().filter(|c| c.num_rows() > 0));
@@ -194,13 +194,15 @@ fn decode_into(
     Ok(out)
 }
 
-/// Each decoding thread gets at least this much work: record bytes, estimated
-/// from the batch headers. The caller decodes too and a late helper just
-/// claims fewer pieces, so a low bar costs little; but every piece is one
-/// more Arrow chunk for pyarrow to import (~20 µs warm, ~80 µs when its code
-/// has left the caches). Measured interleaved with other readers on 2 vCPUs
-/// (100-byte records): 2.4 MB gained nothing from a helper, 4.2 MB went from
-/// 24.6 to 32.5 M records/s.
+/// Inputs with less decoding work than this (record bytes, estimated from
+/// the batch headers) decode on the calling thread alone; from here on, one
+/// helper per further core may join in. Waking the helpers costs the caller
+/// ~30 µs and a helper arrives ~80 µs later on these VMs, to take half of
+/// what is left (see [`decode_stealing`]); its share is one more Arrow chunk
+/// (~20 µs to import and free when pyarrow's code has left the caches).
+/// Measured on 2 vCPUs, one call of 100-byte records at a time: 0.6 MB
+/// lost 10-20 % with a helper; 1.2 MB gained ~15 % decoded back to back and
+/// about nothing right after another reader had run; 2.4 MB gained 8-15 %.
 pub const PARALLEL_MIN_WORK: usize = 1 << 20;
 /// A compressed batch's records are guessed at this many times its size on
 /// the wire (Kafka's codecs typically shrink record data 3-5x).
@@ -222,36 +224,40 @@ fn work_of(raw: &batch::RawBatch) -> usize {
     if raw.is_compressed_v2() { len.saturating_mul(COMPRESSED_WORK_FACTOR) } else { len }
 }
 
-/// At most this many pieces per thread, so that a thread that starts late
-/// or runs slow takes fewer of them, and none smaller than `PIECE_MIN_WORK`:
-/// each piece is one more Arrow chunk to import. Interleaved with the other
-/// readers, 4.2 MB decoded at 38 M records/s in 2 pieces, 34-35 M in 4;
-/// from 12 MB on, 2 or 4 pieces did about as well.
-const PIECES_PER_THREAD: usize = 2;
-const PIECE_MIN_WORK: usize = 4 << 20;
+/// The unit of work threads hand each other: whole batches worth at least
+/// this much decoding (one 1,000-record batch of 100-byte values), and no
+/// more than `MAX_PIECES` pieces in all.
+const PIECE_MIN_WORK: usize = 96 << 10;
+const MAX_PIECES: usize = 1 << 16;
+/// A thread steals only from a run with at least this many pieces left (it
+/// takes half): a smaller share would not pay for its Arrow chunk.
+const STEAL_MIN_PIECES: u32 = 4;
 
 /// The threads to decode `data[start..]` with, and byte positions cutting it
-/// at batch boundaries into pieces of about equal decoding work:
-/// `[start, b1, ..., len]` (the last piece holds any tail). `requested`
-/// threads when non-zero, else one per core, and never less than a minimum
-/// of work per thread. Compressed batches count by their estimated records,
-/// not their wire size, so a few MB of zstd batches spread over the cores.
+/// at batch boundaries into pieces: `[start, b1, ..., len]` (the last piece
+/// holds any tail). `requested` threads when non-zero, else one per core,
+/// and never less than a minimum of work per thread. Compressed batches
+/// count by their estimated records, not their wire size, so a few MB of
+/// zstd batches spread over the cores.
 fn split_for_threads(data: &[u8], start: usize, requested: usize) -> (usize, Vec<usize>) {
     let total: usize = BatchWalker::starting_at(data, start).map(|raw| work_of(&raw)).sum();
     let threads = if requested > 0 {
         requested.min((total / REQUESTED_MIN_WORK).max(1))
+    } else if total >= PARALLEL_MIN_WORK {
+        cores()
     } else {
-        cores().min((total / PARALLEL_MIN_WORK).max(1))
+        1
     };
-    let pieces = if threads > 1 { (total / PIECE_MIN_WORK).clamp(threads, threads * PIECES_PER_THREAD) } else { 1 };
     let mut cuts = vec![start];
-    if pieces > 1 {
-        let mut done = 0usize;
+    if threads > 1 {
+        let piece = PIECE_MIN_WORK.max(total / MAX_PIECES + 1);
+        let mut since_cut = 0usize;
         for raw in BatchWalker::starting_at(data, start) {
-            done += work_of(&raw);
+            since_cut += work_of(&raw);
             let next = raw.position + raw.bytes.len();
-            if done >= total / pieces * cuts.len() && cuts.len() < pieces && next < data.len() {
+            if since_cut >= piece && next < data.len() {
                 cuts.push(next);
+                since_cut = 0;
             }
         }
     }
@@ -259,36 +265,135 @@ fn split_for_threads(data: &[u8], start: usize, requested: usize) -> (usize, Vec
     (threads, cuts)
 }
 
+/// Who decodes which pieces: thread `i` owns the run `[next, end)` of
+/// pieces in `runs[i]`, one atomic word each. The owner claims from the
+/// front; a thread with nothing left takes the back half of the largest run.
+/// Both change a run by compare-and-swap, so no piece is taken twice, and
+/// each thread takes its pieces in order, from runs of consecutive pieces.
+struct Runs {
+    runs: Vec<std::sync::atomic::AtomicU64>,
+}
+
+impl Runs {
+    /// `threads` runs; the first holds all `pieces`.
+    fn new(threads: usize, pieces: u32) -> Self {
+        use std::sync::atomic::AtomicU64;
+        Runs { runs: (0..threads).map(|i| AtomicU64::new(if i == 0 { Self::pack(0, pieces) } else { 0 })).collect() }
+    }
+
+    fn pack(next: u32, end: u32) -> u64 {
+        (next as u64) << 32 | end as u64
+    }
+
+    fn unpack(word: u64) -> (u32, u32) {
+        ((word >> 32) as u32, word as u32)
+    }
+
+    /// Thread `me`'s next piece, and how many it has left after that.
+    fn claim(&self, me: usize) -> Option<(usize, u32)> {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire};
+        let run = &self.runs[me];
+        let mut word = run.load(Acquire);
+        loop {
+            let (next, end) = Self::unpack(word);
+            if next >= end {
+                return None;
+            }
+            match run.compare_exchange_weak(word, Self::pack(next + 1, end), AcqRel, Acquire) {
+                Ok(_) => return Some((next as usize, end - next - 1)),
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Give thread `me` (whose run is done) the back half of the largest
+    /// other run, if that has at least `STEAL_MIN_PIECES` left.
+    fn steal(&self, me: usize) -> bool {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+        loop {
+            let victim = (0..self.runs.len())
+                .filter(|&i| i != me)
+                .map(|i| {
+                    let word = self.runs[i].load(Acquire);
+                    let (next, end) = Self::unpack(word);
+                    (i, word, end.saturating_sub(next))
+                })
+                .max_by_key(|&(_, _, left)| left);
+            let Some((victim, word, left)) = victim.filter(|&(_, _, left)| left >= STEAL_MIN_PIECES) else {
+                return false;
+            };
+            let (next, end) = Self::unpack(word);
+            let mid = next + left / 2;
+            // Pieces only ever leave a run, so an unchanged word means
+            // [mid, end) is still unclaimed (no ABA).
+            if self.runs[victim].compare_exchange(word, Self::pack(next, mid), AcqRel, Acquire).is_ok() {
+                self.runs[me].store(Self::pack(mid, end), Release);
+                return true;
+            }
+        }
+    }
+}
+
 /// Decode the pieces `cuts` marks out on `threads` threads, the calling one
-/// included (see [`crate::parallel`]), and return them in input order. Each
-/// thread claims the next piece until none are left, so a helper that starts
-/// late or runs slow takes fewer; each piece is decoded into its own columns.
-fn decode_pieces(job: &Job, threads: usize, cuts: &[usize]) -> Result<Vec<Decoded>, DecodeError> {
+/// included (see [`crate::parallel`]), and return the parts in input order.
+///
+/// Work stealing over runs of consecutive pieces ([`Runs`]): the first
+/// thread to arrive (the caller: a parked helper wakes ~80 µs later) owns
+/// every piece and decodes them in order; a helper that arrives, or runs
+/// out, takes the back half of what is left of the largest run. A helper
+/// that wakes late so takes a smaller share, the threads end at about the
+/// same time, and each run is one Arrow chunk: two threads make two chunks
+/// (plus one per later steal), where cutting the input into fixed pieces
+/// made one per piece.
+fn decode_stealing(job: &Job, threads: usize, cuts: &[usize]) -> Result<Vec<Decoded>, DecodeError> {
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     use std::sync::Mutex;
-    let pieces = cuts.len() - 1;
-    let next = AtomicUsize::new(0);
+    let runs = Runs::new(threads, u32::try_from(cuts.len() - 1).unwrap_or(u32::MAX));
+    let arrived = AtomicUsize::new(0);
     // The first piece known to have failed; pieces after it are not started.
     let failed = AtomicUsize::new(usize::MAX);
-    let slots: Mutex<Vec<Option<Result<Decoded, DecodeError>>>> = Mutex::new((0..pieces).map(|_| None).collect());
-    let claim = || loop {
-        let i = next.fetch_add(1, Relaxed);
-        if i >= pieces || i > failed.load(Relaxed) {
+    // (first piece, that run's result)
+    let parts: Mutex<Vec<(usize, Result<Decoded, DecodeError>)>> = Mutex::new(Vec::new());
+    let work = || {
+        let me = arrived.fetch_add(1, Relaxed);
+        if me >= threads {
             return;
         }
-        let part = decode_part(job, cuts[i], cuts[i + 1]);
-        if part.is_err() {
-            failed.fetch_min(i, Relaxed);
+        loop {
+            let Some((first, left)) = runs.claim(me).filter(|&(i, _)| i <= failed.load(Relaxed)) else {
+                if failed.load(Relaxed) == usize::MAX && runs.steal(me) {
+                    continue;
+                }
+                return;
+            };
+            // Columns sized for this thread's share: the whole run when it
+            // was stolen, an even share of the input for the first owner
+            // (helpers usually arrive); past that, columns grow.
+            let share = if first == 0 { (left as usize).min(cuts.len().div_ceil(threads)) } else { left as usize };
+            let mut part = Part::new(job, cuts[first], cuts[first + 1 + share]);
+            let mut piece = first;
+            let result = loop {
+                if let Err(e) = part.feed(cuts[piece], cuts[piece + 1]) {
+                    failed.fetch_min(piece, Relaxed);
+                    break Err(e);
+                }
+                match runs.claim(me) {
+                    Some((i, _)) if i <= failed.load(Relaxed) => piece = i,
+                    _ => break Ok(part.finish()),
+                }
+            };
+            parts.lock().unwrap_or_else(|e| e.into_inner()).push((first, result));
         }
-        slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(part);
     };
-    if !crate::parallel::run_beside(threads - 1, &claim) {
+    if !crate::parallel::run_beside(threads - 1, &work) {
         return Err(DecodeError::corrupt(0, None, 0, "a decoding thread panicked"));
     }
-    // Pieces are claimed in order and every claimed piece is finished, so all
-    // pieces before the first failure are here: that error wins, as in a
-    // sequential walk.
-    slots.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map_while(|slot| slot).collect()
+    // Every piece before the first failure was decoded (a thread stops
+    // claiming only past a failure), so that error wins, as in a sequential
+    // walk.
+    let mut parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
+    parts.sort_unstable_by_key(|&(first, _)| first);
+    parts.into_iter().map(|(_, part)| part).collect()
 }
 
 /// What every part of one decode shares.
@@ -305,59 +410,88 @@ struct Job<'a> {
 
 /// Decode the batches in `job.data[start..end]` (`start` a batch boundary).
 fn decode_part(job: &Job, start: usize, end: usize) -> Result<Decoded, DecodeError> {
-    let Job { data, views, topic, partition, options, hidden } = *job;
-    let data = &data[..end];
-    let mut builder = match views {
-        Some(input) => ColumnBuilder::with_views(input.clone()),
-        None => ColumnBuilder::new(),
-    };
-    let mut scratch = Vec::new();
-    let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
-    let hint = SizeHint::of(data, start, options.max_decompressed_size);
-    builder.reserve(hint.records.min(CHUNK_ROWS), hint.bytes.min(CHUNK_BYTES));
-    let mut walker = BatchWalker::starting_at(data, start);
-    for raw in walker.by_ref() {
-        if hidden.is_some_and(|h| h.contains(raw.position)) {
-            out.hidden_batches += 1;
-            continue;
-        }
-        let mark = builder.mark();
-        let rows_before = builder.len();
-        match decode_batch(&raw, options, &mut scratch, Some(&mut builder)) {
-            Ok(_) if builder.overflowed() => {
-                builder.rollback(mark);
-                return Err(DecodeError::corrupt(raw.position, Some(raw.first_offset_field()), raw.position, "batch too large for Arrow's 32-bit offsets"));
+    let mut part = Part::new(job, start, end);
+    part.feed(start, end)?;
+    Ok(part.finish())
+}
+
+/// Consecutive pieces of a job decoded into one set of columns.
+struct Part<'j, 'a> {
+    job: &'j Job<'a>,
+    builder: ColumnBuilder,
+    scratch: Vec<u8>,
+    out: Decoded,
+    /// Records the columns were sized for.
+    hint_records: usize,
+}
+
+impl<'j, 'a> Part<'j, 'a> {
+    /// Columns sized for the batches in `job.data[start..end]`.
+    fn new(job: &'j Job<'a>, start: usize, end: usize) -> Self {
+        let mut builder = match job.views {
+            Some(input) => ColumnBuilder::with_views(input.clone()),
+            None => ColumnBuilder::new(),
+        };
+        let hint = SizeHint::of(&job.data[..end], start, job.options.max_decompressed_size);
+        builder.reserve(hint.records.min(CHUNK_ROWS), hint.bytes.min(CHUNK_BYTES));
+        let out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
+        Part { job, builder, scratch: Vec::new(), out, hint_records: hint.records }
+    }
+
+    /// Decode the batches in `job.data[start..end]` (`start` a batch
+    /// boundary) after those fed before.
+    fn feed(&mut self, start: usize, end: usize) -> Result<(), DecodeError> {
+        let Job { data, topic, partition, options, hidden, .. } = *self.job;
+        let data = &data[..end];
+        let (builder, out) = (&mut self.builder, &mut self.out);
+        let mut walker = BatchWalker::starting_at(data, start);
+        for raw in walker.by_ref() {
+            if hidden.is_some_and(|h| h.contains(raw.position)) {
+                out.hidden_batches += 1;
+                continue;
             }
-            Ok(_) => {
-                out.batches += 1;
-                out.records += builder.len() - rows_before;
-            }
-            Err(e) => {
-                builder.rollback(mark);
-                match options.on_error {
-                    OnError::Raise => return Err(e),
-                    OnError::Skip => {
-                        out.skipped_bytes += raw.bytes.len();
-                        out.skipped.push(e);
+            let mark = builder.mark();
+            let rows_before = builder.len();
+            match decode_batch(&raw, options, &mut self.scratch, Some(&mut *builder)) {
+                Ok(_) if builder.overflowed() => {
+                    builder.rollback(mark);
+                    return Err(DecodeError::corrupt(raw.position, Some(raw.first_offset_field()), raw.position, "batch too large for Arrow's 32-bit offsets"));
+                }
+                Ok(_) => {
+                    out.batches += 1;
+                    out.records += builder.len() - rows_before;
+                }
+                Err(e) => {
+                    builder.rollback(mark);
+                    match options.on_error {
+                        OnError::Raise => return Err(e),
+                        OnError::Skip => {
+                            out.skipped_bytes += raw.bytes.len();
+                            out.skipped.push(e);
+                        }
                     }
                 }
             }
+            if builder.largest_buffer() >= CHUNK_BYTES || builder.len() >= CHUNK_ROWS {
+                out.chunks.extend(builder.finish(topic, partition));
+                let left = self.hint_records.saturating_sub(out.records);
+                builder.reserve(left.min(CHUNK_ROWS), CHUNK_BYTES.min(self.job.data.len() - (raw.position + raw.bytes.len())));
+            }
         }
-        if builder.largest_buffer() >= CHUNK_BYTES || builder.len() >= CHUNK_ROWS {
-            out.chunks.extend(builder.finish(topic, partition));
-            let left = hint.records.saturating_sub(out.records);
-            builder.reserve(left.min(CHUNK_ROWS), CHUNK_BYTES.min(data.len() - (raw.position + raw.bytes.len())));
+        match walker.end() {
+            Some(WalkEnd::Broken(e)) if options.on_error == OnError::Raise => return Err(e.clone()),
+            Some(end) => out.end = end.clone(),
+            None => {}
         }
+        Ok(())
     }
-    match walker.end() {
-        Some(WalkEnd::Broken(e)) if options.on_error == OnError::Raise => return Err(e.clone()),
-        Some(end) => out.end = end.clone(),
-        None => {}
+
+    fn finish(mut self) -> Decoded {
+        if !self.builder.is_empty() || self.out.chunks.is_empty() {
+            self.out.chunks.extend(self.builder.finish(self.job.topic, self.job.partition));
+        }
+        self.out
     }
-    if !builder.is_empty() || out.chunks.is_empty() {
-        out.chunks.extend(builder.finish(topic, partition));
-    }
-    Ok(out)
 }
 
 /// Check one batch and, when `sink` is given, send its records there.
@@ -469,10 +603,84 @@ mod tests {
         let single = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 1, ..Default::default() }).expect("valid");
         let parallel = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 3, ..Default::default() }).expect("valid");
         let concat = |d: &Decoded| arrow_select_free_concat(&d.chunks);
+        // How many chunks depends on when helpers arrive (none may, while
+        // other tests hold them); `runs_*` below test the sharing itself.
         assert_eq!(single.chunks.len(), 1);
-        assert!(parallel.chunks.len() >= 2);
         assert_eq!(concat(&single), concat(&parallel));
         assert_eq!((single.records, single.end.clone()), (parallel.records, parallel.end.clone()));
+    }
+
+    #[test]
+    fn with_threads_the_first_corrupt_batch_in_input_order_is_reported() {
+        let one = v2_batch(0, &[&[7u8; 600][..]; 200]);
+        let mut data = Vec::new();
+        for i in 0..100i64 {
+            let mut b = one.clone();
+            b[..8].copy_from_slice(&(i * 200).to_be_bytes());
+            data.extend_from_slice(&b);
+        }
+        let at = |batch: usize| batch * one.len() + 200; // inside batch `batch`'s records
+        for corrupt in [vec![70], vec![30, 70], vec![5, 95], vec![99]] {
+            let mut bad = data.clone();
+            for &b in &corrupt {
+                bad[at(b)] ^= 1;
+            }
+            let single = decode(&bad, None, None, &DecodeOptions { threads: 1, ..Default::default() }).expect_err("corrupt");
+            assert_eq!(single.batch_position, corrupt[0] * one.len());
+            for threads in [2, 3, 4] {
+                for _ in 0..5 {
+                    let many = decode(&bad, None, None, &DecodeOptions { threads, ..Default::default() }).expect_err("corrupt");
+                    assert_eq!(many.to_string(), single.to_string(), "corrupt batches {corrupt:?}, {threads} threads");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn runs_share_pieces_from_the_back() {
+        let runs = Runs::new(2, 10);
+        assert_eq!(runs.claim(0), Some((0, 9)));
+        assert!(runs.steal(1)); // the back half of pieces 1..10
+        let owner: Vec<usize> = std::iter::from_fn(|| runs.claim(0).map(|(i, _)| i)).collect();
+        assert_eq!(owner, [1, 2, 3, 4]);
+        assert_eq!(runs.claim(1), Some((5, 4)));
+        assert!(runs.steal(0)); // 4 left: 6, 7 stay, 8, 9 move
+        assert_eq!(runs.claim(0), Some((8, 1)));
+        assert!(!runs.steal(1), "fewer than STEAL_MIN_PIECES left");
+        assert_eq!(runs.claim(1).map(|c| c.0), Some(6));
+    }
+
+    #[test]
+    fn racing_threads_take_every_piece_once_in_ascending_runs() {
+        const PIECES: u32 = 200_000;
+        let runs = Runs::new(4, PIECES);
+        let arrived = std::sync::atomic::AtomicUsize::new(0);
+        let taken: Vec<Vec<usize>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let me = arrived.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let mut mine = Vec::new();
+                        loop {
+                            match runs.claim(me) {
+                                Some((i, _)) => mine.push(i),
+                                None if runs.steal(me) => mine.push(usize::MAX), // a new run starts
+                                None => return mine,
+                            }
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("no panic")).collect()
+        });
+        let mut all: Vec<usize> = taken.iter().flatten().copied().filter(|&i| i != usize::MAX).collect();
+        for mine in &taken {
+            for run in mine.split(|&i| i == usize::MAX) {
+                assert!(run.windows(2).all(|w| w[1] == w[0] + 1), "a run is consecutive pieces");
+            }
+        }
+        all.sort_unstable();
+        assert_eq!(all, (0..PIECES as usize).collect::<Vec<_>>());
     }
 
     #[test]
