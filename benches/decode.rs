@@ -224,6 +224,14 @@ fn kafkabatch_decode(data: &[u8], threads: usize) -> usize {
     out.records
 }
 
+/// `binary_view` output: keys and values point into the input, as
+/// kafka-protocol's `Bytes` do (the input is an Arrow buffer, shared).
+fn kafkabatch_decode_views(data: &arrow_buffer::Buffer, threads: usize) -> usize {
+    let out = kafkabatch::decode::decode_range_views(data, 0, data.len(), Some("bench"), Some(0), &opts(threads)).expect("decodes");
+    black_box(&out.chunks);
+    out.records
+}
+
 /// kafka-protocol: every batch into a `Vec<Record>` (offset, timestamp,
 /// key, value, headers materialised; CRC checked; its own decompression).
 fn kafka_protocol_decode(data: &Bytes) -> usize {
@@ -323,6 +331,9 @@ fn decode_uncompressed(c: &mut Criterion) {
         g.throughput(Throughput::ElementsAndBytes { elements: n as u64, bytes: data.len() as u64 });
         g.bench_function("kafkabatch", |b| b.iter(|| kafkabatch_decode(&data, 1)));
         g.bench_function("kafkabatch_2threads", |b| b.iter(|| kafkabatch_decode(&data, 2)));
+        let shared = arrow_buffer::Buffer::from(data.clone());
+        assert_eq!(kafkabatch_decode_views(&shared, 1), n);
+        g.bench_function("kafkabatch_binary_view", |b| b.iter(|| kafkabatch_decode_views(&shared, 1)));
         g.bench_function("kafka-protocol", |b| b.iter(|| kafka_protocol_decode(&bytes)));
         let mut dst = vec![0u8; data.len()];
         g.bench_function("limit_memcpy", |b| {
