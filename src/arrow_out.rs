@@ -116,8 +116,8 @@ impl BinaryColumn {
         self.push_with::<true>(bytes);
     }
 
-    /// `push`; with `PREFETCH`, also prefetch where later values go (short
-    /// columns are prefetched every few rows instead, see
+    /// `push`; with `PREFETCH`, also prefetch where later values go (the
+    /// header columns are prefetched every 8th record instead, see
     /// `ColumnBuilder::prefetch_fixed_width`).
     #[inline(always)]
     fn push_with<const PREFETCH: bool>(&mut self, bytes: Option<&[u8]>) {
