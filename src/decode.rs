@@ -123,6 +123,13 @@ pub struct Decoded {
     pub end: WalkEnd,
 }
 
+impl Decoded {
+    /// Nothing decoded yet: no chunks, counts at zero, a clean end.
+    fn empty() -> Self {
+        Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean }
+    }
+}
+
 /// Decode every batch of `data` into Arrow record batches.
 pub fn decode(data: &[u8], topic: Option<&str>, partition: Option<i32>, options: &DecodeOptions) -> Result<Decoded, DecodeError> {
     decode_range(data, 0, data.len(), topic, partition, options)
@@ -178,7 +185,7 @@ fn decode_into(
         return decode_part(&job, start, data.len());
     }
     let results = decode_stealing(&job, threads, &cuts)?;
-    let mut out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
+    let mut out = Decoded::empty();
     for part in results {
         out.chunks.extend(part.chunks.into_iter().filter(|c| c.num_rows() > 0));
         out.batches += part.batches;
@@ -434,7 +441,7 @@ impl<'j, 'a> Part<'j, 'a> {
         };
         let hint = SizeHint::of(&job.data[..end], start, job.options.max_decompressed_size);
         builder.reserve(hint.records.min(CHUNK_ROWS), hint.bytes.min(CHUNK_BYTES));
-        let out = Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean };
+        let out = Decoded::empty();
         Part { job, builder, scratch: Vec::new(), out, hint_records: hint.records }
     }
 
@@ -589,15 +596,22 @@ mod tests {
         b
     }
 
-    #[test]
-    fn threads_give_identical_results_in_order() {
+    /// A batch of 200 600-byte records, and `n` copies of it with base
+    /// offsets 0, 200, 400, ... (each batch ~120 KB).
+    fn numbered_batches(n: i64) -> (Vec<u8>, Vec<u8>) {
         let one = v2_batch(0, &[&[7u8; 600][..]; 200]);
         let mut data = Vec::new();
-        for i in 0..300i64 {
+        for i in 0..n {
             let mut b = one.clone();
             b[..8].copy_from_slice(&(i * 200).to_be_bytes());
             data.extend_from_slice(&b);
         }
+        (one, data)
+    }
+
+    #[test]
+    fn threads_give_identical_results_in_order() {
+        let (one, mut data) = numbered_batches(300);
         data.extend_from_slice(&one[..50]); // a truncated tail
         assert!(data.len() > 3 * PARALLEL_MIN_WORK);
         let single = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 1, ..Default::default() }).expect("valid");
@@ -612,13 +626,7 @@ mod tests {
 
     #[test]
     fn with_threads_the_first_corrupt_batch_in_input_order_is_reported() {
-        let one = v2_batch(0, &[&[7u8; 600][..]; 200]);
-        let mut data = Vec::new();
-        for i in 0..100i64 {
-            let mut b = one.clone();
-            b[..8].copy_from_slice(&(i * 200).to_be_bytes());
-            data.extend_from_slice(&b);
-        }
+        let (one, data) = numbered_batches(100);
         let at = |batch: usize| batch * one.len() + 200; // inside batch `batch`'s records
         for corrupt in [vec![70], vec![30, 70], vec![5, 95], vec![99]] {
             let mut bad = data.clone();
