@@ -368,7 +368,7 @@ impl ColumnBuilder {
         }
         // Header columns, once they have room (a prefetch of an empty
         // vector's dangling address would walk the page tables for nothing).
-        if self.header_key.offsets.capacity() > 1 {
+        if self.headers_reserved() {
             memory::prefetch_past(&self.header_key.offsets, AHEAD * 4);
             memory::prefetch_past(&self.header_value.offsets, AHEAD * 4);
             memory::prefetch_past(&self.header_key.data, WRITE_AHEAD_BYTES);
@@ -445,6 +445,13 @@ impl ColumnBuilder {
             }
         }
         self.header_room = (records, bytes);
+    }
+
+    /// Whether this chunk's header columns have room yet (`reserve_headers`
+    /// ran): until then their offsets hold just the leading 0.
+    #[inline(always)]
+    fn headers_reserved(&self) -> bool {
+        self.header_key.offsets.capacity() > 1
     }
 
     /// The first header of a chunk: room for two per record and header bytes
@@ -588,7 +595,7 @@ pub fn empty_view_batch() -> RecordBatch {
 impl RecordSink for ColumnBuilder {
     #[inline(always)]
     fn header(&mut self, key: &[u8], value: Option<&[u8]>) {
-        if self.header_key.offsets.capacity() == 1 {
+        if !self.headers_reserved() {
             self.reserve_headers();
         }
         self.header_key.push_present(key);
