@@ -30,7 +30,7 @@ from pathlib import Path
 
 BIN = Path(sys.executable).parent
 
-AIOKAFKA_DUMP = r'''
+AIOKAFKA_DUMP = r"""
 import sys
 from aiokafka.record.memory_records import MemoryRecords
 
@@ -66,7 +66,7 @@ for path in sys.argv[1:]:
                 if value is not None:
                     line += " payload: " + value.decode("utf-8", "backslashreplace")
             write(line + "\n")
-'''
+"""
 
 
 def loadavg() -> str:
@@ -98,11 +98,19 @@ def generate(folder: Path, **kw) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     tmp = Path(tempfile.gettempdir())
-    p.add_argument("--segment-folder", type=Path, default=tmp / "kafkabatch-bench-seg",
-                   help="folder with one large segment (generated if missing: one uncompressed orders partition)")
+    p.add_argument(
+        "--segment-folder",
+        type=Path,
+        default=tmp / "kafkabatch-bench-seg",
+        help="folder with one large segment (generated if missing: one uncompressed orders partition)",
+    )
     p.add_argument("--segment-size", default="64MB")
-    p.add_argument("--convert-folder", type=Path, default=tmp / "kafkabatch-bench-convert",
-                   help="log dir to convert (generated if missing: default topics and codecs)")
+    p.add_argument(
+        "--convert-folder",
+        type=Path,
+        default=tmp / "kafkabatch-bench-convert",
+        help="log dir to convert (generated if missing: default topics and codecs)",
+    )
     p.add_argument("--convert-size", default="1GB")
     p.add_argument("--repeat", type=int, default=3, help="timed dump runs after one warm-up")
     p.add_argument("--convert-repeat", type=int, default=1, help="timed convert runs (page cache warm)")
@@ -115,8 +123,14 @@ def main() -> int:
     if "dump" not in skip:
         from kafkabatch.generate import TopicSpec
 
-        generate(args.segment_folder, size=args.segment_size, topics=[TopicSpec("orders", 1)], codecs="none",
-                 segment_bytes="2GB", seed=1)
+        generate(
+            args.segment_folder,
+            size=args.segment_size,
+            topics=[TopicSpec("orders", 1)],
+            codecs="none",
+            segment_bytes="2GB",
+            seed=1,
+        )
         segment = max(args.segment_folder.glob("*/*.log"), key=lambda f: f.stat().st_size)
         size = segment.stat().st_size
         script = Path(tempfile.mkdtemp(prefix="kb-bench-cli-")) / "aiokafka_dump.py"
@@ -135,13 +149,19 @@ def main() -> int:
             times, rss = [], []
             for i in range(args.repeat + 1):
                 dt, r, _ = timed(cmd)
-                print(f"  {name:<30} run {i} {dt:7.2f} s rss {r} KiB{'' if i else ' (warm-up)'} load {loadavg()}",
-                      flush=True)
+                print(
+                    f"  {name:<30} run {i} {dt:7.2f} s rss {r} KiB{'' if i else ' (warm-up)'} load {loadavg()}",
+                    flush=True,
+                )
                 if i:
                     times.append(dt)
                     rss.append(r)
-            dump[name] = {"times": times, "median": statistics.median(times), "rss_kib": max(rss),
-                          "record_lines": lines[name]}
+            dump[name] = {
+                "times": times,
+                "median": statistics.median(times),
+                "rss_kib": max(rss),
+                "record_lines": lines[name],
+            }
         shutil.rmtree(script.parent, ignore_errors=True)
         results["dump"] = {"segment": str(segment), "bytes": size, "load": os.getloadavg(), "runs": dump}
 
@@ -155,17 +175,26 @@ def main() -> int:
         runs = []
         try:
             for i in range(args.convert_repeat):
-                dt, r, err = timed([str(BIN / "kafkabatch"), "convert", str(args.convert_folder), str(out),
-                                    "-f", "--no-progress"])
+                dt, r, err = timed(
+                    [str(BIN / "kafkabatch"), "convert", str(args.convert_folder), str(out), "-f", "--no-progress"]
+                )
                 summary = err.strip().splitlines()[:3]
                 out_mb = out.stat().st_size / 1e6
-                print(f"  convert run {i + 1} {dt:7.2f} s {size / 1e6 / dt:.1f} MB/s rss {r} KiB out {out_mb:.1f} MB "
-                      f"load {loadavg()}\n    {' | '.join(summary)}", flush=True)
+                print(
+                    f"  convert run {i + 1} {dt:7.2f} s {size / 1e6 / dt:.1f} MB/s rss {r} KiB out {out_mb:.1f} MB "
+                    f"load {loadavg()}\n    {' | '.join(summary)}",
+                    flush=True,
+                )
                 runs.append({"seconds": dt, "mb_s": size / 1e6 / dt, "rss_kib": r, "out_mb": out_mb})
         finally:
             shutil.rmtree(out_dir, ignore_errors=True)
-        results["convert"] = {"folder": str(args.convert_folder), "bytes": size, "segments": len(logs),
-                              "load": os.getloadavg(), "runs": runs}
+        results["convert"] = {
+            "folder": str(args.convert_folder),
+            "bytes": size,
+            "segments": len(logs),
+            "load": os.getloadavg(),
+            "runs": runs,
+        }
 
     print(f"\nload after: {loadavg()}\n")
     if "dump" in results:
@@ -175,8 +204,10 @@ def main() -> int:
         print("| command | median s | MB/s | peak RSS MiB | record lines | vs aiokafka |")
         print("|---|---:|---:|---:|---:|---:|")
         for name, r in d["runs"].items():
-            print(f"| {name} | {r['median']:.2f} | {d['bytes'] / 1e6 / r['median']:.1f} | {r['rss_kib'] / 1024:.0f} "
-                  f"| {r['record_lines']:,} | {base / r['median']:.2f}x |")
+            print(
+                f"| {name} | {r['median']:.2f} | {d['bytes'] / 1e6 / r['median']:.1f} | {r['rss_kib'] / 1024:.0f} "
+                f"| {r['record_lines']:,} | {base / r['median']:.2f}x |"
+            )
         print()
     if "convert" in results:
         c = results["convert"]

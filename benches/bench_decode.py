@@ -31,29 +31,43 @@ import struct
 import sys
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import crc32c as crc32c_mod
 import cramjam
+import crc32c as crc32c_mod
+import kafka.record.default_records as kp_default_records
 import lz4.frame
 import zstandard
-
-import kafkabatch as kb
-from aiokafka.record import _crecords
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
-import kafka.record.default_records as kp_default_records
 from kafka.record._crc32c import crc as crc32c_pure
 from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
+
+import kafkabatch as kb
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS_PER_BATCH = 1000
 BASE_TS = 1_700_000_000_000
 WORDS = [
-    "kafka", "record", "batch", "offset", "topic", "partition", "consumer", "producer", "broker", "leader",
-    "replica", "segment", "index", "commit", "fetch", "stream",
+    "kafka",
+    "record",
+    "batch",
+    "offset",
+    "topic",
+    "partition",
+    "consumer",
+    "producer",
+    "broker",
+    "leader",
+    "replica",
+    "segment",
+    "index",
+    "commit",
+    "fetch",
+    "stream",
 ]
 EVENTS = ["click", "view", "purchase", "signup"]
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -382,27 +396,71 @@ def make_peers(args: argparse.Namespace) -> tuple[list[Peer], dict[str, str]]:
         kbn, kbp, kbw = n * times, plain * times, len(big)
         peers.append(Peer(name, "kafkabatch threads=1", "kafkabatch", kafkabatch_reader(1), big, kbn, kbp, kbw))
         peers.append(Peer(name, "kafkabatch threads=auto", "kafkabatch", kafkabatch_reader(None), big, kbn, kbp, kbw))
-        peers.append(Peer(name, "kafkabatch threads=1, per 1 MiB fetch", "kafkabatch", kafkabatch_fetches, fetch_chunks(data), n, plain, len(data)))
+        peers.append(
+            Peer(
+                name,
+                "kafkabatch threads=1, per 1 MiB fetch",
+                "kafkabatch",
+                kafkabatch_fetches,
+                fetch_chunks(data),
+                n,
+                plain,
+                len(data),
+            )
+        )
         if codec == "none":
-            peers.append(Peer(name, "kafkabatch binary_view, threads=1", "kafkabatch", kafkabatch_views, big, kbn, kbp, kbw))
+            peers.append(
+                Peer(name, "kafkabatch binary_view, threads=1", "kafkabatch", kafkabatch_views, big, kbn, kbp, kbw)
+            )
         if name == "none_100B":
             # One fetch per timing, right after another peer: what a single
             # call costs with cold caches (the per-fetch row above decodes 25
             # in a row, so only its first is cold).
             first = fetch_chunks(data)[0]
             n_first = kb.decode(first).num_rows
-            peers.append(Peer(name, "kafkabatch, one 1 MiB call (cold)", "kafkabatch", kafkabatch_fetches, [first], n_first, plain * n_first // n, len(first)))
+            peers.append(
+                Peer(
+                    name,
+                    "kafkabatch, one 1 MiB call (cold)",
+                    "kafkabatch",
+                    kafkabatch_fetches,
+                    [first],
+                    n_first,
+                    plain * n_first // n,
+                    len(first),
+                )
+            )
         peers.append(Peer(name, "aiokafka (Cython)", "peer", aiokafka_reader(headers), data, n, plain, len(data)))
         # kafka-python is slow: a slice keeps a repetition near a second.
         sub = max(1, nb // 10)
         kp = first_batches(data, sub)
         kp_plain = plain * sub // (n // RECORDS_PER_BATCH)
-        peers.append(Peer(name, "kafka-python + crc32c", "peer", kafka_python_reader(headers, True), kp, sub * 1000, kp_plain, len(kp)))
+        peers.append(
+            Peer(
+                name,
+                "kafka-python + crc32c",
+                "peer",
+                kafka_python_reader(headers, True),
+                kp,
+                sub * 1000,
+                kp_plain,
+                len(kp),
+            )
+        )
         if codec == "none":
             sub2 = max(1, nb // 40)
             kp2 = first_batches(data, sub2)
             peers.append(
-                Peer(name, "kafka-python, pure-Python CRC", "peer", kafka_python_reader(headers, False), kp2, sub2 * 1000, plain * sub2 // (n // 1000), len(kp2))
+                Peer(
+                    name,
+                    "kafka-python, pure-Python CRC",
+                    "peer",
+                    kafka_python_reader(headers, False),
+                    kp2,
+                    sub2 * 1000,
+                    plain * sub2 // (n // 1000),
+                    len(kp2),
+                )
             )
             peers.append(Peer(name, "limit: bytes copy (memcpy)", "limit", memcpy, big, 0, kbp, kbw))
             peers.append(Peer(name, "limit: crc32c.crc32c", "limit", crc_only, big, 0, kbp, kbw))
@@ -459,17 +517,29 @@ def plot(rows: list[dict[str, Any]], path: str, title: str) -> None:
 
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     names = [
-        "kafkabatch threads=1", "kafkabatch threads=auto", "kafkabatch threads=1, per 1 MiB fetch", "kafkabatch binary_view, threads=1",
-        "aiokafka (Cython)", "kafka-python + crc32c", "kafka-python, pure-Python CRC",
+        "kafkabatch threads=1",
+        "kafkabatch threads=auto",
+        "kafkabatch threads=1, per 1 MiB fetch",
+        "kafkabatch binary_view, threads=1",
+        "aiokafka (Cython)",
+        "kafka-python + crc32c",
+        "kafka-python, pure-Python CRC",
     ]
     colors = ["#1f77b4", "#6baed6", "#9ecae1", "#08306b", "#ff7f0e", "#2ca02c", "#98df8a", "#7f7f7f"]
     fig, axes = plt.subplots(2, 1, figsize=(13, 9))
     width = 0.8 / (len(names) + 1)
-    for ax, metric, label in ((axes[0], "records_per_s", "records/s (log)"), (axes[1], "gb_per_s", "GB/s of record bytes (log)")):
+    for ax, metric, label in (
+        (axes[0], "records_per_s", "records/s (log)"),
+        (axes[1], "gb_per_s", "GB/s of record bytes (log)"),
+    ):
         for j, name in enumerate(names + ["limit"]):
             xs, ys = [], []
             for i, ds in enumerate(datasets):
-                match = [r for r in rows if r["dataset"] == ds and (r["peer"] == name or (name == "limit" and r["kind"] == "limit"))]
+                match = [
+                    r
+                    for r in rows
+                    if r["dataset"] == ds and (r["peer"] == name or (name == "limit" and r["kind"] == "limit"))
+                ]
                 if name == "limit":
                     # the tightest limit: the codec's own decompression, or memcpy+CRC
                     match = [r for r in match if metric == "gb_per_s"]
@@ -502,7 +572,9 @@ def _git_head() -> str:
     import subprocess
 
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
     except OSError:
         return "?"
 
@@ -540,8 +612,10 @@ def threads_check(seconds: float = 3.0) -> list[dict[str, Any]]:
         w2, c2 = min(res[2])
         row = {"dataset": name, "wall_1": w1, "cpu_1": c1, "wall_2": w2, "cpu_2": c2, "speedup": w1 / w2}
         out.append(row)
-        print(f"{name:28} threads=1 {w1 * 1e3:6.1f} ms (cpu {c1 * 1e3:6.1f}) | threads=2 {w2 * 1e3:6.1f} ms "
-              f"(cpu {c2 * 1e3:6.1f}, cpu/wall {c2 / w2:.2f}) | speedup {w1 / w2:.2f}×")
+        print(
+            f"{name:28} threads=1 {w1 * 1e3:6.1f} ms (cpu {c1 * 1e3:6.1f}) | threads=2 {w2 * 1e3:6.1f} ms "
+            f"(cpu {c2 * 1e3:6.1f}, cpu/wall {c2 / w2:.2f}) | speedup {w1 / w2:.2f}×"
+        )
     print(f"load average {os.getloadavg()}")
     return out
 
@@ -549,11 +623,17 @@ def threads_check(seconds: float = 3.0) -> list[dict[str, Any]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=7, help="timed repetitions per peer (medians reported)")
-    ap.add_argument("--kb-repeat", type=int, default=2, help="kafkabatch's none_100B input = the peers' repeated this many times")
+    ap.add_argument(
+        "--kb-repeat", type=int, default=2, help="kafkabatch's none_100B input = the peers' repeated this many times"
+    )
     ap.add_argument("--quick", action="store_true", help="small inputs, 2 repetitions: a smoke test")
     ap.add_argument("--only", metavar="NAMES", help="comma-separated dataset name parts to run (e.g. none_1KB,lz4)")
     ap.add_argument("--json", metavar="OUT", help="write results as JSON")
-    ap.add_argument("--threads-check", action="store_true", help="threads=1 vs threads=2 wall and CPU time in a steady loop, then exit")
+    ap.add_argument(
+        "--threads-check",
+        action="store_true",
+        help="threads=1 vs threads=2 wall and CPU time in a steady loop, then exit",
+    )
     ap.add_argument("--from-json", metavar="IN", help="print the table (and --plot) of a saved run instead of running")
     ap.add_argument("--plot", metavar="PNG", help="draw a bar chart (needs matplotlib)")
     args = ap.parse_args()
@@ -601,7 +681,11 @@ def main() -> None:
         Path(args.json).write_text(json.dumps({"env": env, "notes": notes, "results": rows}, indent=1))
     if args.plot:
         la = " / ".join(f"{x:.1f}" for x in load_before)
-        plot(rows, args.plot, f"kafkabatch decode vs Python readers — {os.cpu_count()} cores, load avg {la}, medians of {args.reps} interleaved reps")
+        plot(
+            rows,
+            args.plot,
+            f"kafkabatch decode vs Python readers — {os.cpu_count()} cores, load avg {la}, medians of {args.reps} interleaved reps",
+        )
 
 
 if __name__ == "__main__":

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 CHILD = r"""
@@ -59,13 +57,16 @@ def main() -> int:
     logs = sorted(args.folder.glob("*/*.log"))
     total = sum(f.stat().st_size for f in logs)
     biggest = max(f.stat().st_size for f in logs)
-    print(f"folder {args.folder}: {len(logs)} segments, {total / 2**30:.2f} GiB, largest segment {biggest / 2**20:.0f} MiB")
+    print(
+        f"folder {args.folder}: {len(logs)} segments, {total / 2**30:.2f} GiB, largest segment {biggest / 2**20:.0f} MiB"
+    )
     results = []
     print("| reader | rows | s | peak RSS MiB |")
     print("|---|---:|---:|---:|")
     for mode in ("scan_log", "spark reader"):
-        out = subprocess.run([sys.executable, "-c", CHILD, mode, str(args.folder)], check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, mode, str(args.folder)], check=True, capture_output=True, text=True
+        ).stdout
         r = json.loads(out.strip().splitlines()[-1]) | {"reader": mode}
         results.append(r)
         print(f"| {mode} | {r['rows']:,} | {r['seconds']:.1f} | {r['peak_rss_mib']:.0f} |", flush=True)

@@ -24,7 +24,7 @@ import os
 import platform
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
@@ -37,7 +37,12 @@ RECORDS_PER_BATCH = 1000
 
 def batch(first: int) -> bytes:
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=0, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+        magic=2,
+        compression_type=0,
+        is_transactional=0,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
         batch_size=2**30,
     )
     for i in range(RECORDS_PER_BATCH):
@@ -58,7 +63,7 @@ def read_all(records_class: type) -> Callable[[bytes], int]:
             if not b.validate_crc():
                 raise ValueError("bad CRC")
             for r in b:
-                (r.offset, r.timestamp, r.key, r.value)
+                (r.offset, r.timestamp, r.key, r.value)  # noqa: B018 (materialise the fields)
                 count += 1
         return count
 
@@ -78,7 +83,9 @@ PEERS: dict[str, Callable[[bytes], int]] = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, nargs="+", default=[10, 35, 200], help="input sizes, in batches of 1,000 records")
+    parser.add_argument(
+        "--batches", type=int, nargs="+", default=[10, 35, 200], help="input sizes, in batches of 1,000 records"
+    )
     parser.add_argument("--reps", type=int, default=7, help="timed repetitions per peer (medians reported)")
     args = parser.parse_args()
     try:
@@ -87,7 +94,9 @@ def main() -> None:
         kp_crc = "crc32c package"
     except ImportError:
         kp_crc = "pure-Python CRC"
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; kafka-python with its {kp_crc}")
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; kafka-python with its {kp_crc}"
+    )
     print("| input | kafkabatch | aiokafka | kafka-python | vs aiokafka | vs kafka-python |")
     print("|---|---:|---:|---:|---:|---:|")
     for batches in args.batches:
@@ -98,7 +107,7 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in PEERS}
         names = list(PEERS)
         for rep in range(args.reps):
-            for name in names[rep % len(names):] + names[: rep % len(names)]:
+            for name in names[rep % len(names) :] + names[: rep % len(names)]:
                 start = time.perf_counter()
                 PEERS[name](data)
                 times[name].append(time.perf_counter() - start)

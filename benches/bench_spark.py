@@ -51,8 +51,9 @@ def ensure_folder(folder: Path, size: str, seed: int) -> None:
     import kafkabatch as kb
     from kafkabatch.generate import DEFAULT_TOPICS
 
-    summary = kb.generate(folder, size=size, seed=seed, topics=[t for t in DEFAULT_TOPICS if t.magic == 2],
-                          progress=False)
+    summary = kb.generate(
+        folder, size=size, seed=seed, topics=[t for t in DEFAULT_TOPICS if t.magic == 2], progress=False
+    )
     print(summary, file=sys.stderr)
 
 
@@ -100,16 +101,18 @@ def aiokafka_decode(pdfs):
             n = len(offsets)
             if n == 0:
                 continue
-            yield pd.DataFrame({
-                "key": keys,
-                "value": values,
-                "topic": [topic] * n,
-                "partition": pd.Series([partition] * n, dtype="int32"),
-                "offset": pd.Series(offsets, dtype="int64"),
-                "timestamp": pd.to_datetime(pd.Series(timestamps, dtype="int64"), unit="ms"),
-                "timestampType": pd.Series(ts_types, dtype="int32"),
-                "headers": headers,
-            })
+            yield pd.DataFrame(
+                {
+                    "key": keys,
+                    "value": values,
+                    "topic": [topic] * n,
+                    "partition": pd.Series([partition] * n, dtype="int32"),
+                    "offset": pd.Series(offsets, dtype="int64"),
+                    "timestamp": pd.to_datetime(pd.Series(timestamps, dtype="int64"), unit="ms"),
+                    "timestampType": pd.Series(ts_types, dtype="int32"),
+                    "headers": headers,
+                }
+            )
 
 
 def aiokafka_udf():
@@ -126,7 +129,7 @@ def aiokafka_udf():
     def decode_kafka(content: pd.Series, path: pd.Series) -> pd.Series:
         import datetime as dt
 
-        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         out = []
         for data, file in zip(content, path):
             topic, partition = topic_partition(file)
@@ -134,16 +137,18 @@ def aiokafka_udf():
             for batch in aiokafka_batches(data, file):
                 ts_type = batch.timestamp_type
                 for r in batch:
-                    rows.append({
-                        "key": r.key,
-                        "value": r.value,
-                        "topic": topic,
-                        "partition": partition,
-                        "offset": r.offset,
-                        "timestamp": epoch + dt.timedelta(milliseconds=r.timestamp),
-                        "timestampType": ts_type,
-                        "headers": [{"key": k, "value": v} for k, v in r.headers],
-                    })
+                    rows.append(
+                        {
+                            "key": r.key,
+                            "value": r.value,
+                            "topic": topic,
+                            "partition": partition,
+                            "offset": r.offset,
+                            "timestamp": epoch + dt.timedelta(milliseconds=r.timestamp),
+                            "timestampType": ts_type,
+                            "headers": [{"key": k, "value": v} for k, v in r.headers],
+                        }
+                    )
             out.append(rows)
         return pd.Series(out, index=content.index)
 
@@ -158,14 +163,19 @@ def parquet_rows(folder: Path) -> int:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kafkabatch-bench-spark",
-                   help="log folder (generated with magic-2 topics if missing or empty)")
+    p.add_argument(
+        "--folder",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "kafkabatch-bench-spark",
+        help="log folder (generated with magic-2 topics if missing or empty)",
+    )
     p.add_argument("--size", default="192MB", help="size to generate when the folder is missing")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=3, help="timed runs after one warm-up (median reported)")
     p.add_argument("--only", default="kafka-log,explode,aiokafka-udf,aiokafka-map", help="comma-separated methods")
-    p.add_argument("--sinks", default="count,parquet,parquet-micros",
-                   help="comma-separated: count, parquet, parquet-micros")
+    p.add_argument(
+        "--sinks", default="count,parquet,parquet-micros", help="comma-separated: count, parquet, parquet-micros"
+    )
     p.add_argument("--json", type=Path, help="write the results as JSON here")
     args = p.parse_args()
 
@@ -179,27 +189,33 @@ def main() -> int:
 
     import kafkabatch.spark as kbs
 
-    spark = (SparkSession.builder.master("local[2]").appName("kafkabatch-bench-spark")
-             .config("spark.driver.memory", "4g")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.sources.binaryFile.maxLength", str(2**31 - 1))
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkabatch-bench-spark")
+        .config("spark.driver.memory", "4g")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.sources.binaryFile.maxLength", str(2**31 - 1))
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("WARN")
     kbs.register(spark)
     folder = str(args.folder)
     decode_udf = aiokafka_udf()
 
     def binary():
-        return (spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
-                .option("recursiveFileLookup", "true").load(folder))
+        return (
+            spark.read.format("binaryFile")
+            .option("pathGlobFilter", "*.log")
+            .option("recursiveFileLookup", "true")
+            .load(folder)
+        )
 
     methods = {
         "kafka-log": lambda: spark.read.format("kafka-log").load(folder),
         "explode": lambda: kbs.explode_batches(binary(), "content", path_column="path"),
-        "aiokafka-udf": lambda: (binary().select(F.explode(decode_udf("content", "path")).alias("r"))
-                                 .select("r.*")),
+        "aiokafka-udf": lambda: binary().select(F.explode(decode_udf("content", "path")).alias("r")).select("r.*"),
         "aiokafka-map": lambda: binary().select("path", "content").mapInPandas(aiokafka_decode, kbs.KAFKA_SCHEMA),
     }
     out_root = Path(tempfile.mkdtemp(prefix="kb-bench-spark-"))
@@ -236,21 +252,32 @@ def main() -> int:
                     shutil.rmtree(out, ignore_errors=True)
                 if i:
                     times[(name, sink)].append(dt)
-                print(f"  {name:<12} {sink:<14} round {i} {dt:7.2f} s{'' if i else ' (warm-up)'} "
-                      f"load {loadavg()}", flush=True)
+                print(
+                    f"  {name:<12} {sink:<14} round {i} {dt:7.2f} s{'' if i else ' (warm-up)'} load {loadavg()}",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(out_root, ignore_errors=True)
         spark.stop()
 
-    results = [{"method": name, "sink": sink, "times": times[(name, sink)],
-                "median": statistics.median(times[(name, sink)]), "rows": rows[(name, sink)]}
-               for name, sink in cases]
+    results = [
+        {
+            "method": name,
+            "sink": sink,
+            "times": times[(name, sink)],
+            "median": statistics.median(times[(name, sink)]),
+            "rows": rows[(name, sink)],
+        }
+        for name, sink in cases
+    ]
     counts = {r["rows"] for r in results if r["rows"] is not None}
     if len(counts) > 1:
         print(f"ROW COUNTS DIFFER: {sorted(counts)}", file=sys.stderr)
     med = {(r["method"], r["sink"]): r["median"] for r in results}
-    print(f"\n{total / 1e6:.1f} MB, {len(logs)} segments, local[2]; median of {args.repeat} interleaved rounds "
-          f"after a warm-up round; load after: {loadavg()}\n")
+    print(
+        f"\n{total / 1e6:.1f} MB, {len(logs)} segments, local[2]; median of {args.repeat} interleaved rounds "
+        f"after a warm-up round; load after: {loadavg()}\n"
+    )
     print("| method | sink | median s | MB/s | rows | vs aiokafka-udf | vs aiokafka-map |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for r in results:
@@ -259,12 +286,24 @@ def main() -> int:
             base = med.get((base_name, r["sink"]))
             ratios.append(f"{base / r['median']:.2f}x" if base else "-")
         n = f"{r['rows']:,}" if r["rows"] is not None else "-"
-        print(f"| {r['method']} | {r['sink']} | {r['median']:.2f} | {total / 1e6 / r['median']:.1f} | {n} | "
-              f"{' | '.join(ratios)} |")
+        print(
+            f"| {r['method']} | {r['sink']} | {r['median']:.2f} | {total / 1e6 / r['median']:.1f} | {n} | "
+            f"{' | '.join(ratios)} |"
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"folder": folder, "bytes": total, "segments": len(logs),
-                                         "python": platform.python_version(), "results": results}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "folder": folder,
+                    "bytes": total,
+                    "segments": len(logs),
+                    "python": platform.python_version(),
+                    "results": results,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

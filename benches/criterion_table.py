@@ -29,7 +29,15 @@ def load() -> list[dict]:
             bytes_ = thr["Bytes"]
         elif "Elements" in thr:
             elements = thr["Elements"]
-        rows.append({"group": meta["group_id"], "bench": meta["function_id"], "median_s": t, "elements": elements, "bytes": bytes_})
+        rows.append(
+            {
+                "group": meta["group_id"],
+                "bench": meta["function_id"],
+                "median_s": t,
+                "elements": elements,
+                "bytes": bytes_,
+            }
+        )
     return rows
 
 

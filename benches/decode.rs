@@ -25,8 +25,8 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use bytes::Bytes;
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use kafka_protocol::records::RecordBatchDecoder;
 use kafkabatch::batch::{BatchWalker, V2_ATTRIBUTES_OFFSET, V2_CRC_OFFSET, V2_HEADER_SIZE};
 use kafkabatch::compression::{self, Codec, CompressOptions};
@@ -45,14 +45,31 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         self.0 >> 33
     }
 }
 
 const WORDS: [&str; 16] = [
-    "kafka", "record", "batch", "offset", "topic", "partition", "consumer", "producer", "broker", "leader", "replica",
-    "segment", "index", "commit", "fetch", "stream",
+    "kafka",
+    "record",
+    "batch",
+    "offset",
+    "topic",
+    "partition",
+    "consumer",
+    "producer",
+    "broker",
+    "leader",
+    "replica",
+    "segment",
+    "index",
+    "commit",
+    "fetch",
+    "stream",
 ];
 const EVENTS: [&str; 4] = ["click", "view", "purchase", "signup"];
 const BASE_TS: i64 = 1_700_000_000_000;
@@ -84,7 +101,12 @@ fn records(n: usize, value_size: usize, seed: u64) -> Vec<OwnedRecord> {
             let mut value = v.into_bytes();
             value.truncate(value_size);
             let trace = format!("{:08x}{:08x}", rng.next(), rng.next());
-            OwnedRecord { key, value, timestamp: BASE_TS + (i / 4) as i64, trace }
+            OwnedRecord {
+                key,
+                value,
+                timestamp: BASE_TS + (i / 4) as i64,
+                trace,
+            }
         })
         .collect()
 }
@@ -93,7 +115,12 @@ fn records(n: usize, value_size: usize, seed: u64) -> Vec<OwnedRecord> {
 fn batches(recs: &[OwnedRecord], headers: bool, codec: Codec) -> Vec<u8> {
     let header_sets: Vec<[HeaderRef<'_>; 2]> = recs
         .iter()
-        .map(|r| [("trace-id", Some(r.trace.as_bytes())), ("content-type", Some(&b"application/json"[..]))])
+        .map(|r| {
+            [
+                ("trace-id", Some(r.trace.as_bytes())),
+                ("content-type", Some(&b"application/json"[..])),
+            ]
+        })
         .collect();
     let refs: Vec<RecordRef<'_>> = recs
         .iter()
@@ -107,7 +134,10 @@ fn batches(recs: &[OwnedRecord], headers: bool, codec: Codec) -> Vec<u8> {
         .collect();
     let opts = EncodeOptions {
         codec,
-        compress: CompressOptions { level: None, snappy_xerial: true },
+        compress: CompressOptions {
+            level: None,
+            snappy_xerial: true,
+        },
         records_per_batch: Some(RECORDS_PER_BATCH),
         producer_id: 4242,
         producer_epoch: 0,
@@ -173,8 +203,16 @@ fn check_java_shape(data: &[u8], recs: &[OwnedRecord], headers: bool) {
     let raw = BatchWalker::new(data).next().expect("a batch");
     let b = raw.bytes;
     assert_eq!(b[16], 2, "magic");
-    assert_eq!(i32::from_be_bytes(b[23..27].try_into().unwrap()), RECORDS_PER_BATCH as i32 - 1, "lastOffsetDelta");
-    assert_eq!(i64::from_be_bytes(b[27..35].try_into().unwrap()), recs[0].timestamp, "baseTimestamp");
+    assert_eq!(
+        i32::from_be_bytes(b[23..27].try_into().unwrap()),
+        RECORDS_PER_BATCH as i32 - 1,
+        "lastOffsetDelta"
+    );
+    assert_eq!(
+        i64::from_be_bytes(b[27..35].try_into().unwrap()),
+        recs[0].timestamp,
+        "baseTimestamp"
+    );
     let max = recs[..RECORDS_PER_BATCH].iter().map(|r| r.timestamp).max().unwrap();
     assert_eq!(i64::from_be_bytes(b[35..43].try_into().unwrap()), max, "maxTimestamp");
     assert_eq!(i64::from_be_bytes(b[43..51].try_into().unwrap()), 4242, "producerId");
@@ -188,7 +226,10 @@ fn check_java_shape(data: &[u8], recs: &[OwnedRecord], headers: bool) {
     body.extend_from_slice(&r.value);
     if headers {
         body.push(4); // 2 headers
-        for (k, v) in [("trace-id", r.trace.as_bytes()), ("content-type", &b"application/json"[..])] {
+        for (k, v) in [
+            ("trace-id", r.trace.as_bytes()),
+            ("content-type", &b"application/json"[..]),
+        ] {
             kafkabatch::varint::write_varint(&mut body, k.len() as i32);
             body.extend_from_slice(k.as_bytes());
             kafkabatch::varint::write_varint(&mut body, v.len() as i32);
@@ -200,7 +241,11 @@ fn check_java_shape(data: &[u8], recs: &[OwnedRecord], headers: bool) {
     let mut expect = Vec::new();
     kafkabatch::varint::write_varint(&mut expect, body.len() as i32);
     expect.extend_from_slice(&body);
-    assert_eq!(&b[V2_HEADER_SIZE..V2_HEADER_SIZE + expect.len()], &expect[..], "record 0 as DefaultRecord.writeTo");
+    assert_eq!(
+        &b[V2_HEADER_SIZE..V2_HEADER_SIZE + expect.len()],
+        &expect[..],
+        "record 0 as DefaultRecord.writeTo"
+    );
 }
 
 /// Leave the inputs where bench_decode.py compares them with aiokafka's builder.
@@ -215,7 +260,10 @@ fn save(name: &str, data: &[u8]) {
 // Peers
 
 fn opts(threads: usize) -> DecodeOptions {
-    DecodeOptions { threads, ..DecodeOptions::default() }
+    DecodeOptions {
+        threads,
+        ..DecodeOptions::default()
+    }
 }
 
 fn kafkabatch_decode(data: &[u8], threads: usize) -> usize {
@@ -227,7 +275,8 @@ fn kafkabatch_decode(data: &[u8], threads: usize) -> usize {
 /// `binary_view` output: keys and values point into the input, as
 /// kafka-protocol's `Bytes` do (the input is an Arrow buffer, shared).
 fn kafkabatch_decode_views(data: &arrow_buffer::Buffer, threads: usize) -> usize {
-    let out = kafkabatch::decode::decode_range_views(data, 0, data.len(), Some("bench"), Some(0), &opts(threads)).expect("decodes");
+    let out = kafkabatch::decode::decode_range_views(data, 0, data.len(), Some("bench"), Some(0), &opts(threads))
+        .expect("decodes");
     black_box(&out.chunks);
     out.records
 }
@@ -250,7 +299,10 @@ fn wanted(group: &str) -> bool {
 }
 
 fn configure(group: &mut BenchmarkGroup<'_, WallTime>) {
-    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
     group.sampling_mode(SamplingMode::Flat);
 }
 
@@ -277,7 +329,10 @@ fn primitives(c: &mut Criterion) {
         kafkabatch::varint::write_varint(&mut varints, v);
         count += 1;
     }
-    g.throughput(Throughput::ElementsAndBytes { elements: count as u64, bytes: varints.len() as u64 });
+    g.throughput(Throughput::ElementsAndBytes {
+        elements: count as u64,
+        bytes: varints.len() as u64,
+    });
     g.bench_function("varint_decode_1MiB", |b| {
         b.iter(|| {
             let buf = black_box(&varints[..]);
@@ -328,12 +383,17 @@ fn decode_uncompressed(c: &mut Criterion) {
 
         let mut g = c.benchmark_group(format!("decode_v2/{name}"));
         configure(&mut g);
-        g.throughput(Throughput::ElementsAndBytes { elements: n as u64, bytes: data.len() as u64 });
+        g.throughput(Throughput::ElementsAndBytes {
+            elements: n as u64,
+            bytes: data.len() as u64,
+        });
         g.bench_function("kafkabatch", |b| b.iter(|| kafkabatch_decode(&data, 1)));
         g.bench_function("kafkabatch_2threads", |b| b.iter(|| kafkabatch_decode(&data, 2)));
         let shared = arrow_buffer::Buffer::from(data.clone());
         assert_eq!(kafkabatch_decode_views(&shared, 1), n);
-        g.bench_function("kafkabatch_binary_view", |b| b.iter(|| kafkabatch_decode_views(&shared, 1)));
+        g.bench_function("kafkabatch_binary_view", |b| {
+            b.iter(|| kafkabatch_decode_views(&shared, 1))
+        });
         g.bench_function("kafka-protocol", |b| b.iter(|| kafka_protocol_decode(&bytes)));
         let mut dst = vec![0u8; data.len()];
         g.bench_function("limit_memcpy", |b| {
@@ -362,7 +422,11 @@ enum Floor {
 fn floor_for(codec: Codec, plain: &[Vec<u8>]) -> Floor {
     match codec {
         Codec::Lz4 => Floor::Lz4(
-            plain.iter().flat_map(|p| p.chunks(64 << 10)).map(|c| (lz4_flex::block::compress(c), c.len())).collect(),
+            plain
+                .iter()
+                .flat_map(|p| p.chunks(64 << 10))
+                .map(|c| (lz4_flex::block::compress(c), c.len()))
+                .collect(),
         ),
         Codec::Snappy => Floor::Snappy(
             plain
@@ -377,7 +441,12 @@ fn floor_for(codec: Codec, plain: &[Vec<u8>]) -> Floor {
     }
 }
 
-fn run_floor(floor: &Floor, payloads: &[&[u8]], out: &mut Vec<u8>, zstd_ctx: &mut zstd::bulk::Decompressor<'_>) -> usize {
+fn run_floor(
+    floor: &Floor,
+    payloads: &[&[u8]],
+    out: &mut Vec<u8>,
+    zstd_ctx: &mut zstd::bulk::Decompressor<'_>,
+) -> usize {
     let mut total = 0;
     match floor {
         Floor::Lz4(blocks) => {
@@ -444,7 +513,10 @@ fn decode_compressed(c: &mut Criterion) {
 
         let mut g = c.benchmark_group(format!("decode_compressed/{}_100B", codec.name()));
         configure(&mut g);
-        g.throughput(Throughput::ElementsAndBytes { elements: n as u64, bytes: plain_bytes as u64 });
+        g.throughput(Throughput::ElementsAndBytes {
+            elements: n as u64,
+            bytes: plain_bytes as u64,
+        });
         g.bench_function("kafkabatch", |b| b.iter(|| kafkabatch_decode(&data, 1)));
         g.bench_function("kafkabatch_decompress_only", |b| {
             let mut scratch = Vec::new();
@@ -457,7 +529,9 @@ fn decode_compressed(c: &mut Criterion) {
                 total
             })
         });
-        g.bench_function("codec_crate_floor", |b| b.iter(|| run_floor(&floor, &pays, &mut out, &mut zstd_ctx)));
+        g.bench_function("codec_crate_floor", |b| {
+            b.iter(|| run_floor(&floor, &pays, &mut out, &mut zstd_ctx))
+        });
         g.bench_function("kafka-protocol", |b| b.iter(|| kafka_protocol_decode(&bytes)));
         g.finish();
     }

@@ -52,11 +52,18 @@ import kafkabatch.spark as kbs
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("input", nargs="+", help="log dirs, <topic>-<partition> folders, segment files or globs "
-                                            "(s3a://, s3://, gs://, hdfs:// or local)")
+    p.add_argument(
+        "input",
+        nargs="+",
+        help="log dirs, <topic>-<partition> folders, segment files or globs (s3a://, s3://, gs://, hdfs:// or local)",
+    )
     p.add_argument("output", help="where to write Parquet (partitioned by topic)")
-    p.add_argument("--mode", default="FAILFAST", choices=["FAILFAST", "DROPMALFORMED", "PERMISSIVE"],
-                   help="what to do with corrupt batches (default FAILFAST: fail the job)")
+    p.add_argument(
+        "--mode",
+        default="FAILFAST",
+        choices=["FAILFAST", "DROPMALFORMED", "PERMISSIVE"],
+        help="what to do with corrupt batches (default FAILFAST: fail the job)",
+    )
     p.add_argument("--isolation", default="read_uncommitted", choices=["read_uncommitted", "read_committed"])
     p.add_argument("--starting-offsets", help='JSON, e.g. \'{"orders": {"0": 1000}}\' (-2 = earliest)')
     p.add_argument("--ending-offsets", help='JSON, exclusive, e.g. \'{"orders": {"0": 5000}}\' (-1 = latest)')
@@ -69,22 +76,24 @@ def main(argv: list[str] | None = None) -> int:
     spark = SparkSession.builder.appName("kafka-log-to-parquet").getOrCreate()
     kbs.register(spark)
 
-    reader = (spark.read.format("kafka-log")
-              .option("mode", args.mode)
-              .option("isolation", args.isolation)
-              .option("maxBytesPerPartition", args.max_bytes_per_partition))
-    for option, value in (("startingOffsets", args.starting_offsets), ("endingOffsets", args.ending_offsets),
-                          ("startingTimestamp", args.starting_timestamp),
-                          ("endingTimestamp", args.ending_timestamp)):
+    reader = (
+        spark.read.format("kafka-log")
+        .option("mode", args.mode)
+        .option("isolation", args.isolation)
+        .option("maxBytesPerPartition", args.max_bytes_per_partition)
+    )
+    for option, value in (
+        ("startingOffsets", args.starting_offsets),
+        ("endingOffsets", args.ending_offsets),
+        ("startingTimestamp", args.starting_timestamp),
+        ("endingTimestamp", args.ending_timestamp),
+    ):
         if value is not None:
             reader = reader.option(option, value)
     df = reader.load(args.input if len(args.input) > 1 else args.input[0])
 
     print(f"kafka-log: {df.rdd.getNumPartitions()} input partitions", file=sys.stderr)
-    (df.write.mode(args.output_mode)
-       .partitionBy("topic")
-       .option("compression", "zstd")
-       .parquet(args.output))
+    (df.write.mode(args.output_mode).partitionBy("topic").option("compression", "zstd").parquet(args.output))
     spark.stop()
     return 0
 

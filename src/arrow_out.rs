@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::builder::make_view;
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
-    TimestampMicrosecondArray,
+    Array, ArrayRef, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
+    StructArray, TimestampMicrosecondArray,
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
@@ -19,7 +19,10 @@ use crate::record::{RecordFields, RecordSink};
 
 /// The header struct's fields: `key` string, `value` binary.
 fn header_fields() -> Fields {
-    Fields::from(vec![Field::new("key", DataType::Utf8, true), Field::new("value", DataType::Binary, true)])
+    Fields::from(vec![
+        Field::new("key", DataType::Utf8, true),
+        Field::new("value", DataType::Binary, true),
+    ])
 }
 
 fn headers_item() -> Arc<Field> {
@@ -46,7 +49,11 @@ fn build_schema(key_value: DataType) -> SchemaRef {
         Field::new("topic", DataType::Utf8, true),
         Field::new("partition", DataType::Int32, true),
         Field::new("offset", DataType::Int64, true),
-        Field::new("timestamp", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
         Field::new("timestampType", DataType::Int32, true),
         Field::new("headers", DataType::List(headers_item()), true),
     ]))
@@ -85,7 +92,10 @@ impl LazyValidity {
     }
 
     fn finish(&mut self) -> Option<NullBuffer> {
-        self.bitmap.take().map(|mut b| NullBuffer::new(b.finish())).filter(|n| n.null_count() > 0)
+        self.bitmap
+            .take()
+            .map(|mut b| NullBuffer::new(b.finish()))
+            .filter(|n| n.null_count() > 0)
     }
 }
 
@@ -108,7 +118,11 @@ struct BinaryColumn {
 
 impl BinaryColumn {
     fn new() -> Self {
-        BinaryColumn { offsets: vec![0], data: Vec::new(), valid: LazyValidity::default() }
+        BinaryColumn {
+            offsets: vec![0],
+            data: Vec::new(),
+            valid: LazyValidity::default(),
+        }
     }
 
     #[inline(always)]
@@ -213,7 +227,11 @@ impl InputWindows {
         let buffers = (0..len.div_ceil(VIEW_WINDOW))
             .map(|k| input.slice_with_length(k * VIEW_WINDOW, (len - k * VIEW_WINDOW).min(2 * VIEW_WINDOW)))
             .collect();
-        InputWindows { start: input.as_ptr().addr(), len, buffers }
+        InputWindows {
+            start: input.as_ptr().addr(),
+            len,
+            buffers,
+        }
     }
 
     /// Buffer index and offset of `bytes` when they lie in the input.
@@ -276,7 +294,8 @@ impl ViewColumn {
         buffers.push(memory::into_buffer(std::mem::take(&mut self.owned)));
         let nulls = self.valid.finish();
         if cfg!(debug_assertions) {
-            return BinaryViewArray::try_new(views, buffers, nulls).unwrap_or_else(|e| unreachable!("views lie in their buffers: {e}"));
+            return BinaryViewArray::try_new(views, buffers, nulls)
+                .unwrap_or_else(|e| unreachable!("views lie in their buffers: {e}"));
         }
         // SAFETY: every view was made by `push` from a slice of one of these
         // buffers: `InputWindows::locate` gives the window holding the whole
@@ -296,8 +315,15 @@ impl ViewColumn {
 /// Spark takes), or `binary_view` columns referencing the input.
 #[derive(Debug)]
 enum KeyValue {
-    Copied { key: BinaryColumn, value: BinaryColumn },
-    Views { key: ViewColumn, value: ViewColumn, input: InputWindows },
+    Copied {
+        key: BinaryColumn,
+        value: BinaryColumn,
+    },
+    Views {
+        key: ViewColumn,
+        value: ViewColumn,
+        input: InputWindows,
+    },
 }
 
 /// Offsets this module built: a leading 0, then the length of the column's
@@ -377,13 +403,20 @@ impl ColumnBuilder {
     }
 
     pub fn new() -> Self {
-        Self::with(KeyValue::Copied { key: BinaryColumn::new(), value: BinaryColumn::new() })
+        Self::with(KeyValue::Copied {
+            key: BinaryColumn::new(),
+            value: BinaryColumn::new(),
+        })
     }
 
     /// A builder whose key and value columns are `binary_view`s referencing
     /// `input` (the buffer the records are decoded from) where they lie in it.
     pub fn with_views(input: InputWindows) -> Self {
-        Self::with(KeyValue::Views { key: ViewColumn::default(), value: ViewColumn::default(), input })
+        Self::with(KeyValue::Views {
+            key: ViewColumn::default(),
+            value: ViewColumn::default(),
+            input,
+        })
     }
 
     fn with(kv: KeyValue) -> Self {
@@ -414,7 +447,9 @@ impl ColumnBuilder {
             KeyValue::Copied { key, value } => key.data.len().max(value.data.len()),
             KeyValue::Views { key, value, .. } => key.owned.len().max(value.owned.len()),
         };
-        key_value.max(self.header_key.data.len()).max(self.header_value.data.len())
+        key_value
+            .max(self.header_key.data.len())
+            .max(self.header_value.data.len())
     }
 
     /// Whether a 32-bit offset overflowed: the chunk must be cut earlier.
@@ -515,7 +550,9 @@ impl ColumnBuilder {
             let column = topic.map_or_else(|| StringArray::new_null(rows), |t| topic_column(t, rows));
             return vec![self.finish_with(Arc::new(column), partition)];
         }
-        let Some(t) = topic else { unreachable!("only a topic limits the rows") };
+        let Some(t) = topic else {
+            unreachable!("only a topic limits the rows")
+        };
         let whole = self.finish_with(Arc::new(StringArray::new_null(rows)), partition);
         (0..rows)
             .step_by(piece)
@@ -523,7 +560,8 @@ impl ColumnBuilder {
                 let part = whole.slice(start, piece.min(rows - start));
                 let mut columns = part.columns().to_vec();
                 columns[2] = Arc::new(topic_column(t, part.num_rows()));
-                RecordBatch::try_new(part.schema(), columns).unwrap_or_else(|e| unreachable!("same schema and rows: {e}"))
+                RecordBatch::try_new(part.schema(), columns)
+                    .unwrap_or_else(|e| unreachable!("same schema and rows: {e}"))
             })
             .collect()
     }
@@ -537,24 +575,42 @@ impl ColumnBuilder {
         let header_count = self.header_key.len();
         let header_struct = StructArray::new(
             header_fields(),
-            vec![Arc::new(self.header_key.finish_utf8()) as ArrayRef, Arc::new(self.header_value.finish_binary())],
+            vec![
+                Arc::new(self.header_key.finish_utf8()) as ArrayRef,
+                Arc::new(self.header_value.finish_binary()),
+            ],
             None,
         );
         debug_assert_eq!(header_struct.len(), header_count);
         let header_offsets = built_offsets(std::mem::replace(&mut self.header_offsets, vec![0]), header_count);
         let headers = ListArray::new(headers_item(), header_offsets, Arc::new(header_struct), None);
         let (key, value, schema): (ArrayRef, ArrayRef, SchemaRef) = match &mut self.kv {
-            KeyValue::Copied { key, value } => (Arc::new(key.finish_binary()), Arc::new(value.finish_binary()), schema()),
-            KeyValue::Views { key, value, input } => (Arc::new(key.finish(input)), Arc::new(value.finish(input)), view_schema()),
+            KeyValue::Copied { key, value } => {
+                (Arc::new(key.finish_binary()), Arc::new(value.finish_binary()), schema())
+            }
+            KeyValue::Views { key, value, input } => (
+                Arc::new(key.finish(input)),
+                Arc::new(value.finish(input)),
+                view_schema(),
+            ),
         };
         let columns: Vec<ArrayRef> = vec![
             key,
             value,
             topic,
             partition,
-            Arc::new(Int64Array::new(memory::into_scalars(std::mem::take(&mut self.offset)), None)),
-            Arc::new(TimestampMicrosecondArray::new(memory::into_scalars(std::mem::take(&mut self.timestamp_us)), None).with_timezone("UTC")),
-            Arc::new(Int32Array::new(memory::into_scalars(std::mem::take(&mut self.timestamp_type)), None)),
+            Arc::new(Int64Array::new(
+                memory::into_scalars(std::mem::take(&mut self.offset)),
+                None,
+            )),
+            Arc::new(
+                TimestampMicrosecondArray::new(memory::into_scalars(std::mem::take(&mut self.timestamp_us)), None)
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(Int32Array::new(
+                memory::into_scalars(std::mem::take(&mut self.timestamp_type)),
+                None,
+            )),
             Arc::new(headers),
         ];
         // The columns are built to the schema above, so this cannot fail.
@@ -628,9 +684,16 @@ impl RecordSink for ColumnBuilder {
 mod tests {
     use super::*;
 
-
     fn rec(offset: i64, key: Option<&'static [u8]>, value: Option<&'static [u8]>) -> RecordFields<'static> {
-        RecordFields { offset, timestamp: 5, timestamp_type: 0, key, value, sequence: -1, header_count: 0 }
+        RecordFields {
+            offset,
+            timestamp: 5,
+            timestamp_type: 0,
+            key,
+            value,
+            sequence: -1,
+            header_count: 0,
+        }
     }
 
     #[test]
@@ -649,7 +712,11 @@ mod tests {
         assert!(value.is_valid(0) && value.value(0).is_empty() && value.is_null(1));
         let topic = batch.column(2).as_any().downcast_ref::<StringArray>().expect("utf8");
         assert_eq!((topic.value(0), topic.value(1)), ("orders", "orders"));
-        let ts = batch.column(5).as_any().downcast_ref::<TimestampMicrosecondArray>().expect("ts");
+        let ts = batch
+            .column(5)
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .expect("ts");
         assert_eq!(ts.value(0), 5_000);
         let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
         assert_eq!((headers.value_length(0), headers.value_length(1)), (0, 2));
@@ -665,7 +732,10 @@ mod tests {
         }
         // 4-byte topic, at most 12 bytes per column: pieces of 3 rows.
         let pieces = b.finish_within(Some("abcd"), Some(1), 12);
-        assert_eq!(pieces.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(), [3, 3, 3, 1]);
+        assert_eq!(
+            pieces.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(),
+            [3, 3, 3, 1]
+        );
         let mut offsets = Vec::new();
         for piece in &pieces {
             assert_eq!(piece.schema(), schema());
@@ -673,7 +743,16 @@ mod tests {
             assert!(topic.iter().all(|t| t == Some("abcd")) && topic.value_data().len() == 4 * piece.num_rows());
             let headers = piece.column(7).as_any().downcast_ref::<ListArray>().expect("list");
             assert!((0..piece.num_rows()).all(|i| headers.value_length(i) == 1));
-            offsets.extend(piece.column(4).as_any().downcast_ref::<Int64Array>().expect("i64").values().iter().copied());
+            offsets.extend(
+                piece
+                    .column(4)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .expect("i64")
+                    .values()
+                    .iter()
+                    .copied(),
+            );
         }
         assert_eq!(offsets, (0..10).collect::<Vec<i64>>());
     }
@@ -686,7 +765,13 @@ mod tests {
         b.record(&rec(0, None, None));
         let batch = b.finish(None, None).remove(0);
         let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
-        let keys = headers.values().as_any().downcast_ref::<StructArray>().expect("struct").column(0).clone();
+        let keys = headers
+            .values()
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .expect("struct")
+            .column(0)
+            .clone();
         let keys = keys.as_any().downcast_ref::<StringArray>().expect("utf8");
         assert_eq!((keys.value(0), keys.value(1)), ("ok", "bad\u{fffd}"));
     }

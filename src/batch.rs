@@ -57,7 +57,9 @@ impl RawBatch<'_> {
     /// A v2 batch with a whole header whose attributes name a codec (read
     /// from the header alone, before any check of the batch).
     pub fn is_compressed_v2(&self) -> bool {
-        self.magic() == 2 && self.bytes.len() >= V2_HEADER_SIZE && be_i16(self.bytes, V2_ATTRIBUTES_OFFSET) & CODEC_MASK != 0
+        self.magic() == 2
+            && self.bytes.len() >= V2_HEADER_SIZE
+            && be_i16(self.bytes, V2_ATTRIBUTES_OFFSET) & CODEC_MASK != 0
     }
 }
 
@@ -83,12 +85,20 @@ pub struct BatchWalker<'a> {
 
 impl<'a> BatchWalker<'a> {
     pub fn new(data: &'a [u8]) -> Self {
-        BatchWalker { data, pos: 0, end: None }
+        BatchWalker {
+            data,
+            pos: 0,
+            end: None,
+        }
     }
 
     /// Start the walk at `position` (a batch boundary, e.g. from an index).
     pub fn starting_at(data: &'a [u8], position: usize) -> Self {
-        BatchWalker { data, pos: position.min(data.len()), end: None }
+        BatchWalker {
+            data,
+            pos: position.min(data.len()),
+            end: None,
+        }
     }
 
     /// How the walk ended; `None` while batches remain.
@@ -116,7 +126,10 @@ impl<'a> Iterator for BatchWalker<'a> {
         }
         // Too short to hold the offset, size and magic: an incomplete batch.
         if remaining < MAGIC_OFFSET + 1 {
-            self.end = Some(WalkEnd::Truncated { position: self.pos, len: remaining });
+            self.end = Some(WalkEnd::Truncated {
+                position: self.pos,
+                len: remaining,
+            });
             return None;
         }
         let size = be_i32(self.data, self.pos + 8);
@@ -132,10 +145,16 @@ impl<'a> Iterator for BatchWalker<'a> {
         }
         let total = LOG_OVERHEAD + size as usize;
         if total > remaining {
-            self.end = Some(WalkEnd::Truncated { position: self.pos, len: remaining });
+            self.end = Some(WalkEnd::Truncated {
+                position: self.pos,
+                len: remaining,
+            });
             return None;
         }
-        let batch = RawBatch { position: self.pos, bytes: &self.data[self.pos..self.pos + total] };
+        let batch = RawBatch {
+            position: self.pos,
+            bytes: &self.data[self.pos..self.pos + total],
+        };
         self.pos += total;
         Some(batch)
     }
@@ -192,7 +211,10 @@ impl BatchHeader {
         }
         // last_offset is base_offset.wrapping_add(lastOffsetDelta), so this is
         // the header's lastOffsetDelta again, whatever the base offset.
-        increment_sequence(self.base_sequence, self.last_offset.wrapping_sub(self.base_offset) as i32)
+        increment_sequence(
+            self.base_sequence,
+            self.last_offset.wrapping_sub(self.base_offset) as i32,
+        )
     }
 }
 
@@ -223,7 +245,10 @@ pub fn parse_v2_header(raw: &RawBatch) -> Result<BatchHeader, DecodeError> {
             raw.position,
             Some(base_offset),
             raw.position + 8,
-            format!("record batch size {} is smaller than the minimum v2 batch overhead ({V2_HEADER_SIZE})", b.len()),
+            format!(
+                "record batch size {} is smaller than the minimum v2 batch overhead ({V2_HEADER_SIZE})",
+                b.len()
+            ),
         ));
     }
     let attributes = be_i16(b, V2_ATTRIBUTES_OFFSET);
@@ -251,7 +276,11 @@ pub fn parse_v2_header(raw: &RawBatch) -> Result<BatchHeader, DecodeError> {
         crc_valid: crc::crc32c(&b[V2_ATTRIBUTES_OFFSET..]) == crc,
         attributes,
         codec,
-        timestamp_type: if attributes & TIMESTAMP_TYPE_BIT != 0 { LOG_APPEND_TIME } else { CREATE_TIME },
+        timestamp_type: if attributes & TIMESTAMP_TYPE_BIT != 0 {
+            LOG_APPEND_TIME
+        } else {
+            CREATE_TIME
+        },
         is_transactional: attributes & TRANSACTIONAL_BIT != 0,
         is_control: attributes & CONTROL_BIT != 0,
         delete_horizon_ms: (attributes & DELETE_HORIZON_BIT != 0).then_some(base_timestamp),
@@ -277,7 +306,10 @@ pub fn crc_error(header: &BatchHeader, computed: u32) -> DecodeError {
     header.error(
         ErrorKind::CrcMismatch,
         header.position + if header.magic >= 2 { V2_CRC_OFFSET } else { LOG_OVERHEAD },
-        format!("stored CRC {:#010x} does not match computed {computed:#010x}", header.crc),
+        format!(
+            "stored CRC {:#010x} does not match computed {computed:#010x}",
+            header.crc
+        ),
     )
 }
 

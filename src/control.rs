@@ -42,15 +42,25 @@ impl ControlRecord {
 pub fn parse_control(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ControlRecord, String> {
     let key = key.unwrap_or_default();
     if key.len() < 4 {
-        return Err(format!("control record key must have at least 4 bytes, found {}", key.len()));
+        return Err(format!(
+            "control record key must have at least 4 bytes, found {}",
+            key.len()
+        ));
     }
     let version = i16::from_be_bytes([key[0], key[1]]);
     let type_id = i16::from_be_bytes([key[2], key[3]]);
-    let mut record = ControlRecord { version, type_id, coordinator_epoch: None };
+    let mut record = ControlRecord {
+        version,
+        type_id,
+        coordinator_epoch: None,
+    };
     if record.is_abort() || record.is_commit() {
         let value = value.unwrap_or_default();
         if value.len() < 6 {
-            return Err(format!("end transaction marker value must have at least 6 bytes, found {}", value.len()));
+            return Err(format!(
+                "end transaction marker value must have at least 6 bytes, found {}",
+                value.len()
+            ));
         }
         record.coordinator_epoch = Some(be_i32(value, 2));
     }

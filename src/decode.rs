@@ -46,7 +46,11 @@ impl SizeHint {
                 // A record takes at least 7 bytes (length, attributes, 2 deltas, 3 lengths).
                 // Compressed: Kafka payloads rarely inflate past ~8x; the
                 // reservation is virtual, so an over-estimate costs nothing.
-                let room = if compressed { payload.saturating_mul(8).min(max_decompressed_size) } else { payload };
+                let room = if compressed {
+                    payload.saturating_mul(8).min(max_decompressed_size)
+                } else {
+                    payload
+                };
                 hint.records += count.min(room / 7);
                 hint.bytes += room;
             } else {
@@ -78,7 +82,10 @@ pub enum Isolation {
     /// aborted-transaction list (Fetch response, `.txnindex`); `hide_open`
     /// hides transactions with no marker in the data (past the last stable
     /// offset) instead of leaving them to the list.
-    ReadCommitted { aborted: Option<Vec<AbortedTxn>>, hide_open: bool },
+    ReadCommitted {
+        aborted: Option<Vec<AbortedTxn>>,
+        hide_open: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -126,12 +133,25 @@ pub struct Decoded {
 impl Decoded {
     /// Nothing decoded yet: no chunks, counts at zero, a clean end.
     fn empty() -> Self {
-        Decoded { chunks: Vec::new(), batches: 0, records: 0, hidden_batches: 0, skipped: Vec::new(), skipped_bytes: 0, end: WalkEnd::Clean }
+        Decoded {
+            chunks: Vec::new(),
+            batches: 0,
+            records: 0,
+            hidden_batches: 0,
+            skipped: Vec::new(),
+            skipped_bytes: 0,
+            end: WalkEnd::Clean,
+        }
     }
 }
 
 /// Decode every batch of `data` into Arrow record batches.
-pub fn decode(data: &[u8], topic: Option<&str>, partition: Option<i32>, options: &DecodeOptions) -> Result<Decoded, DecodeError> {
+pub fn decode(
+    data: &[u8],
+    topic: Option<&str>,
+    partition: Option<i32>,
+    options: &DecodeOptions,
+) -> Result<Decoded, DecodeError> {
     decode_range(data, 0, data.len(), topic, partition, options)
 }
 
@@ -161,7 +181,15 @@ pub fn decode_range_views(
     partition: Option<i32>,
     options: &DecodeOptions,
 ) -> Result<Decoded, DecodeError> {
-    decode_into(input.as_slice(), Some(&InputWindows::new(input)), start, end, topic, partition, options)
+    decode_into(
+        input.as_slice(),
+        Some(&InputWindows::new(input)),
+        start,
+        end,
+        topic,
+        partition,
+        options,
+    )
 }
 
 fn decode_into(
@@ -177,9 +205,22 @@ fn decode_into(
     let start = start.min(data.len());
     let hidden = match &options.isolation {
         Isolation::ReadUncommitted => None,
-        Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(data, start, aborted.as_deref(), *hide_open, options)),
+        Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(
+            data,
+            start,
+            aborted.as_deref(),
+            *hide_open,
+            options,
+        )),
     };
-    let job = Job { data, views, topic, partition, options, hidden: hidden.as_ref() };
+    let job = Job {
+        data,
+        views,
+        topic,
+        partition,
+        options,
+        hidden: hidden.as_ref(),
+    };
     let (threads, cuts) = split_for_threads(data, start, options.threads);
     if threads <= 1 {
         return decode_part(&job, start, data.len());
@@ -196,7 +237,11 @@ fn decode_into(
         out.end = part.end;
     }
     if out.chunks.is_empty() {
-        out.chunks.push(if views.is_some() { crate::arrow_out::empty_view_batch() } else { crate::arrow_out::empty_batch() });
+        out.chunks.push(if views.is_some() {
+            crate::arrow_out::empty_view_batch()
+        } else {
+            crate::arrow_out::empty_batch()
+        });
     }
     Ok(out)
 }
@@ -228,7 +273,11 @@ pub(crate) fn cores() -> usize {
 /// Estimated decoding work of a batch: its record bytes.
 fn work_of(raw: &batch::RawBatch) -> usize {
     let len = raw.bytes.len();
-    if raw.is_compressed_v2() { len.saturating_mul(COMPRESSED_WORK_FACTOR) } else { len }
+    if raw.is_compressed_v2() {
+        len.saturating_mul(COMPRESSED_WORK_FACTOR)
+    } else {
+        len
+    }
 }
 
 /// The unit of work threads hand each other: whole batches worth at least
@@ -285,7 +334,11 @@ impl Runs {
     /// `threads` runs; the first holds all `pieces`.
     fn new(threads: usize, pieces: u32) -> Self {
         use std::sync::atomic::AtomicU64;
-        Runs { runs: (0..threads).map(|i| AtomicU64::new(if i == 0 { Self::pack(0, pieces) } else { 0 })).collect() }
+        Runs {
+            runs: (0..threads)
+                .map(|i| AtomicU64::new(if i == 0 { Self::pack(0, pieces) } else { 0 }))
+                .collect(),
+        }
     }
 
     fn pack(next: u32, end: u32) -> u64 {
@@ -333,7 +386,10 @@ impl Runs {
             let mid = next + left / 2;
             // Pieces only ever leave a run, so an unchanged word means
             // [mid, end) is still unclaimed (no ABA).
-            if self.runs[victim].compare_exchange(word, Self::pack(next, mid), AcqRel, Acquire).is_ok() {
+            if self.runs[victim]
+                .compare_exchange(word, Self::pack(next, mid), AcqRel, Acquire)
+                .is_ok()
+            {
                 self.runs[me].store(Self::pack(mid, end), Release);
                 return true;
             }
@@ -376,7 +432,11 @@ fn decode_stealing(job: &Job, threads: usize, cuts: &[usize]) -> Result<Vec<Deco
             // Columns sized for this thread's share: the whole run when it
             // was stolen, an even share of the input for the first owner
             // (helpers usually arrive); past that, columns grow.
-            let share = if first == 0 { (left as usize).min(cuts.len().div_ceil(threads)) } else { left as usize };
+            let share = if first == 0 {
+                (left as usize).min(cuts.len().div_ceil(threads))
+            } else {
+                left as usize
+            };
             let mut part = Part::new(job, cuts[first], cuts[first + 1 + share]);
             let mut piece = first;
             let result = loop {
@@ -442,13 +502,26 @@ impl<'j, 'a> Part<'j, 'a> {
         let hint = SizeHint::of(&job.data[..end], start, job.options.max_decompressed_size);
         builder.reserve(hint.records.min(CHUNK_ROWS), hint.bytes.min(CHUNK_BYTES));
         let out = Decoded::empty();
-        Part { job, builder, scratch: Vec::new(), out, hint_records: hint.records }
+        Part {
+            job,
+            builder,
+            scratch: Vec::new(),
+            out,
+            hint_records: hint.records,
+        }
     }
 
     /// Decode the batches in `job.data[start..end]` (`start` a batch
     /// boundary) after those fed before.
     fn feed(&mut self, start: usize, end: usize) -> Result<(), DecodeError> {
-        let Job { data, topic, partition, options, hidden, .. } = *self.job;
+        let Job {
+            data,
+            topic,
+            partition,
+            options,
+            hidden,
+            ..
+        } = *self.job;
         let data = &data[..end];
         let (builder, out) = (&mut self.builder, &mut self.out);
         let mut walker = BatchWalker::starting_at(data, start);
@@ -462,7 +535,12 @@ impl<'j, 'a> Part<'j, 'a> {
             match decode_batch(&raw, options, &mut self.scratch, Some(&mut *builder)) {
                 Ok(_) if builder.overflowed() => {
                     builder.rollback(mark);
-                    return Err(DecodeError::corrupt(raw.position, Some(raw.first_offset_field()), raw.position, "batch too large for Arrow's 32-bit offsets"));
+                    return Err(DecodeError::corrupt(
+                        raw.position,
+                        Some(raw.first_offset_field()),
+                        raw.position,
+                        "batch too large for Arrow's 32-bit offsets",
+                    ));
                 }
                 Ok(_) => {
                     out.batches += 1;
@@ -482,7 +560,10 @@ impl<'j, 'a> Part<'j, 'a> {
             if builder.largest_buffer() >= CHUNK_BYTES || builder.len() >= CHUNK_ROWS {
                 out.chunks.extend(builder.finish(topic, partition));
                 let left = self.hint_records.saturating_sub(out.records);
-                builder.reserve(left.min(CHUNK_ROWS), CHUNK_BYTES.min(self.job.data.len() - (raw.position + raw.bytes.len())));
+                builder.reserve(
+                    left.min(CHUNK_ROWS),
+                    CHUNK_BYTES.min(self.job.data.len() - (raw.position + raw.bytes.len())),
+                );
             }
         }
         match walker.end() {
@@ -495,7 +576,9 @@ impl<'j, 'a> Part<'j, 'a> {
 
     fn finish(mut self) -> Decoded {
         if !self.builder.is_empty() || self.out.chunks.is_empty() {
-            self.out.chunks.extend(self.builder.finish(self.job.topic, self.job.partition));
+            self.out
+                .chunks
+                .extend(self.builder.finish(self.job.topic, self.job.partition));
         }
         self.out
     }
@@ -531,7 +614,10 @@ fn decode_v2<S: RecordSink>(
 ) -> Result<BatchHeader, DecodeError> {
     let header = batch::parse_v2_header(raw)?;
     if options.validate_crc && !header.crc_valid {
-        return Err(batch::crc_error(&header, crate::crc::crc32c(&raw.bytes[batch::V2_ATTRIBUTES_OFFSET..])));
+        return Err(batch::crc_error(
+            &header,
+            crate::crc::crc32c(&raw.bytes[batch::V2_ATTRIBUTES_OFFSET..]),
+        ));
     }
     let sink = match sink {
         Some(s) if options.include_control || !header.is_control => s,
@@ -547,12 +633,24 @@ fn decode_v2<S: RecordSink>(
     let payload = &raw.bytes[V2_HEADER_SIZE..];
     let count = header.record_count as usize;
     if header.codec == Codec::None {
-        record::read_records(payload, count, &ctx, sink)
-            .map_err(|e| e.locate(header.position, Some(header.base_offset), header.position + V2_HEADER_SIZE, false))?;
+        record::read_records(payload, count, &ctx, sink).map_err(|e| {
+            e.locate(
+                header.position,
+                Some(header.base_offset),
+                header.position + V2_HEADER_SIZE,
+                false,
+            )
+        })?;
     } else {
-        compression::decompress(header.codec, payload, 2, options.max_decompressed_size, scratch)
-            .map_err(|e| header.error(ErrorKind::Decompression, header.position + V2_HEADER_SIZE, e.to_string()))?;
-        record::read_records(scratch, count, &ctx, sink).map_err(|e| e.locate(header.position, Some(header.base_offset), 0, true))?;
+        compression::decompress(header.codec, payload, 2, options.max_decompressed_size, scratch).map_err(|e| {
+            header.error(
+                ErrorKind::Decompression,
+                header.position + V2_HEADER_SIZE,
+                e.to_string(),
+            )
+        })?;
+        record::read_records(scratch, count, &ctx, sink)
+            .map_err(|e| e.locate(header.position, Some(header.base_offset), 0, true))?;
     }
     Ok(header)
 }
@@ -614,14 +712,35 @@ mod tests {
         let (one, mut data) = numbered_batches(300);
         data.extend_from_slice(&one[..50]); // a truncated tail
         assert!(data.len() > 3 * PARALLEL_MIN_WORK);
-        let single = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 1, ..Default::default() }).expect("valid");
-        let parallel = decode(&data, Some("t"), Some(1), &DecodeOptions { threads: 3, ..Default::default() }).expect("valid");
+        let single = decode(
+            &data,
+            Some("t"),
+            Some(1),
+            &DecodeOptions {
+                threads: 1,
+                ..Default::default()
+            },
+        )
+        .expect("valid");
+        let parallel = decode(
+            &data,
+            Some("t"),
+            Some(1),
+            &DecodeOptions {
+                threads: 3,
+                ..Default::default()
+            },
+        )
+        .expect("valid");
         let concat = |d: &Decoded| arrow_select_free_concat(&d.chunks);
         // How many chunks depends on when helpers arrive (none may, while
         // other tests hold them); `runs_*` below test the sharing itself.
         assert_eq!(single.chunks.len(), 1);
         assert_eq!(concat(&single), concat(&parallel));
-        assert_eq!((single.records, single.end.clone()), (parallel.records, parallel.end.clone()));
+        assert_eq!(
+            (single.records, single.end.clone()),
+            (parallel.records, parallel.end.clone())
+        );
     }
 
     #[test]
@@ -633,12 +752,34 @@ mod tests {
             for &b in &corrupt {
                 bad[at(b)] ^= 1;
             }
-            let single = decode(&bad, None, None, &DecodeOptions { threads: 1, ..Default::default() }).expect_err("corrupt");
+            let single = decode(
+                &bad,
+                None,
+                None,
+                &DecodeOptions {
+                    threads: 1,
+                    ..Default::default()
+                },
+            )
+            .expect_err("corrupt");
             assert_eq!(single.batch_position, corrupt[0] * one.len());
             for threads in [2, 3, 4] {
                 for _ in 0..5 {
-                    let many = decode(&bad, None, None, &DecodeOptions { threads, ..Default::default() }).expect_err("corrupt");
-                    assert_eq!(many.to_string(), single.to_string(), "corrupt batches {corrupt:?}, {threads} threads");
+                    let many = decode(
+                        &bad,
+                        None,
+                        None,
+                        &DecodeOptions {
+                            threads,
+                            ..Default::default()
+                        },
+                    )
+                    .expect_err("corrupt");
+                    assert_eq!(
+                        many.to_string(),
+                        single.to_string(),
+                        "corrupt batches {corrupt:?}, {threads} threads"
+                    );
                 }
             }
         }
@@ -698,34 +839,68 @@ mod tests {
         let long = [9u8; 300];
         let values: Vec<&[u8]> = vec![b"", b"short", b"twelve bytes", b"thirteen byte", &long];
         let mut data = v2_batch(0, &values);
-        let records: Vec<RecordRef> = values.iter().map(|v| RecordRef::new(Some(b"key-longer-than-12"), Some(v), 5)).collect();
+        let records: Vec<RecordRef> = values
+            .iter()
+            .map(|v| RecordRef::new(Some(b"key-longer-than-12"), Some(v), 5))
+            .collect();
         for magic in [2, 1] {
-            let opts = EncodeOptions { magic, codec: Codec::Gzip, base_offset: 5, ..Default::default() };
+            let opts = EncodeOptions {
+                magic,
+                codec: Codec::Gzip,
+                base_offset: 5,
+                ..Default::default()
+            };
             encode(&records, &opts, &mut data).expect("encodes");
         }
         data.extend(v2_batch(20, &values));
         let input = arrow_buffer::Buffer::from_vec(data.clone());
-        let options = DecodeOptions { threads: 1, ..Default::default() };
+        let options = DecodeOptions {
+            threads: 1,
+            ..Default::default()
+        };
         let copied = decode(&data, Some("t"), Some(0), &options).expect("valid");
         let viewed = decode_range_views(&input, 0, input.len(), Some("t"), Some(0), &options).expect("valid");
         assert_eq!(viewed.chunks[0].schema(), crate::arrow_out::view_schema());
         assert_eq!(viewed.records, 20);
         for column in [0, 1] {
-            let c = copied.chunks[0].column(column).as_any().downcast_ref::<BinaryArray>().expect("binary");
-            let v = viewed.chunks[0].column(column).as_any().downcast_ref::<BinaryViewArray>().expect("view");
+            let c = copied.chunks[0]
+                .column(column)
+                .as_any()
+                .downcast_ref::<BinaryArray>()
+                .expect("binary");
+            let v = viewed.chunks[0]
+                .column(column)
+                .as_any()
+                .downcast_ref::<BinaryViewArray>()
+                .expect("view");
             assert_eq!(c.iter().collect::<Vec<_>>(), v.iter().collect::<Vec<_>>());
         }
         for column in 2..8 {
-            assert_eq!(copied.chunks[0].column(column).to_data(), viewed.chunks[0].column(column).to_data());
+            assert_eq!(
+                copied.chunks[0].column(column).to_data(),
+                viewed.chunks[0].column(column).to_data()
+            );
         }
         // The long values of the uncompressed batches point into the input;
         // the compressed batches' values were copied to one owned buffer.
-        let values = viewed.chunks[0].column(1).as_any().downcast_ref::<BinaryViewArray>().expect("view");
+        let values = viewed.chunks[0]
+            .column(1)
+            .as_any()
+            .downcast_ref::<BinaryViewArray>()
+            .expect("view");
         assert_eq!(values.data_buffers().len(), 2);
         assert_eq!(values.data_buffers()[0].as_ptr(), input.as_ptr());
         assert_eq!(values.data_buffers()[1].len(), 2 * (13 + 300));
         // An empty input gives the view schema too.
-        let empty = decode_range_views(&arrow_buffer::Buffer::from_vec(Vec::<u8>::new()), 0, 0, None, None, &options).expect("valid");
+        let empty = decode_range_views(
+            &arrow_buffer::Buffer::from_vec(Vec::<u8>::new()),
+            0,
+            0,
+            None,
+            None,
+            &options,
+        )
+        .expect("valid");
         assert_eq!(empty.chunks[0].schema(), crate::arrow_out::view_schema());
     }
 
@@ -763,8 +938,14 @@ mod tests {
         middle[last] ^= 0xff;
         let data = [v2_batch(0, &[b"a", b"b"]), middle, v2_batch(3, &[b"c"])].concat();
         let raise = decode(&data, None, None, &DecodeOptions::default()).unwrap_err();
-        assert_eq!((raise.kind, raise.batch_position), (ErrorKind::CrcMismatch, v2_batch(0, &[b"a", b"b"]).len()));
-        let options = DecodeOptions { on_error: OnError::Skip, ..Default::default() };
+        assert_eq!(
+            (raise.kind, raise.batch_position),
+            (ErrorKind::CrcMismatch, v2_batch(0, &[b"a", b"b"]).len())
+        );
+        let options = DecodeOptions {
+            on_error: OnError::Skip,
+            ..Default::default()
+        };
         let out = decode(&data, None, None, &options).expect("skip mode");
         assert_eq!((out.batches, out.records, out.skipped.len()), (2, 3, 1));
     }
@@ -774,7 +955,10 @@ mod tests {
         let mut data = v2_batch(0, &[b"a"]);
         data.extend_from_slice(&[0u8; 20]);
         assert!(decode(&data, None, None, &DecodeOptions::default()).is_err());
-        let options = DecodeOptions { on_error: OnError::Skip, ..Default::default() };
+        let options = DecodeOptions {
+            on_error: OnError::Skip,
+            ..Default::default()
+        };
         let out = decode(&data, None, None, &options).expect("skip");
         assert_eq!(out.records, 1);
         assert!(matches!(out.end, WalkEnd::Broken(_)));
@@ -810,7 +994,10 @@ mod tests {
         control[17..21].copy_from_slice(&crc.to_be_bytes());
         let out = decode(&control, None, None, &DecodeOptions::default()).expect("valid");
         assert_eq!(out.records, 0);
-        let options = DecodeOptions { include_control: true, ..Default::default() };
+        let options = DecodeOptions {
+            include_control: true,
+            ..Default::default()
+        };
         assert_eq!(decode(&control, None, None, &options).expect("valid").records, 1);
         let mut sink = OwnedRecords::default();
         let raw = BatchWalker::new(&control).next().expect("one");

@@ -55,11 +55,29 @@ impl fmt::Display for DecodeError {
 }
 
 impl DecodeError {
-    pub fn new(kind: ErrorKind, batch_position: usize, base_offset: Option<i64>, byte_position: usize, reason: impl Into<String>) -> Self {
-        DecodeError { kind, batch_position, base_offset, byte_position, in_payload: false, reason: reason.into() }
+    pub fn new(
+        kind: ErrorKind,
+        batch_position: usize,
+        base_offset: Option<i64>,
+        byte_position: usize,
+        reason: impl Into<String>,
+    ) -> Self {
+        DecodeError {
+            kind,
+            batch_position,
+            base_offset,
+            byte_position,
+            in_payload: false,
+            reason: reason.into(),
+        }
     }
 
-    pub fn corrupt(batch_position: usize, base_offset: Option<i64>, byte_position: usize, reason: impl Into<String>) -> Self {
+    pub fn corrupt(
+        batch_position: usize,
+        base_offset: Option<i64>,
+        byte_position: usize,
+        reason: impl Into<String>,
+    ) -> Self {
         Self::new(ErrorKind::Corrupt, batch_position, base_offset, byte_position, reason)
     }
 }
@@ -75,7 +93,11 @@ pub struct LocalError {
 
 impl LocalError {
     pub fn corrupt(at: usize, reason: impl Into<String>) -> Self {
-        LocalError { kind: ErrorKind::Corrupt, at, reason: reason.into() }
+        LocalError {
+            kind: ErrorKind::Corrupt,
+            at,
+            reason: reason.into(),
+        }
     }
 
     /// Place this error in the input: `base` is where the slice started.

@@ -79,7 +79,10 @@ fn every_stored_regression_is_replayed() {
         }
     }
     on_disk.sort();
-    let mut listed: Vec<(String, String)> = REGRESSIONS.iter().map(|(t, f, _)| (t.to_string(), f.to_string())).collect();
+    let mut listed: Vec<(String, String)> = REGRESSIONS
+        .iter()
+        .map(|(t, f, _)| (t.to_string(), f.to_string()))
+        .collect();
     listed.sort();
     assert_eq!(on_disk, listed, "fuzz/regressions and REGRESSIONS disagree");
 }

@@ -65,7 +65,10 @@ pub enum GenerateError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> GenerateError + '_ {
-    move |source| GenerateError::Io { path: path.to_path_buf(), source }
+    move |source| GenerateError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// What the records of a topic look like.
@@ -86,7 +89,14 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [Kind::Orders, Kind::Clicks, Kind::Payments, Kind::Customers, Kind::Audit, Kind::Events];
+    pub const ALL: [Kind; 6] = [
+        Kind::Orders,
+        Kind::Clicks,
+        Kind::Payments,
+        Kind::Customers,
+        Kind::Audit,
+        Kind::Events,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -360,12 +370,70 @@ fn iso_time(out: &mut Vec<u8>, ms: i64) {
 }
 
 const WORDS: &[&str] = &[
-    "the", "order", "was", "shipped", "quickly", "and", "arrived", "in", "good", "condition", "please", "leave",
-    "at", "front", "door", "customer", "asked", "for", "gift", "wrapping", "call", "before", "delivery", "fragile",
-    "handle", "with", "care", "second", "attempt", "payment", "retried", "after", "timeout", "new", "address",
-    "confirmed", "by", "email", "support", "ticket", "opened", "refund", "requested", "partial", "item", "missing",
-    "replacement", "sent", "express", "upgrade", "loyalty", "points", "applied", "discount", "code", "expired",
-    "warehouse", "north", "backorder", "expected", "next", "week", "signature", "required",
+    "the",
+    "order",
+    "was",
+    "shipped",
+    "quickly",
+    "and",
+    "arrived",
+    "in",
+    "good",
+    "condition",
+    "please",
+    "leave",
+    "at",
+    "front",
+    "door",
+    "customer",
+    "asked",
+    "for",
+    "gift",
+    "wrapping",
+    "call",
+    "before",
+    "delivery",
+    "fragile",
+    "handle",
+    "with",
+    "care",
+    "second",
+    "attempt",
+    "payment",
+    "retried",
+    "after",
+    "timeout",
+    "new",
+    "address",
+    "confirmed",
+    "by",
+    "email",
+    "support",
+    "ticket",
+    "opened",
+    "refund",
+    "requested",
+    "partial",
+    "item",
+    "missing",
+    "replacement",
+    "sent",
+    "express",
+    "upgrade",
+    "loyalty",
+    "points",
+    "applied",
+    "discount",
+    "code",
+    "expired",
+    "warehouse",
+    "north",
+    "backorder",
+    "expected",
+    "next",
+    "week",
+    "signature",
+    "required",
 ];
 
 /// 0 to 3 quoted picks from `items`, comma-separated (a JSON array's inside).
@@ -390,13 +458,35 @@ fn words(out: &mut Vec<u8>, rng: &mut Rng, n: u64) {
     }
 }
 
-const STATUSES: &[&str] = &["created", "paid", "packed", "shipped", "delivered", "cancelled", "returned"];
+const STATUSES: &[&str] = &[
+    "created",
+    "paid",
+    "packed",
+    "shipped",
+    "delivered",
+    "cancelled",
+    "returned",
+];
 const CHANNELS: &[&str] = &["web", "ios", "android", "pos", "partner-api"];
 const CURRENCIES: &[&str] = &["EUR", "USD", "GBP", "CHF", "SEK", "JPY"];
 const PRODUCTS: &[&str] = &[
-    "Wireless Mouse", "Mechanical Keyboard", "USB-C Cable 2m", "27\\\" Monitor", "Noise Cancelling Headphones",
-    "Laptop Stand", "Webcam 1080p", "Desk Lamp", "Ergonomic Chair", "Coffee Beans 1kg", "Water Bottle",
-    "Running Shoes", "Yoga Mat", "Backpack 30L", "Phone Case", "Screen Protector", "Power Bank 20000mAh",
+    "Wireless Mouse",
+    "Mechanical Keyboard",
+    "USB-C Cable 2m",
+    "27\\\" Monitor",
+    "Noise Cancelling Headphones",
+    "Laptop Stand",
+    "Webcam 1080p",
+    "Desk Lamp",
+    "Ergonomic Chair",
+    "Coffee Beans 1kg",
+    "Water Bottle",
+    "Running Shoes",
+    "Yoga Mat",
+    "Backpack 30L",
+    "Phone Case",
+    "Screen Protector",
+    "Power Bank 20000mAh",
 ];
 const SHIPPING: &[&str] = &["standard", "express", "pickup", "same-day"];
 const COUNTRIES: &[(&str, &str, &str)] = &[
@@ -409,11 +499,28 @@ const COUNTRIES: &[(&str, &str, &str)] = &[
     ("JP", "Tokyo", "100-0001"),
     ("ES", "Madrid", "28001"),
 ];
-const EVENTS: &[&str] = &["page_view", "page_view", "page_view", "click", "add_to_cart", "search", "scroll", "checkout_start"];
+const EVENTS: &[&str] = &[
+    "page_view",
+    "page_view",
+    "page_view",
+    "click",
+    "add_to_cart",
+    "search",
+    "scroll",
+    "checkout_start",
+];
 const SECTIONS: &[&str] = &["products", "category", "search", "cart", "account", "blog", "deals"];
 const SLUGS: &[&str] = &[
-    "wireless-mouse", "mechanical-keyboard", "summer-sale", "running-shoes", "home-office", "gift-ideas",
-    "new-arrivals", "best-sellers", "coffee", "outdoor",
+    "wireless-mouse",
+    "mechanical-keyboard",
+    "summer-sale",
+    "running-shoes",
+    "home-office",
+    "gift-ideas",
+    "new-arrivals",
+    "best-sellers",
+    "coffee",
+    "outdoor",
 ];
 const SOURCES: &[&str] = &["google", "newsletter", "facebook", "direct", "bing", "affiliate"];
 const USER_AGENTS: &[&str] = &[
@@ -424,18 +531,60 @@ const USER_AGENTS: &[&str] = &[
     "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
 ];
 const LOCALES: &[&str] = &["en-US", "de-DE", "fr-FR", "nl-NL", "en-GB", "ja-JP", "sv-SE"];
-const SCREENS: &[(u64, u64)] = &[(1920, 1080), (2560, 1440), (1440, 900), (390, 844), (412, 915), (1366, 768)];
+const SCREENS: &[(u64, u64)] = &[
+    (1920, 1080),
+    (2560, 1440),
+    (1440, 900),
+    (390, 844),
+    (412, 915),
+    (1366, 768),
+];
 const METHODS: &[&str] = &["card", "card", "card", "paypal", "sepa_debit", "apple_pay", "klarna"];
 const BRANDS: &[&str] = &["visa", "mastercard", "amex"];
 const PAY_STATUSES: &[&str] = &["authorized", "captured", "captured", "refunded", "failed", "pending"];
 const PROCESSORS: &[&str] = &["adyen", "stripe", "braintree"];
-const RULES: &[&str] = &["velocity", "geo_mismatch", "new_device", "high_amount", "bin_country", "proxy_ip"];
-const FIRST: &[&str] = &["Jane", "John", "Amira", "Lukas", "Sofia", "Kenji", "Olivia", "Mateo", "Chloe", "Noah", "Ingrid", "Ravi"];
-const LAST: &[&str] = &["Doe", "Smith", "Müller", "Dubois", "de Vries", "Tanaka", "García", "Johansson", "Rossi", "Kowalski"];
-const STREETS: &[&str] = &["Main Street", "Hauptstraße", "Rue de Rivoli", "Keizersgracht", "Market St", "Drottninggatan"];
+const RULES: &[&str] = &[
+    "velocity",
+    "geo_mismatch",
+    "new_device",
+    "high_amount",
+    "bin_country",
+    "proxy_ip",
+];
+const FIRST: &[&str] = &[
+    "Jane", "John", "Amira", "Lukas", "Sofia", "Kenji", "Olivia", "Mateo", "Chloe", "Noah", "Ingrid", "Ravi",
+];
+const LAST: &[&str] = &[
+    "Doe",
+    "Smith",
+    "Müller",
+    "Dubois",
+    "de Vries",
+    "Tanaka",
+    "García",
+    "Johansson",
+    "Rossi",
+    "Kowalski",
+];
+const STREETS: &[&str] = &[
+    "Main Street",
+    "Hauptstraße",
+    "Rue de Rivoli",
+    "Keizersgracht",
+    "Market St",
+    "Drottninggatan",
+];
 const TIERS: &[&str] = &["bronze", "silver", "gold", "platinum"];
 const TAGS: &[&str] = &["newsletter", "vip", "b2b", "returns-often", "early-adopter", "student"];
-const SERVICES: &[&str] = &["checkout", "inventory", "billing", "auth", "search", "shipping", "admin-portal"];
+const SERVICES: &[&str] = &[
+    "checkout",
+    "inventory",
+    "billing",
+    "auth",
+    "search",
+    "shipping",
+    "admin-portal",
+];
 const ACTIONS: &[&str] = &["READ", "CREATE", "UPDATE", "DELETE", "LOGIN", "LOGOUT", "EXPORT"];
 const RESOURCES: &[&str] = &["orders", "customers", "payments", "products", "users", "reports"];
 const EVENT_TYPES: &[&str] = &["created", "updated", "deleted", "heartbeat", "metric"];
@@ -800,7 +949,8 @@ fn gen_headers(rng: &mut Rng, out: &mut Scratch) {
                 ("schema-version", true)
             }
         };
-        out.headers.push((key, value.then_some((start, out.header_values.len()))));
+        out.headers
+            .push((key, value.then_some((start, out.header_values.len()))));
     }
 }
 
@@ -851,7 +1001,11 @@ fn with_suffix(log: &Path, suffix: &str) -> PathBuf {
 impl Segment {
     fn create(dir: &Path, base_offset: i64) -> Result<Segment, GenerateError> {
         let path = dir.join(format!("{base_offset:020}.log"));
-        let file = File::options().write(true).create_new(true).open(&path).map_err(io_err(&path))?;
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
         Ok(Segment {
             base_offset,
             path,
@@ -983,7 +1137,10 @@ impl PartitionGenerator {
             return invalid("codec", format!("zstd needs magic 2 (magic is {})", cfg.magic));
         }
         if cfg.segment_bytes == 0 || cfg.segment_bytes > i32::MAX as u64 {
-            return invalid("segment_bytes", format!("{} is not in 1..={}", cfg.segment_bytes, i32::MAX));
+            return invalid(
+                "segment_bytes",
+                format!("{} is not in 1..={}", cfg.segment_bytes, i32::MAX),
+            );
         }
         if cfg.partition < 0 {
             return invalid("partition", format!("{} is negative", cfg.partition));
@@ -999,20 +1156,35 @@ impl PartitionGenerator {
         let v2 = cfg.magic == 2;
         let base = cfg.producer_id_base;
         let idempotent = if v2 {
-            (0..2).map(|i| Producer { id: base + i, epoch: rng.below(3) as i16, next_sequence: 0, txn: None }).collect()
+            (0..2)
+                .map(|i| Producer {
+                    id: base + i,
+                    epoch: rng.below(3) as i16,
+                    next_sequence: 0,
+                    txn: None,
+                })
+                .collect()
         } else {
             Vec::new()
         };
         let transactional = if v2 {
             (0..cfg.transactional_producers as i64)
-                .map(|i| Producer { id: base + 2 + i, epoch: rng.below(5) as i16, next_sequence: 0, txn: None })
+                .map(|i| Producer {
+                    id: base + 2 + i,
+                    epoch: rng.below(5) as i16,
+                    next_sequence: 0,
+                    txn: None,
+                })
                 .collect()
         } else {
             Vec::new()
         };
         let timestamp = cfg.start_timestamp + rng.below(1000) as i64;
         let segment = Segment::create(&cfg.dir, 0)?;
-        let ids = Ids { order: rng.below(1_000_000) * 1000, customer_count: 50_000 };
+        let ids = Ids {
+            order: rng.below(1_000_000) * 1000,
+            customer_count: 50_000,
+        };
         let coordinator_epoch = rng.below(4) as i32;
         Ok(PartitionGenerator {
             cfg,
@@ -1027,7 +1199,12 @@ impl PartitionGenerator {
             coordinator_epoch,
             next_offset: 0,
             timestamp,
-            summary: PartitionSummary { segments: 1, first_timestamp: -1, last_timestamp: -1, ..Default::default() },
+            summary: PartitionSummary {
+                segments: 1,
+                first_timestamp: -1,
+                last_timestamp: -1,
+                ..Default::default()
+            },
             finished: false,
         })
     }
@@ -1106,8 +1283,12 @@ impl PartitionGenerator {
             None => {
                 let batches = self.rng.range(1, 3) as u32;
                 let abort = self.rng.percent(30);
-                self.transactional[i].txn =
-                    Some(OpenTxn { first_offset: self.next_offset, batches_left: batches, abort, records: 0 });
+                self.transactional[i].txn = Some(OpenTxn {
+                    first_offset: self.next_offset,
+                    batches_left: batches,
+                    abort,
+                    records: 0,
+                });
                 self.write_data(Some(i), true)
             }
             Some(t) if t.batches_left > 0 => self.write_data(Some(i), true),
@@ -1136,7 +1317,13 @@ impl PartitionGenerator {
     /// A batch of records from producer `producer` (an index into the
     /// transactional or idempotent producers), or from a plain producer.
     fn write_data(&mut self, producer: Option<usize>, transactional: bool) -> Result<(), GenerateError> {
-        let p = producer.map(|i| if transactional { &self.transactional[i] } else { &self.idempotent[i] });
+        let p = producer.map(|i| {
+            if transactional {
+                &self.transactional[i]
+            } else {
+                &self.idempotent[i]
+            }
+        });
         let opts = self.data_options(p, transactional);
         let (lo, hi) = self.cfg.kind.records_per_batch();
         let count = self.rng.range(lo, hi);
@@ -1184,7 +1371,11 @@ impl PartitionGenerator {
         };
         self.buf = buf;
         if let Some(i) = producer {
-            let p = if transactional { &mut self.transactional[i] } else { &mut self.idempotent[i] };
+            let p = if transactional {
+                &mut self.transactional[i]
+            } else {
+                &mut self.idempotent[i]
+            };
             p.next_sequence = summary.next_sequence;
             if let Some(t) = &mut p.txn {
                 t.batches_left -= 1;
@@ -1200,23 +1391,44 @@ impl PartitionGenerator {
 
     /// The COMMIT or ABORT marker ending transactional producer `i`'s transaction.
     fn write_marker(&mut self, i: usize) -> Result<(), GenerateError> {
-        let Some(t) = self.transactional[i].txn else { return Ok(()) };
+        let Some(t) = self.transactional[i].txn else {
+            return Ok(());
+        };
         let (id, epoch) = (self.transactional[i].id, self.transactional[i].epoch);
         let offset = self.next_offset;
         self.timestamp += self.rng.below(5) as i64;
         let ts = self.timestamp;
-        let kind = if t.abort { ControlKind::Abort } else { ControlKind::Commit };
+        let kind = if t.abort {
+            ControlKind::Abort
+        } else {
+            ControlKind::Commit
+        };
         self.buf.clear();
         control_batch(kind, id, epoch, offset, self.coordinator_epoch, ts, 0, &mut self.buf);
         // Appended while the transaction still counts as open, so a due roll
         // waits and the marker lands in the segment of its transaction.
-        self.append_buf(&AppendMeta { first_offset: offset, last_offset: offset, max_timestamp: ts, offset_of_max_timestamp: offset })?;
+        self.append_buf(&AppendMeta {
+            first_offset: offset,
+            last_offset: offset,
+            max_timestamp: ts,
+            offset_of_max_timestamp: offset,
+        })?;
         self.transactional[i].txn = None;
         if t.abort {
             // Kafka's ProducerStateManager.lastStableOffset: the first offset of
             // the earliest other open transaction, else just past the marker.
-            let lso = self.transactional.iter().filter_map(|q| q.txn.map(|o| o.first_offset)).min().unwrap_or(offset + 1);
-            let entry = AbortedEntry { producer_id: id, first_offset: t.first_offset, last_offset: offset, last_stable_offset: lso };
+            let lso = self
+                .transactional
+                .iter()
+                .filter_map(|q| q.txn.map(|o| o.first_offset))
+                .min()
+                .unwrap_or(offset + 1);
+            let entry = AbortedEntry {
+                producer_id: id,
+                first_offset: t.first_offset,
+                last_offset: offset,
+                last_stable_offset: lso,
+            };
             if let Some(seg) = &mut self.segment {
                 seg.aborted.push(entry);
             }
@@ -1244,7 +1456,10 @@ impl PartitionGenerator {
     /// (and no transaction is open).
     fn append_buf(&mut self, meta: &AppendMeta) -> Result<(), GenerateError> {
         let len = self.buf.len() as u64;
-        let full = self.segment.as_ref().is_some_and(|s| s.size > 0 && s.size + len > self.cfg.segment_bytes);
+        let full = self
+            .segment
+            .as_ref()
+            .is_some_and(|s| s.size > 0 && s.size + len > self.cfg.segment_bytes);
         if full {
             let open = self.transactional.iter().any(|p| p.txn.is_some());
             if open {
@@ -1259,7 +1474,9 @@ impl PartitionGenerator {
             }
         }
         let interval = self.cfg.index_interval_bytes;
-        let Some(seg) = self.segment.as_mut() else { unreachable!("a segment is open until finish") };
+        let Some(seg) = self.segment.as_mut() else {
+            unreachable!("a segment is open until finish")
+        };
         seg.append(&self.buf, meta, interval)?;
         self.summary.log_bytes += len;
         Ok(())
@@ -1278,8 +1495,11 @@ mod tests {
     }
 
     fn read_logs(dir: &Path) -> Vec<u8> {
-        let mut logs: Vec<PathBuf> =
-            fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "log")).collect();
+        let mut logs: Vec<PathBuf> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
         logs.sort();
         logs.iter().flat_map(|p| fs::read(p).unwrap()).collect()
     }
@@ -1312,7 +1532,12 @@ mod tests {
 
     #[test]
     fn partitions_decode_back_with_the_summary_counts() {
-        for (magic, kind) in [(2i8, Kind::Orders), (2, Kind::Customers), (1, Kind::Audit), (0, Kind::Events)] {
+        for (magic, kind) in [
+            (2i8, Kind::Orders),
+            (2, Kind::Customers),
+            (1, Kind::Audit),
+            (0, Kind::Events),
+        ] {
             let dir = temp_dir(&format!("m{magic}-{}", kind.name()));
             let mut cfg = PartitionConfig::new(&dir, kind.name(), 0, kind);
             cfg.magic = magic;
@@ -1325,12 +1550,20 @@ mod tests {
             let opts = DecodeOptions::default();
             let all = decode(&data, None, None, &opts).unwrap();
             assert_eq!(all.records as u64, summary.records);
-            let committed =
-                DecodeOptions { isolation: Isolation::ReadCommitted { aborted: None, hide_open: true }, ..DecodeOptions::default() };
+            let committed = DecodeOptions {
+                isolation: Isolation::ReadCommitted {
+                    aborted: None,
+                    hide_open: true,
+                },
+                ..DecodeOptions::default()
+            };
             let visible = decode(&data, None, None, &committed).unwrap();
             assert_eq!(visible.records as u64, summary.records - summary.aborted_records);
             if magic == 2 {
-                assert!(summary.aborted_transactions > 0 && summary.committed_transactions > 0, "{summary:?}");
+                assert!(
+                    summary.aborted_transactions > 0 && summary.committed_transactions > 0,
+                    "{summary:?}"
+                );
             } else {
                 assert_eq!(summary.control_batches, 0);
             }
@@ -1369,7 +1602,12 @@ mod tests {
             let t = std::time::Instant::now();
             let summary = run(cfg);
             let secs = t.elapsed().as_secs_f64();
-            println!("{:10} {:8.1} MB/s ({} records)", kind.name(), summary.log_bytes as f64 / 1e6 / secs, summary.records);
+            println!(
+                "{:10} {:8.1} MB/s ({} records)",
+                kind.name(),
+                summary.log_bytes as f64 / 1e6 / secs,
+                summary.records
+            );
             fs::remove_dir_all(&dir).unwrap();
         }
     }

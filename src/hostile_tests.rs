@@ -16,7 +16,9 @@
 
 use std::time::{Duration, Instant};
 
-use arrow_array::{Array, BinaryArray, Int32Array, Int64Array, ListArray, StringArray, StructArray, TimestampMicrosecondArray};
+use arrow_array::{
+    Array, BinaryArray, Int32Array, Int64Array, ListArray, StringArray, StructArray, TimestampMicrosecondArray,
+};
 
 use crate::batch::{BatchWalker, WalkEnd};
 use crate::compression::{self, Codec, CompressOptions};
@@ -73,11 +75,18 @@ fn rows(decoded: &Decoded) -> Vec<Row> {
 }
 
 fn raise(crc: bool) -> DecodeOptions {
-    DecodeOptions { validate_crc: crc, threads: 1, ..Default::default() }
+    DecodeOptions {
+        validate_crc: crc,
+        threads: 1,
+        ..Default::default()
+    }
 }
 
 fn skip(crc: bool) -> DecodeOptions {
-    DecodeOptions { on_error: OnError::Skip, ..raise(crc) }
+    DecodeOptions {
+        on_error: OnError::Skip,
+        ..raise(crc)
+    }
 }
 
 fn rows_of(data: &[u8]) -> Vec<Row> {
@@ -108,12 +117,30 @@ const ONE_HEADER: [HeaderRef<'static>; 1] = [("h", Some(b""))];
 
 /// Records with null, empty and non-empty keys and values (and, for v2, headers).
 fn sample(magic: i8) -> Vec<RecordRef<'static>> {
-    let (h2, h1): (&'static [HeaderRef<'static>], &'static [HeaderRef<'static>]) =
-        if magic == 2 { (&HEADERS, &ONE_HEADER) } else { (&[], &[]) };
+    let (h2, h1): (&'static [HeaderRef<'static>], &'static [HeaderRef<'static>]) = if magic == 2 {
+        (&HEADERS, &ONE_HEADER)
+    } else {
+        (&[], &[])
+    };
     vec![
-        RecordRef { key: Some(b"key-0"), value: Some(b"value-0"), timestamp: TS, headers: h2 },
-        RecordRef { key: None, value: Some(b"payload payload payload payload payload"), timestamp: TS + 5, headers: &[] },
-        RecordRef { key: Some(b""), value: None, timestamp: TS + 9, headers: h1 },
+        RecordRef {
+            key: Some(b"key-0"),
+            value: Some(b"value-0"),
+            timestamp: TS,
+            headers: h2,
+        },
+        RecordRef {
+            key: None,
+            value: Some(b"payload payload payload payload payload"),
+            timestamp: TS + 5,
+            headers: &[],
+        },
+        RecordRef {
+            key: Some(b""),
+            value: None,
+            timestamp: TS + 9,
+            headers: h1,
+        },
     ]
 }
 
@@ -121,9 +148,23 @@ fn sample(magic: i8) -> Vec<RecordRef<'static>> {
 /// each a batch of their own, so those get one record.
 fn one_batch(magic: i8, codec: Codec, base_offset: i64) -> Vec<u8> {
     let records = sample(magic);
-    let records = if magic < 2 && codec == Codec::None { &records[..1] } else { &records[..] };
+    let records = if magic < 2 && codec == Codec::None {
+        &records[..1]
+    } else {
+        &records[..]
+    };
     let mut out = Vec::new();
-    encode(records, &EncodeOptions { magic, codec, base_offset, ..Default::default() }, &mut out).expect("encode");
+    encode(
+        records,
+        &EncodeOptions {
+            magic,
+            codec,
+            base_offset,
+            ..Default::default()
+        },
+        &mut out,
+    )
+    .expect("encode");
     assert_eq!(BatchWalker::new(&out).count(), 1);
     out
 }
@@ -169,7 +210,11 @@ fn open_v2(batch: &[u8]) -> OpenV2 {
     let codec = Codec::from_id(batch[22] & 7).expect("codec");
     let mut records = Vec::new();
     compression::decompress(codec, &batch[61..], 2, 1 << 30, &mut records).expect("decompress");
-    OpenV2 { header: batch[..61].to_vec(), codec, records }
+    OpenV2 {
+        header: batch[..61].to_vec(),
+        codec,
+        records,
+    }
 }
 
 /// Compress the records again, patch the length, fix the CRC.
@@ -200,13 +245,20 @@ fn open_wrapper(batch: &[u8]) -> OpenWrapper {
     let at = value_at(batch);
     let mut inner = Vec::new();
     compression::decompress(codec, &batch[at + 4..], batch[16] as i8, 1 << 30, &mut inner).expect("decompress");
-    OpenWrapper { head: batch[..at].to_vec(), codec, inner }
+    OpenWrapper {
+        head: batch[..at].to_vec(),
+        codec,
+        inner,
+    }
 }
 
 fn close_wrapper(w: &OpenWrapper) -> Vec<u8> {
     let mut b = w.head.clone();
     let mut value = Vec::new();
-    let opts = CompressOptions { level: None, snappy_xerial: true };
+    let opts = CompressOptions {
+        level: None,
+        snappy_xerial: true,
+    };
     compression::compress(w.codec, &w.inner, b[16] as i8, opts, &mut value).expect("compress");
     b.extend_from_slice(&(value.len() as i32).to_be_bytes());
     b.extend_from_slice(&value);
@@ -231,8 +283,17 @@ fn v2_fields(buf: &[u8]) -> Vec<Field> {
     let mut pos = 0;
     let mut field = |name, long: bool, pos: &mut usize| -> i64 {
         let at = *pos;
-        let v = if long { read_varlong(buf, pos).expect("varlong") } else { i64::from(read_varint(buf, pos).expect("varint")) };
-        out.push(Field { name, at, len: *pos - at, long });
+        let v = if long {
+            read_varlong(buf, pos).expect("varlong")
+        } else {
+            i64::from(read_varint(buf, pos).expect("varint"))
+        };
+        out.push(Field {
+            name,
+            at,
+            len: *pos - at,
+            long,
+        });
         v
     };
     while pos < buf.len() {
@@ -281,7 +342,15 @@ fn varint_bytes(v: i64, long: bool) -> Vec<u8> {
 /// readers do), and the walk goes on from the wrong place. Then the rows
 /// must still be ones the bytes hold, in order, and an error or truncated
 /// tail may name a later (misaligned) position; never an earlier one.
-fn judge(what: &str, log: &[u8], at: usize, kept: &[Row], neighbour_rows: &[Row], crc: bool, lenient: Option<&[Row]>) -> bool {
+fn judge(
+    what: &str,
+    log: &[u8],
+    at: usize,
+    kept: &[Row],
+    neighbour_rows: &[Row],
+    crc: bool,
+    lenient: Option<&[Row]>,
+) -> bool {
     let lenient = if crc { None } else { lenient };
     let failed = match decode(log, Some("t"), Some(0), &raise(crc)) {
         Err(e) if lenient.is_some() && e.batch_position > at => {
@@ -295,10 +364,18 @@ fn judge(what: &str, log: &[u8], at: usize, kept: &[Row], neighbour_rows: &[Row]
         Ok(out) => {
             let got = rows(&out);
             match (lenient, &out.end) {
-                (Some(all), WalkEnd::Truncated { position, .. } | WalkEnd::Broken(DecodeError { batch_position: position, .. }))
-                    if *position > at =>
-                {
-                    assert!(got.starts_with(kept) && is_subsequence(&got, all), "{what}: rows not in the bytes");
+                (
+                    Some(all),
+                    WalkEnd::Truncated { position, .. }
+                    | WalkEnd::Broken(DecodeError {
+                        batch_position: position,
+                        ..
+                    }),
+                ) if *position > at => {
+                    assert!(
+                        got.starts_with(kept) && is_subsequence(&got, all),
+                        "{what}: rows not in the bytes"
+                    );
                 }
                 _ => {
                     assert!(
@@ -314,8 +391,14 @@ fn judge(what: &str, log: &[u8], at: usize, kept: &[Row], neighbour_rows: &[Row]
     };
     let out = decode(log, None, None, &skip(crc)).unwrap_or_else(|e| panic!("{what}: skip mode failed: {e}"));
     let got = rows(&out);
-    assert!(got.starts_with(kept), "{what}: skip mode lost the rows before the damage");
-    assert!(is_subsequence(&got, lenient.unwrap_or(neighbour_rows)), "{what}: skip mode returned rows from the damaged batch");
+    assert!(
+        got.starts_with(kept),
+        "{what}: skip mode lost the rows before the damage"
+    );
+    assert!(
+        is_subsequence(&got, lenient.unwrap_or(neighbour_rows)),
+        "{what}: skip mode returned rows from the damaged batch"
+    );
     if let (Some(first), None) = (out.skipped.first(), lenient) {
         assert_located(what, first, at);
     }
@@ -325,7 +408,10 @@ fn judge(what: &str, log: &[u8], at: usize, kept: &[Row], neighbour_rows: &[Row]
 fn assert_located(what: &str, e: &DecodeError, at: usize) {
     assert_eq!(e.batch_position, at, "{what}: error names the wrong batch: {e}");
     let text = e.to_string();
-    assert!(text.contains(&format!("at byte {at}")), "{what}: message lacks the batch position: {text}");
+    assert!(
+        text.contains(&format!("at byte {at}")),
+        "{what}: message lacks the batch position: {text}"
+    );
 }
 
 /// Place `damaged` between the good neighbours and judge it; `original` is
@@ -342,7 +428,10 @@ fn judge_between(what: &str, damaged: &[u8], crc: bool, original: Option<&[u8]>)
 /// Judge a damaged length field: refused with CRCs checked; without, refused
 /// or (see `judge`) decoded to the batch's own rows with the walk misaligned.
 fn must_refuse(what: &str, damaged: &[u8], original: &[u8]) {
-    assert!(judge_between(what, damaged, true, None) || truncated_here(damaged), "{what}: not refused with CRCs checked");
+    assert!(
+        judge_between(what, damaged, true, None) || truncated_here(damaged),
+        "{what}: not refused with CRCs checked"
+    );
     judge_between(what, damaged, false, Some(original));
 }
 
@@ -378,8 +467,16 @@ fn truncation_at_every_byte() {
         for cut in before.len()..whole.len() {
             let part = &whole[..cut];
             for options in [raise(true), raise(false), skip(true)] {
-                let out = decode(part, None, None, &options).unwrap_or_else(|e| panic!("v{magic} {codec:?} cut at {cut}: {e}"));
-                let want = if cut == before.len() { WalkEnd::Clean } else { WalkEnd::Truncated { position: before.len(), len: cut - before.len() } };
+                let out = decode(part, None, None, &options)
+                    .unwrap_or_else(|e| panic!("v{magic} {codec:?} cut at {cut}: {e}"));
+                let want = if cut == before.len() {
+                    WalkEnd::Clean
+                } else {
+                    WalkEnd::Truncated {
+                        position: before.len(),
+                        len: cut - before.len(),
+                    }
+                };
                 assert_eq!(out.end, want, "v{magic} {codec:?} cut at {cut}");
                 assert!(rows(&out) == kept, "v{magic} {codec:?} cut at {cut}: rows");
                 cases += 1;
@@ -420,7 +517,11 @@ fn bit_flip_at_every_byte() {
                     let got = rows(&out);
                     assert_eq!(got.len(), all.len(), "{what}");
                     for (g, w) in got.iter().zip(&all) {
-                        assert_eq!((&g.key, &g.value, g.timestamp_us, &g.headers), (&w.key, &w.value, w.timestamp_us, &w.headers), "{what}");
+                        assert_eq!(
+                            (&g.key, &g.value, g.timestamp_us, &g.headers),
+                            (&w.key, &w.value, w.timestamp_us, &w.headers),
+                            "{what}"
+                        );
                     }
                 } else if (12..16).contains(&byte) && magic == 2 {
                     // Partition leader epoch: outside the CRC, not in the rows.
@@ -450,7 +551,21 @@ fn batch_length_field() {
     for (magic, codec) in cells() {
         let batch = one_batch(magic, codec, 10);
         let len = (batch.len() - 12) as i32;
-        for v in [-1, i32::MIN, 0, 1, 13, 14, 21, 48, 49, len - 1, len + 1, len + 100, i32::MAX] {
+        for v in [
+            -1,
+            i32::MIN,
+            0,
+            1,
+            13,
+            14,
+            21,
+            48,
+            49,
+            len - 1,
+            len + 1,
+            len + 100,
+            i32::MAX,
+        ] {
             let mut bad = batch.clone();
             set_i32(&mut bad, 8, v);
             let what = format!("v{magic} {codec:?} batch length {v}");
@@ -476,7 +591,10 @@ fn record_count_field() {
             fix_crc(&mut bad);
             let what = format!("v2 {codec:?} record count {v}");
             assert!(judge_between(&what, &bad, true, None), "{what}: accepted");
-            assert!(judge_between(&what, &bad, false, None), "{what}: accepted without CRC checks");
+            assert!(
+                judge_between(&what, &bad, false, None),
+                "{what}: accepted without CRC checks"
+            );
             cases += 1;
         }
     }
@@ -495,19 +613,29 @@ fn v2_record_varint_fields() {
         let open = open_v2(&batch);
         for field in v2_fields(&open.records) {
             let mut pos = field.at;
-            let original = if field.long { read_varlong(&open.records, &mut pos) } else { read_varint(&open.records, &mut pos).map(i64::from) };
+            let original = if field.long {
+                read_varlong(&open.records, &mut pos)
+            } else {
+                read_varint(&open.records, &mut pos).map(i64::from)
+            };
             let original = original.expect("field");
             for v in [-1i64, 0, 1, 200, i64::from(i32::MAX), i64::from(i32::MIN), -2] {
                 if v == original {
                     continue;
                 }
                 let records = replace(&open.records, field.at, field.len, &varint_bytes(v, field.long));
-                let bad = close_v2(&OpenV2 { records, header: open.header.clone(), codec });
+                let bad = close_v2(&OpenV2 {
+                    records,
+                    header: open.header.clone(),
+                    codec,
+                });
                 let what = format!("v2 {codec:?} {} at {} = {v}", field.name, field.at);
                 cases += 1;
                 // Deltas are data: any value spelled in as many bytes decodes
                 // (to what the bytes say).
-                if matches!(field.name, "timestamp delta" | "offset delta") && varint_bytes(v, field.long).len() == field.len {
+                if matches!(field.name, "timestamp delta" | "offset delta")
+                    && varint_bytes(v, field.long).len() == field.len
+                {
                     let out = decode(&bad, None, None, &raise(true)).unwrap_or_else(|e| panic!("{what}: {e}"));
                     assert_eq!(out.records, 3, "{what}");
                     continue;
@@ -546,8 +674,16 @@ fn overlong_varints() {
             let mut pos = field.at;
             let mut spelled = Vec::new();
             // The same value padded with continuation bytes to 6 (varint) or 11 (varlong) bytes.
-            let v = if field.long { read_varlong(&open.records, &mut pos).expect("v") } else { i64::from(read_varint(&open.records, &mut pos).expect("v")) };
-            let mut z = if field.long { ((v << 1) ^ (v >> 63)) as u64 } else { ((v as i32) << 1 ^ ((v as i32) >> 31)) as u32 as u64 };
+            let v = if field.long {
+                read_varlong(&open.records, &mut pos).expect("v")
+            } else {
+                i64::from(read_varint(&open.records, &mut pos).expect("v"))
+            };
+            let mut z = if field.long {
+                ((v << 1) ^ (v >> 63)) as u64
+            } else {
+                ((v as i32) << 1 ^ ((v as i32) >> 31)) as u32 as u64
+            };
             let width = if field.long { 11 } else { 6 };
             for i in 0..width {
                 let last = i == width - 1;
@@ -555,7 +691,11 @@ fn overlong_varints() {
                 z >>= 7;
             }
             let records = replace(&open.records, field.at, field.len, &spelled);
-            let bad = close_v2(&OpenV2 { records, header: open.header.clone(), codec });
+            let bad = close_v2(&OpenV2 {
+                records,
+                header: open.header.clone(),
+                codec,
+            });
             let what = format!("v2 {codec:?} overlong {}", field.name);
             assert!(judge_between(&what, &bad, true, None), "{what}: accepted");
             cases += 1;
@@ -570,10 +710,17 @@ fn header_count_beyond_remaining_bytes() {
     for codec in [Codec::None, Codec::Snappy, Codec::Lz4] {
         let batch = one_batch(2, codec, 10);
         let open = open_v2(&batch);
-        for field in v2_fields(&open.records).into_iter().filter(|f| f.name == "header count") {
+        for field in v2_fields(&open.records)
+            .into_iter()
+            .filter(|f| f.name == "header count")
+        {
             for v in [3, 64, 1 << 20, i32::MAX] {
                 let records = replace(&open.records, field.at, field.len, &varint_bytes(i64::from(v), false));
-                let bad = close_v2(&OpenV2 { records, header: open.header.clone(), codec });
+                let bad = close_v2(&OpenV2 {
+                    records,
+                    header: open.header.clone(),
+                    codec,
+                });
                 let what = format!("v2 {codec:?} header count {v} at {}", field.at);
                 let started = Instant::now();
                 assert!(judge_between(&what, &bad, true, None), "{what}: accepted");
@@ -616,8 +763,16 @@ fn legacy_length_fields() {
             let inner_value_at = value_at(&open.inner);
             for (name, at, original) in [
                 ("inner size", 8, inner_size),
-                ("inner key length", inner_key_at, i32::from_be_bytes(open.inner[inner_key_at..inner_key_at + 4].try_into().expect("4"))),
-                ("inner value length", inner_value_at, i32::from_be_bytes(open.inner[inner_value_at..inner_value_at + 4].try_into().expect("4"))),
+                (
+                    "inner key length",
+                    inner_key_at,
+                    i32::from_be_bytes(open.inner[inner_key_at..inner_key_at + 4].try_into().expect("4")),
+                ),
+                (
+                    "inner value length",
+                    inner_value_at,
+                    i32::from_be_bytes(open.inner[inner_value_at..inner_value_at + 4].try_into().expect("4")),
+                ),
             ] {
                 for v in [-1, 0, 1, 13, original + 1, original - 1, i32::MAX, i32::MIN] {
                     if v == original {
@@ -628,7 +783,11 @@ fn legacy_length_fields() {
                     let end = 12 + inner_size as usize;
                     let first_crc = crc::crc32(&inner[16..end]);
                     inner[12..16].copy_from_slice(&first_crc.to_be_bytes());
-                    let bad = close_wrapper(&OpenWrapper { head: open.head.clone(), codec, inner });
+                    let bad = close_wrapper(&OpenWrapper {
+                        head: open.head.clone(),
+                        codec,
+                        inner,
+                    });
                     let what = format!("v{magic} {codec:?} {name} {v}");
                     assert!(judge_between(&what, &bad, true, None), "{what}: accepted");
                     cases += 1;
@@ -705,7 +864,13 @@ fn nested_compression_in_legacy_wrappers() {
 fn control_records_with_short_keys() {
     let txn = {
         let mut out = Vec::new();
-        let opts = EncodeOptions { producer_id: 7, producer_epoch: 0, base_sequence: 0, transactional: true, ..Default::default() };
+        let opts = EncodeOptions {
+            producer_id: 7,
+            producer_epoch: 0,
+            base_sequence: 0,
+            transactional: true,
+            ..Default::default()
+        };
         encode(&sample(2)[..1], &opts, &mut out).expect("txn batch");
         out
     };
@@ -713,7 +878,10 @@ fn control_records_with_short_keys() {
         let mut ctl = Vec::new();
         control_batch(ControlKind::Abort, 7, 0, 1, 0, TS, 0, &mut ctl);
         let mut open = open_v2(&ctl);
-        let field = v2_fields(&open.records).into_iter().find(|f| f.name == "key length").expect("key length");
+        let field = v2_fields(&open.records)
+            .into_iter()
+            .find(|f| f.name == "key length")
+            .expect("key length");
         // Replace key length + key (4 bytes) with the short key, fix the record length.
         let mut body = open.records[1..].to_vec(); // after the 1-byte record length
         let rel = field.at - 1;
@@ -727,10 +895,19 @@ fn control_records_with_short_keys() {
         let log = [&txn[..], &bad[..]].concat();
         // Read uncommitted: the transactional record shows; the control record only with include_control.
         assert_eq!(decode(&log, None, None, &raise(true)).expect("valid").records, 1);
-        let with_control = DecodeOptions { include_control: true, ..raise(true) };
+        let with_control = DecodeOptions {
+            include_control: true,
+            ..raise(true)
+        };
         assert_eq!(decode(&log, None, None, &with_control).expect("valid").records, 2);
         // Read committed: the short marker is no ABORT; the transaction stays open.
-        let committed = |hide_open| DecodeOptions { isolation: Isolation::ReadCommitted { aborted: None, hide_open }, ..raise(true) };
+        let committed = |hide_open| DecodeOptions {
+            isolation: Isolation::ReadCommitted {
+                aborted: None,
+                hide_open,
+            },
+            ..raise(true)
+        };
         let out = decode(&log, None, None, &committed(false)).expect("valid");
         assert_eq!((out.records, out.hidden_batches), (1, 1), "key {key:?}");
         let out = decode(&log, None, None, &committed(true)).expect("valid");
@@ -764,7 +941,14 @@ fn zstd_rle_bomb(blocks: usize, declare_size: bool) -> Vec<u8> {
 /// A gzip stream of `members` members, each 1 MiB of zeros.
 fn gzip_bomb(members: usize) -> Vec<u8> {
     let mut one = Vec::new();
-    compression::compress(Codec::Gzip, &vec![0u8; 1 << 20], 2, CompressOptions::default(), &mut one).expect("gzip");
+    compression::compress(
+        Codec::Gzip,
+        &vec![0u8; 1 << 20],
+        2,
+        CompressOptions::default(),
+        &mut one,
+    )
+    .expect("gzip");
     one.repeat(members)
 }
 
@@ -772,7 +956,14 @@ fn gzip_bomb(members: usize) -> Vec<u8> {
 /// of 64 KiB of zeros repeat `blocks` times.
 fn lz4_bomb(blocks: usize) -> Vec<u8> {
     let mut frame = Vec::new();
-    compression::compress(Codec::Lz4, &vec![0u8; 64 * 1024], 2, CompressOptions::default(), &mut frame).expect("lz4");
+    compression::compress(
+        Codec::Lz4,
+        &vec![0u8; 64 * 1024],
+        2,
+        CompressOptions::default(),
+        &mut frame,
+    )
+    .expect("lz4");
     // magic 4, FLG, BD, HC = 7 bytes; then one block; then the EndMark.
     let (head, rest) = frame.split_at(7);
     let block = &rest[..rest.len() - 4];
@@ -801,7 +992,14 @@ fn snappy_claim(claim: u64) -> Vec<u8> {
 /// densest snappy there is, ~21:1).
 fn snappy_xerial_bomb(blocks: usize) -> Vec<u8> {
     let mut one = Vec::new();
-    compression::compress(Codec::Snappy, &vec![0u8; 1 << 20], 2, CompressOptions::default(), &mut one).expect("snappy");
+    compression::compress(
+        Codec::Snappy,
+        &vec![0u8; 1 << 20],
+        2,
+        CompressOptions::default(),
+        &mut one,
+    )
+    .expect("snappy");
     let mut out = b"\x82SNAPPY\x00".to_vec();
     out.extend_from_slice(&1u32.to_be_bytes());
     out.extend_from_slice(&1u32.to_be_bytes());
@@ -831,23 +1029,62 @@ fn v2_with_payload(codec: Codec, payload: &[u8]) -> Vec<u8> {
 fn decompression_bombs_are_refused() {
     let gib = 1u64 << 30;
     let bombs: Vec<(&str, Codec, Vec<u8>, u64)> = vec![
-        ("zstd, RLE blocks, no content size", Codec::Zstd, zstd_rle_bomb(8192, false), gib),
-        ("zstd, RLE blocks, content size declared", Codec::Zstd, zstd_rle_bomb(8192, true), gib),
+        (
+            "zstd, RLE blocks, no content size",
+            Codec::Zstd,
+            zstd_rle_bomb(8192, false),
+            gib,
+        ),
+        (
+            "zstd, RLE blocks, content size declared",
+            Codec::Zstd,
+            zstd_rle_bomb(8192, true),
+            gib,
+        ),
         ("gzip, 1024 members of 1 MiB", Codec::Gzip, gzip_bomb(1024), gib),
         ("lz4, one frame of 16384 blocks", Codec::Lz4, lz4_bomb(16384), gib),
-        ("snappy raw block claiming 4 GiB", Codec::Snappy, snappy_claim((4 << 30) - 1), (4 << 30) - 1),
-        ("snappy raw block claiming 300 MiB", Codec::Snappy, snappy_claim(300 << 20), 300 << 20),
-        ("snappy xerial, 300 blocks of 1 MiB", Codec::Snappy, snappy_xerial_bomb(300), 300 << 20),
+        (
+            "snappy raw block claiming 4 GiB",
+            Codec::Snappy,
+            snappy_claim((4 << 30) - 1),
+            (4 << 30) - 1,
+        ),
+        (
+            "snappy raw block claiming 300 MiB",
+            Codec::Snappy,
+            snappy_claim(300 << 20),
+            300 << 20,
+        ),
+        (
+            "snappy xerial, 300 blocks of 1 MiB",
+            Codec::Snappy,
+            snappy_xerial_bomb(300),
+            300 << 20,
+        ),
     ];
-    assert_eq!(DecodeOptions::default().max_decompressed_size, DEFAULT_MAX_DECOMPRESSED_SIZE);
+    assert_eq!(
+        DecodeOptions::default().max_decompressed_size,
+        DEFAULT_MAX_DECOMPRESSED_SIZE
+    );
     for (what, codec, payload, inflates_to) in &bombs {
-        assert!(payload.len() < 16 << 20, "{what}: the bomb itself is {} bytes", payload.len());
+        assert!(
+            payload.len() < 16 << 20,
+            "{what}: the bomb itself is {} bytes",
+            payload.len()
+        );
         // The output buffer never grows past the cap (checked at 1 MiB, which
         // is quick unoptimised; the default cap runs through the batch below).
         let mut out = Vec::new();
         let r = compression::decompress(*codec, payload, 2, 1 << 20, &mut out);
-        assert!(matches!(r, Err(compression::CodecError::TooLarge { .. })), "{what}: {r:?}");
-        assert!(out.capacity() <= (1 << 20) + 1, "{what}: buffer grew to {}", out.capacity());
+        assert!(
+            matches!(r, Err(compression::CodecError::TooLarge { .. })),
+            "{what}: {r:?}"
+        );
+        assert!(
+            out.capacity() <= (1 << 20) + 1,
+            "{what}: buffer grew to {}",
+            out.capacity()
+        );
         let batch = v2_with_payload(*codec, payload);
         let log = [&one_batch(2, Codec::None, 0)[..], &batch[..]].concat();
         let started = Instant::now();
@@ -866,7 +1103,11 @@ fn decompression_bombs_are_refused() {
     }
     // The bombs are real: a cap above their size lets the zstd one through.
     let mut sink = std::io::sink();
-    let n = std::io::copy(&mut zstd::stream::read::Decoder::new(&zstd_rle_bomb(64, false)[..]).expect("zstd"), &mut sink).expect("inflate");
+    let n = std::io::copy(
+        &mut zstd::stream::read::Decoder::new(&zstd_rle_bomb(64, false)[..]).expect("zstd"),
+        &mut sink,
+    )
+    .expect("inflate");
     assert_eq!(n, 64 << 17);
 }
 
@@ -890,9 +1131,20 @@ mod nothing_lost {
             proptest::option::of(proptest::collection::vec(any::<u8>(), 0..20)),
             proptest::option::of(proptest::collection::vec(any::<u8>(), 0..80)),
             0i64..4_000_000_000_000,
-            proptest::collection::vec(("[a-z]{0,4}", proptest::option::of(proptest::collection::vec(any::<u8>(), 0..6))), 0..3),
+            proptest::collection::vec(
+                (
+                    "[a-z]{0,4}",
+                    proptest::option::of(proptest::collection::vec(any::<u8>(), 0..6)),
+                ),
+                0..3,
+            ),
         )
-            .prop_map(|(key, value, timestamp, headers)| Rec { key, value, timestamp, headers })
+            .prop_map(|(key, value, timestamp, headers)| Rec {
+                key,
+                value,
+                timestamp,
+                headers,
+            })
     }
 
     fn cell() -> impl Strategy<Value = (i8, Codec)> {
@@ -906,14 +1158,30 @@ mod nothing_lost {
         for ((magic, codec), recs) in groups {
             let headers: Vec<Vec<HeaderRef>> = recs
                 .iter()
-                .map(|r| if *magic == 2 { r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect() } else { Vec::new() })
+                .map(|r| {
+                    if *magic == 2 {
+                        r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect()
+                    } else {
+                        Vec::new()
+                    }
+                })
                 .collect();
             let refs: Vec<RecordRef> = recs
                 .iter()
                 .zip(&headers)
-                .map(|(r, h)| RecordRef { key: r.key.as_deref(), value: r.value.as_deref(), timestamp: r.timestamp, headers: h })
+                .map(|(r, h)| RecordRef {
+                    key: r.key.as_deref(),
+                    value: r.value.as_deref(),
+                    timestamp: r.timestamp,
+                    headers: h,
+                })
                 .collect();
-            let opts = EncodeOptions { magic: *magic, codec: *codec, base_offset: next, ..Default::default() };
+            let opts = EncodeOptions {
+                magic: *magic,
+                codec: *codec,
+                base_offset: next,
+                ..Default::default()
+            };
             next = encode(&refs, &opts, &mut log).expect("encode").next_offset;
         }
         log

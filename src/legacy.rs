@@ -61,7 +61,13 @@ impl Message<'_> {
 /// Errors carry positions relative to `bytes`.
 pub fn parse_message(bytes: &[u8], validate_crc: bool) -> Result<Message<'_>, LocalError> {
     if bytes.len() < LOG_OVERHEAD + MIN_SIZE {
-        return Err(LocalError::corrupt(8, format!("message size {} is below the v0 minimum ({MIN_SIZE})", bytes.len().saturating_sub(LOG_OVERHEAD))));
+        return Err(LocalError::corrupt(
+            8,
+            format!(
+                "message size {} is below the v0 minimum ({MIN_SIZE})",
+                bytes.len().saturating_sub(LOG_OVERHEAD)
+            ),
+        ));
     }
     let offset = be_i64(bytes, 0);
     let crc = be_u32(bytes, 12);
@@ -75,7 +81,11 @@ pub fn parse_message(bytes: &[u8], validate_crc: bool) -> Result<Message<'_>, Lo
     }
     let magic = bytes[16] as i8;
     if !(0..=1).contains(&magic) {
-        return Err(LocalError { kind: ErrorKind::Unsupported, at: 16, reason: format!("unknown magic {magic} in a legacy message") });
+        return Err(LocalError {
+            kind: ErrorKind::Unsupported,
+            at: 16,
+            reason: format!("unknown magic {magic} in a legacy message"),
+        });
     }
     let attributes = bytes[17] as i8;
     let mut pos = 18;
@@ -91,7 +101,10 @@ pub fn parse_message(bytes: &[u8], validate_crc: bool) -> Result<Message<'_>, Lo
     let key = sized_bytes(bytes, &mut pos, "key")?;
     let value = sized_bytes(bytes, &mut pos, "value")?;
     if pos != bytes.len() {
-        return Err(LocalError::corrupt(pos, format!("{} bytes remain after the message's value", bytes.len() - pos)));
+        return Err(LocalError::corrupt(
+            pos,
+            format!("{} bytes remain after the message's value", bytes.len() - pos),
+        ));
     }
     Ok(Message {
         offset,
@@ -109,7 +122,10 @@ pub fn parse_message(bytes: &[u8], validate_crc: bool) -> Result<Message<'_>, Lo
 fn sized_bytes<'a>(bytes: &'a [u8], pos: &mut usize, field: &str) -> Result<Option<&'a [u8]>, LocalError> {
     let at = *pos;
     if bytes.len() < at + 4 {
-        return Err(LocalError::corrupt(at, format!("{field} length runs past the message's end")));
+        return Err(LocalError::corrupt(
+            at,
+            format!("{field} length runs past the message's end"),
+        ));
     }
     let len = be_i32(bytes, at);
     *pos += 4;
@@ -118,7 +134,13 @@ fn sized_bytes<'a>(bytes: &'a [u8], pos: &mut usize, field: &str) -> Result<Opti
     }
     let end = *pos + len as usize;
     if end > bytes.len() {
-        return Err(LocalError::corrupt(at, format!("{field} length {len} runs past the message's end ({} bytes left)", bytes.len() - *pos)));
+        return Err(LocalError::corrupt(
+            at,
+            format!(
+                "{field} length {len} runs past the message's end ({} bytes left)",
+                bytes.len() - *pos
+            ),
+        ));
     }
     let slice = &bytes[*pos..end];
     *pos = end;
@@ -139,7 +161,13 @@ pub fn decode_legacy<S: RecordSink>(
     let at = |e: LocalError| e.locate(raw.position, Some(outer_offset), raw.position, false);
     let msg = parse_message(raw.bytes, validate_crc).map_err(at)?;
     let codec = Codec::from_id(msg.codec_id()).map_err(|id| {
-        DecodeError::new(ErrorKind::Unsupported, raw.position, Some(msg.offset), raw.position + 17, format!("unknown compression codec id {id} in a v{} message", msg.magic))
+        DecodeError::new(
+            ErrorKind::Unsupported,
+            raw.position,
+            Some(msg.offset),
+            raw.position + 17,
+            format!("unknown compression codec id {id} in a v{} message", msg.magic),
+        )
     })?;
     let mut header = BatchHeader {
         position: raw.position,
@@ -172,17 +200,31 @@ pub fn decode_legacy<S: RecordSink>(
 
     // A compressed wrapper.
     let payload = msg.value.ok_or_else(|| {
-        header.error(ErrorKind::Corrupt, raw.position, format!("compressed v{} message has a null value", msg.magic))
+        header.error(
+            ErrorKind::Corrupt,
+            raw.position,
+            format!("compressed v{} message has a null value", msg.magic),
+        )
     })?;
     compression::decompress(codec, payload, msg.magic, max_decompressed_size, scratch)
         .map_err(|e| header.error(ErrorKind::Decompression, raw.position, e.to_string()))?;
     let inner = read_inner(scratch, validate_crc).map_err(|e| e.locate(raw.position, Some(msg.offset), 0, true))?;
     let (first, last) = match (inner.first(), inner.last()) {
         (Some(f), Some(l)) => (f, l),
-        _ => return Err(header.error(ErrorKind::Corrupt, raw.position, "compressed message set has no inner messages")),
+        _ => {
+            return Err(header.error(
+                ErrorKind::Corrupt,
+                raw.position,
+                "compressed message set has no inner messages",
+            ))
+        }
     };
     // v1: inner offsets are relative; the wrapper holds the last absolute offset.
-    let offset_base = if msg.magic >= 1 { msg.offset.wrapping_sub(last.offset) } else { 0 };
+    let offset_base = if msg.magic >= 1 {
+        msg.offset.wrapping_sub(last.offset)
+    } else {
+        0
+    };
     header.base_offset = offset_base.wrapping_add(first.offset);
     header.record_count = inner.len() as i32;
     if let Some(sink) = sink {
@@ -195,14 +237,27 @@ pub fn decode_legacy<S: RecordSink>(
             } else {
                 (m.timestamp, m.timestamp_type())
             };
-            sink.record(&fields(m, offset_base.wrapping_add(m.offset), timestamp, timestamp_type));
+            sink.record(&fields(
+                m,
+                offset_base.wrapping_add(m.offset),
+                timestamp,
+                timestamp_type,
+            ));
         }
     }
     Ok(header)
 }
 
 fn fields<'a>(m: &Message<'a>, offset: i64, timestamp: i64, timestamp_type: i8) -> RecordFields<'a> {
-    RecordFields { offset, timestamp, timestamp_type, key: m.key, value: m.value, sequence: -1, header_count: 0 }
+    RecordFields {
+        offset,
+        timestamp,
+        timestamp_type,
+        key: m.key,
+        value: m.value,
+        sequence: -1,
+        header_count: 0,
+    }
 }
 
 /// The inner messages of a decompressed wrapper; inner messages must be
@@ -212,17 +267,33 @@ fn read_inner(set: &[u8], validate_crc: bool) -> Result<Vec<Message<'_>>, LocalE
     let mut pos = 0;
     while pos < set.len() {
         if set.len() - pos < LOG_OVERHEAD {
-            return Err(LocalError::corrupt(pos, "the inner message set ends inside a message header"));
+            return Err(LocalError::corrupt(
+                pos,
+                "the inner message set ends inside a message header",
+            ));
         }
         let size = be_i32(set, pos + 8);
         if size < MIN_SIZE as i32 || size as usize > set.len() - pos - LOG_OVERHEAD {
-            return Err(LocalError::corrupt(pos + 8, format!("inner message size {size} does not fit the {} remaining bytes", set.len() - pos - LOG_OVERHEAD)));
+            return Err(LocalError::corrupt(
+                pos + 8,
+                format!(
+                    "inner message size {size} does not fit the {} remaining bytes",
+                    set.len() - pos - LOG_OVERHEAD
+                ),
+            ));
         }
         let end = pos + LOG_OVERHEAD + size as usize;
-        let m = parse_message(&set[pos..end], validate_crc)
-            .map_err(|e| LocalError { at: pos + e.at, reason: format!("inner message: {}", e.reason), ..e })?;
+        let m = parse_message(&set[pos..end], validate_crc).map_err(|e| LocalError {
+            at: pos + e.at,
+            reason: format!("inner message: {}", e.reason),
+            ..e
+        })?;
         if m.codec_id() != 0 {
-            return Err(LocalError { kind: ErrorKind::Unsupported, at: pos + 17, reason: "inner messages of a compressed message set must not be compressed".into() });
+            return Err(LocalError {
+                kind: ErrorKind::Unsupported,
+                at: pos + 17,
+                reason: "inner messages of a compressed message set must not be compressed".into(),
+            });
         }
         out.push(m);
         pos = end;
@@ -232,7 +303,14 @@ fn read_inner(set: &[u8], validate_crc: bool) -> Result<Vec<Message<'_>>, LocalE
 
 /// Lay out one legacy message (for tests here and in other modules).
 #[cfg(test)]
-pub(crate) fn message(offset: i64, magic: i8, attributes: i8, timestamp: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> Vec<u8> {
+pub(crate) fn message(
+    offset: i64,
+    magic: i8,
+    attributes: i8,
+    timestamp: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Vec<u8> {
     let mut body = vec![magic as u8, attributes as u8];
     if magic == 1 {
         body.extend_from_slice(&timestamp.to_be_bytes());

@@ -106,7 +106,9 @@ impl<T: Poolable> Drop for Lent<T> {
         // Newest in, oldest out: the buffers of the latest decodes are the
         // ones the next decode is likely to want.
         pool.push(Pooled { vec, resident });
-        while pool.len() > POOL_MAX_BUFFERS || (POOLED_BYTES.load(Ordering::Relaxed) > POOL_MAX_BYTES && !pool.is_empty()) {
+        while pool.len() > POOL_MAX_BUFFERS
+            || (POOLED_BYTES.load(Ordering::Relaxed) > POOL_MAX_BYTES && !pool.is_empty())
+        {
             let old = pool.remove(0);
             POOLED_BYTES.fetch_sub(old.resident, Ordering::Relaxed);
         }
@@ -229,7 +231,12 @@ pub fn prefetch(ptr: *const u8) {
 /// growing column's next values will be written.
 #[inline(always)]
 pub fn prefetch_past<T>(items: &[T], ahead: usize) {
-    prefetch(items.as_ptr().cast::<u8>().wrapping_add(std::mem::size_of_val(items) + ahead));
+    prefetch(
+        items
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(std::mem::size_of_val(items) + ahead),
+    );
 }
 
 /// `dst.extend_from_slice(src)`, with short `src` (keys, header keys and
@@ -252,15 +259,24 @@ pub fn extend_short(dst: &mut Vec<u8>, src: &[u8]) {
     unsafe {
         let d = dst.as_mut_ptr().add(dst.len());
         if n >= 16 {
-            let (head, tail) = (s.cast::<u128>().read_unaligned(), s.add(n - 16).cast::<u128>().read_unaligned());
+            let (head, tail) = (
+                s.cast::<u128>().read_unaligned(),
+                s.add(n - 16).cast::<u128>().read_unaligned(),
+            );
             d.cast::<u128>().write_unaligned(head);
             d.add(n - 16).cast::<u128>().write_unaligned(tail);
         } else if n >= 8 {
-            let (head, tail) = (s.cast::<u64>().read_unaligned(), s.add(n - 8).cast::<u64>().read_unaligned());
+            let (head, tail) = (
+                s.cast::<u64>().read_unaligned(),
+                s.add(n - 8).cast::<u64>().read_unaligned(),
+            );
             d.cast::<u64>().write_unaligned(head);
             d.add(n - 8).cast::<u64>().write_unaligned(tail);
         } else if n >= 4 {
-            let (head, tail) = (s.cast::<u32>().read_unaligned(), s.add(n - 4).cast::<u32>().read_unaligned());
+            let (head, tail) = (
+                s.cast::<u32>().read_unaligned(),
+                s.add(n - 4).cast::<u32>().read_unaligned(),
+            );
             d.cast::<u32>().write_unaligned(head);
             d.add(n - 4).cast::<u32>().write_unaligned(tail);
         } else if n > 0 {
@@ -287,7 +303,10 @@ mod tests {
         assert_eq!(buffer.as_slice(), b"column bytes");
         drop(buffer);
         // Other tests may take pooled buffers concurrently; look for ours.
-        let found = u8::pool().lock().map(|p| p.iter().any(|e| e.vec.as_ptr() == ptr)).unwrap_or(false);
+        let found = u8::pool()
+            .lock()
+            .map(|p| p.iter().any(|e| e.vec.as_ptr() == ptr))
+            .unwrap_or(false);
         let reused = take_vec::<u8>(8 << 20);
         assert!(found || reused.capacity() >= 8 << 20);
         assert!(reused.is_empty());

@@ -33,7 +33,11 @@ const SPIN: Duration = Duration::from_micros(300);
 /// alone. Returns false if a helper's run panicked.
 pub fn run_beside<F: Fn() + Sync>(helpers: usize, work: &F) -> bool {
     let pool = if helpers > 0 { pool() } else { None };
-    let call = Call { finished: AtomicUsize::new(0), panicked: AtomicBool::new(false), caller: std::thread::current() };
+    let call = Call {
+        finished: AtomicUsize::new(0),
+        panicked: AtomicBool::new(false),
+        caller: std::thread::current(),
+    };
     let erased: &(dyn Fn() + Sync) = work;
     // SAFETY: the task is used only by helpers that took it, and `Retract`
     // (dropped after `work` returns or unwinds on this thread) withdraws it
@@ -45,7 +49,9 @@ pub fn run_beside<F: Fn() + Sync>(helpers: usize, work: &F) -> bool {
             call: &*std::ptr::from_ref(&call),
         }
     };
-    let retract = pool.filter(|pool| pool.post(task, helpers.min(pool.size))).map(|pool| Retract { pool, call: &call });
+    let retract = pool
+        .filter(|pool| pool.post(task, helpers.min(pool.size)))
+        .map(|pool| Retract { pool, call: &call });
     work();
     drop(retract);
     !call.panicked.load(Ordering::Acquire)
@@ -80,7 +86,11 @@ struct Posted {
 
 impl Posted {
     /// No task: what a pool starts with and a withdrawn task leaves.
-    const IDLE: Posted = Posted { task: None, wanted: 0, taken: 0 };
+    const IDLE: Posted = Posted {
+        task: None,
+        wanted: 0,
+        taken: 0,
+    };
 }
 
 struct Pool {
@@ -143,7 +153,11 @@ impl Pool {
         if posted.task.is_some() || helpers == 0 {
             return false;
         }
-        *posted = Posted { task: Some(task), wanted: helpers, taken: 0 };
+        *posted = Posted {
+            task: Some(task),
+            wanted: helpers,
+            taken: 0,
+        };
         drop(posted);
         for _ in 0..helpers {
             self.wake.notify_one();
@@ -236,7 +250,9 @@ mod tests {
         }
         let next = AtomicUsize::new(0);
         let work = || {
-            let on_helper = std::thread::current().name().is_some_and(|n| n.starts_with("kafkabatch-"));
+            let on_helper = std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with("kafkabatch-"));
             while next.fetch_add(1, Ordering::Relaxed) < 1000 {
                 assert!(!on_helper, "deliberate panic on a helper");
                 std::thread::sleep(Duration::from_micros(20));

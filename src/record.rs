@@ -55,7 +55,12 @@ const READ_AHEAD_BYTES: usize = 2048;
 
 /// Read exactly `count` records from `buf` into `sink`. Errors carry the byte
 /// position within `buf`.
-pub fn read_records<S: RecordSink>(buf: &[u8], count: usize, ctx: &RecordContext, sink: &mut S) -> Result<(), LocalError> {
+pub fn read_records<S: RecordSink>(
+    buf: &[u8],
+    count: usize,
+    ctx: &RecordContext,
+    sink: &mut S,
+) -> Result<(), LocalError> {
     let mut pos = 0usize;
     for index in 0..count {
         if pos >= buf.len() {
@@ -89,7 +94,13 @@ pub fn read_records<S: RecordSink>(buf: &[u8], count: usize, ctx: &RecordContext
 /// this is the innermost loop, and a position whose address a closure
 /// captures lives on the stack instead of in a register.
 #[inline(always)]
-fn read_record<S: RecordSink>(buf: &[u8], start: usize, index: usize, ctx: &RecordContext, sink: &mut S) -> Result<usize, LocalError> {
+fn read_record<S: RecordSink>(
+    buf: &[u8],
+    start: usize,
+    index: usize,
+    ctx: &RecordContext,
+    sink: &mut S,
+) -> Result<usize, LocalError> {
     let Some((zigzag, body_start)) = zigzag_at(buf, start) else {
         return Err(bad_varint(start, index, "length"));
     };
@@ -187,7 +198,12 @@ fn varlong(buf: &[u8], mut pos: usize) -> Option<(i64, usize)> {
 /// A varint length then that many bytes (a negative length is null), and
 /// the position after them.
 #[inline(always)]
-fn read_bytes<'a>(buf: &'a [u8], at: usize, index: usize, field: &'static str) -> Result<(Option<&'a [u8]>, usize), LocalError> {
+fn read_bytes<'a>(
+    buf: &'a [u8],
+    at: usize,
+    index: usize,
+    field: &'static str,
+) -> Result<(Option<&'a [u8]>, usize), LocalError> {
     let Some((zigzag, pos)) = zigzag_at(buf, at) else {
         return Err(bad_varint(at, index, field));
     };
@@ -209,22 +225,34 @@ fn negative_header_key(at: usize, index: usize, length: i32) -> LocalError {
 
 #[cold]
 fn bad_length(at: usize, index: usize, length: i32, remaining: usize) -> LocalError {
-    LocalError::corrupt(at, format!("record {index} declares length {length} but only {remaining} bytes remain"))
+    LocalError::corrupt(
+        at,
+        format!("record {index} declares length {length} but only {remaining} bytes remain"),
+    )
 }
 
 #[cold]
 fn bad_header_count(at: usize, index: usize, count: i32, remaining: usize) -> LocalError {
-    LocalError::corrupt(at, format!("record {index} declares {count} headers but only {remaining} bytes remain"))
+    LocalError::corrupt(
+        at,
+        format!("record {index} declares {count} headers but only {remaining} bytes remain"),
+    )
 }
 
 #[cold]
 fn past_end(at: usize, index: usize, field: &str, len: usize) -> LocalError {
-    LocalError::corrupt(at, format!("record {index}: {field} length {len} runs past the record's end"))
+    LocalError::corrupt(
+        at,
+        format!("record {index}: {field} length {len} runs past the record's end"),
+    )
 }
 
 #[cold]
 fn bad_varint(at: usize, index: usize, field: &str) -> LocalError {
-    LocalError::corrupt(at, format!("record {index}: {field} is not a valid varint or runs past the record's end"))
+    LocalError::corrupt(
+        at,
+        format!("record {index}: {field} is not a valid varint or runs past the record's end"),
+    )
 }
 
 #[cold]
@@ -253,7 +281,8 @@ pub struct OwnedRecords {
 impl RecordSink for OwnedRecords {
     fn header(&mut self, key: &[u8], value: Option<&[u8]>) {
         // As Kafka's Java client: invalid UTF-8 becomes replacement characters.
-        self.pending_headers.push((String::from_utf8_lossy(key).into_owned(), value.map(<[u8]>::to_vec)));
+        self.pending_headers
+            .push((String::from_utf8_lossy(key).into_owned(), value.map(<[u8]>::to_vec)));
     }
 
     fn record(&mut self, r: &RecordFields) {
@@ -283,7 +312,13 @@ mod tests {
     };
 
     /// One record laid out by hand from the spec.
-    fn record(ts_delta: i64, offset_delta: i32, key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(&str, Option<&[u8]>)]) -> Vec<u8> {
+    fn record(
+        ts_delta: i64,
+        offset_delta: i32,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) -> Vec<u8> {
         let mut body = vec![0u8];
         write_varlong(&mut body, ts_delta);
         write_varint(&mut body, offset_delta);
@@ -322,7 +357,13 @@ mod tests {
     #[test]
     fn reads_fields_nulls_and_headers_in_order() {
         let mut buf = record(0, 0, None, Some(b""), &[]);
-        buf.extend(record(7, 1, Some(b"k"), None, &[("h", Some(b"1")), ("h", None), ("\u{e9}", Some(b""))]));
+        buf.extend(record(
+            7,
+            1,
+            Some(b"k"),
+            None,
+            &[("h", Some(b"1")), ("h", None), ("\u{e9}", Some(b""))],
+        ));
         let got = read(&buf, 2, &CTX).expect("valid records");
         assert_eq!(got[0].key, None);
         assert_eq!(got[0].value, Some(vec![]));
@@ -331,14 +372,23 @@ mod tests {
         assert_eq!(got[1].key.as_deref(), Some(&b"k"[..]));
         assert_eq!(
             got[1].headers,
-            vec![("h".into(), Some(b"1".to_vec())), ("h".into(), None), ("\u{e9}".into(), Some(vec![]))]
+            vec![
+                ("h".into(), Some(b"1".to_vec())),
+                ("h".into(), None),
+                ("\u{e9}".into(), Some(vec![]))
+            ]
         );
     }
 
     #[test]
     fn log_append_time_and_sequences() {
         let buf = [record(5, 0, None, None, &[]), record(9, 2, None, None, &[])].concat();
-        let ctx = RecordContext { log_append_time: Some(77), timestamp_type: 1, base_sequence: i32::MAX - 1, ..CTX };
+        let ctx = RecordContext {
+            log_append_time: Some(77),
+            timestamp_type: 1,
+            base_sequence: i32::MAX - 1,
+            ..CTX
+        };
         let got = read(&buf, 2, &ctx).expect("valid records");
         assert!(got.iter().all(|r| r.timestamp == 77 && r.timestamp_type == 1));
         assert_eq!((got[0].sequence, got[1].sequence), (i32::MAX - 1, 0));

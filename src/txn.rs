@@ -101,13 +101,21 @@ fn classify(data: &[u8], start: usize, options: &DecodeOptions) -> Vec<Entry> {
 }
 
 fn control_kind(raw: &crate::batch::RawBatch, header: &BatchHeader, options: &DecodeOptions) -> Kind {
-    let opts = DecodeOptions { include_control: true, validate_crc: false, ..options.clone() };
+    let opts = DecodeOptions {
+        include_control: true,
+        validate_crc: false,
+        ..options.clone()
+    };
     let mut sink = OwnedRecords::default();
     if decode_batch(raw, &opts, &mut Vec::new(), Some(&mut sink)).is_err() {
         return Kind::OtherControl;
     }
     let _ = header;
-    match sink.records.first().map(|r| parse_control(r.key.as_deref(), r.value.as_deref())) {
+    match sink
+        .records
+        .first()
+        .map(|r| parse_control(r.key.as_deref(), r.value.as_deref()))
+    {
         Some(Ok(c)) if c.is_abort() => Kind::Abort,
         Some(Ok(c)) if c.is_commit() => Kind::Commit,
         _ => Kind::OtherControl,
@@ -118,7 +126,13 @@ fn control_kind(raw: &crate::batch::RawBatch, header: &BatchHeader, options: &De
 /// `explicit` is an aborted list from a Fetch response or `.txnindex` files.
 /// `hide_open`: whether transactions with no marker in the data are hidden
 /// (past the last stable offset) or left to `explicit` to judge.
-pub fn hidden_batches(data: &[u8], start: usize, explicit: Option<&[AbortedTxn]>, hide_open: bool, options: &DecodeOptions) -> Hidden {
+pub fn hidden_batches(
+    data: &[u8],
+    start: usize,
+    explicit: Option<&[AbortedTxn]>,
+    hide_open: bool,
+    options: &DecodeOptions,
+) -> Hidden {
     let entries = classify(data, start, options);
 
     // Source 1: markers. Open transaction per producer: its first offset.
@@ -131,7 +145,10 @@ pub fn hidden_batches(data: &[u8], start: usize, explicit: Option<&[AbortedTxn]>
             }
             Kind::Abort => {
                 if let Some(first_offset) = open.remove(&e.producer_id) {
-                    aborted.push(AbortedTxn { producer_id: e.producer_id, first_offset });
+                    aborted.push(AbortedTxn {
+                        producer_id: e.producer_id,
+                        first_offset,
+                    });
                 }
             }
             Kind::Commit => {
@@ -140,7 +157,13 @@ pub fn hidden_batches(data: &[u8], start: usize, explicit: Option<&[AbortedTxn]>
             Kind::Plain | Kind::OtherControl => {}
         }
     }
-    let open: Vec<AbortedTxn> = open.into_iter().map(|(producer_id, first_offset)| AbortedTxn { producer_id, first_offset }).collect();
+    let open: Vec<AbortedTxn> = open
+        .into_iter()
+        .map(|(producer_id, first_offset)| AbortedTxn {
+            producer_id,
+            first_offset,
+        })
+        .collect();
     if hide_open {
         // Past the last stable offset: not visible, as if aborted.
         aborted.extend_from_slice(&open);
@@ -173,7 +196,11 @@ pub fn hidden_batches(data: &[u8], start: usize, explicit: Option<&[AbortedTxn]>
             _ => {}
         }
     }
-    Hidden { positions, aborted, open }
+    Hidden {
+        positions,
+        aborted,
+        open,
+    }
 }
 
 #[cfg(test)]
@@ -222,25 +249,37 @@ mod tests {
 
     fn committed_offsets(data: &[u8], explicit: Option<Vec<AbortedTxn>>) -> Vec<i64> {
         let hide_open = explicit.is_none();
-        let options = DecodeOptions { isolation: Isolation::ReadCommitted { aborted: explicit, hide_open }, ..Default::default() };
+        let options = DecodeOptions {
+            isolation: Isolation::ReadCommitted {
+                aborted: explicit,
+                hide_open,
+            },
+            ..Default::default()
+        };
         let out = decode(data, None, None, &options).expect("valid");
-        let offsets = out.chunks[0].column(4).as_any().downcast_ref::<arrow_array::Int64Array>().expect("int64").values().to_vec();
+        let offsets = out.chunks[0]
+            .column(4)
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .expect("int64")
+            .values()
+            .to_vec();
         offsets
     }
 
     #[test]
     fn interleaved_producers_commit_abort_and_open() {
         let data = [
-            batch(0, 1, true, None),  // P1 txn A
-            batch(1, 2, true, None),  // P2 txn B
+            batch(0, 1, true, None),   // P1 txn A
+            batch(1, 2, true, None),   // P2 txn B
             batch(2, -1, false, None), // plain
-            batch(3, 1, true, None),  // P1 txn A
+            batch(3, 1, true, None),   // P1 txn A
             batch(4, 1, true, COMMIT), // P1 commits A
-            batch(5, 2, true, ABORT), // P2 aborts B
-            batch(6, 2, true, None),  // P2 txn C
-            batch(7, 7, false, None), // idempotent, not transactional
+            batch(5, 2, true, ABORT),  // P2 aborts B
+            batch(6, 2, true, None),   // P2 txn C
+            batch(7, 7, false, None),  // idempotent, not transactional
             batch(8, 2, true, COMMIT), // P2 commits C
-            batch(9, 1, true, None),  // P1 txn D, still open
+            batch(9, 1, true, None),   // P1 txn D, still open
         ]
         .concat();
         assert_eq!(committed_offsets(&data, None), vec![0, 2, 3, 6, 7]);
@@ -253,8 +292,23 @@ mod tests {
     #[test]
     fn explicit_lists_apply_unsorted_and_without_markers() {
         // No markers at all (a fetch response cut before them).
-        let data = [batch(10, 1, true, None), batch(11, 2, true, None), batch(12, 1, true, None), batch(13, 3, true, None)].concat();
-        let list = vec![AbortedTxn { producer_id: 3, first_offset: 13 }, AbortedTxn { producer_id: 1, first_offset: 10 }];
+        let data = [
+            batch(10, 1, true, None),
+            batch(11, 2, true, None),
+            batch(12, 1, true, None),
+            batch(13, 3, true, None),
+        ]
+        .concat();
+        let list = vec![
+            AbortedTxn {
+                producer_id: 3,
+                first_offset: 13,
+            },
+            AbortedTxn {
+                producer_id: 1,
+                first_offset: 10,
+            },
+        ];
         assert_eq!(committed_offsets(&data, Some(list)), vec![11]);
     }
 
@@ -267,7 +321,10 @@ mod tests {
             batch(3, 1, true, COMMIT),
         ]
         .concat();
-        let list = vec![AbortedTxn { producer_id: 1, first_offset: 0 }];
+        let list = vec![AbortedTxn {
+            producer_id: 1,
+            first_offset: 0,
+        }];
         assert_eq!(committed_offsets(&data, Some(list)), vec![2]);
         assert_eq!(committed_offsets(&data, None), vec![2]);
     }

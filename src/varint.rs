@@ -176,10 +176,16 @@ mod tests {
         assert_eq!(read_varint(&[0x80, 0x80], &mut pos), None);
         assert_eq!(read_varint(&[], &mut pos), None);
         assert_eq!(read_varlong(&[0xff; 11], &mut pos), None);
-        assert_eq!(read_varlong(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], &mut pos), None);
+        assert_eq!(
+            read_varlong(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], &mut pos),
+            None
+        );
         assert_eq!(pos, 0, "failed reads do not move the cursor");
         let mut pos = 0;
-        assert_eq!(read_varlong(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], &mut pos), Some(i64::MIN));
+        assert_eq!(
+            read_varlong(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], &mut pos),
+            Some(i64::MIN)
+        );
     }
 
     proptest! {

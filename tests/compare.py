@@ -72,8 +72,11 @@ def assert_same_list(got: list, want: list, what: str = "rows") -> None:
     for i, (g, w) in enumerate(zip(got, want)):
         if g != w:
             if isinstance(g, dict) and isinstance(w, dict):
-                diffs = {k: (g.get(k, "<missing>"), w.get(k, "<missing>"))
-                         for k in sorted(set(g) | set(w)) if g.get(k, "<missing>") != w.get(k, "<missing>")}
+                diffs = {
+                    k: (g.get(k, "<missing>"), w.get(k, "<missing>"))
+                    for k in sorted(set(g) | set(w))
+                    if g.get(k, "<missing>") != w.get(k, "<missing>")
+                }
                 detail = "; ".join(f"{k}: got {_short(a)}, want {_short(b)}" for k, (a, b) in diffs.items())
             else:
                 detail = f"got {_short(g)}, want {_short(w)}"
@@ -83,8 +86,19 @@ def assert_same_list(got: list, want: list, what: str = "rows") -> None:
 
 # Batch fields compared exactly against the reference for every batch.
 EXACT_BATCH_FIELDS = (
-    "position", "size_in_bytes", "magic", "base_offset", "last_offset", "partition_leader_epoch", "crc",
-    "attributes", "compression", "timestamp_type", "is_transactional", "is_control", "max_timestamp",
+    "position",
+    "size_in_bytes",
+    "magic",
+    "base_offset",
+    "last_offset",
+    "partition_leader_epoch",
+    "crc",
+    "attributes",
+    "compression",
+    "timestamp_type",
+    "is_transactional",
+    "is_control",
+    "max_timestamp",
     "record_count",
 )
 V2_ONLY_FIELDS = ("base_timestamp", "producer_id", "producer_epoch", "base_sequence")
@@ -94,8 +108,9 @@ def batch_view(b, magic: int) -> dict:
     fields = EXACT_BATCH_FIELDS + (V2_ONLY_FIELDS if magic == 2 else ())
     out = {f: getattr(b, f) for f in fields}
     c = b.control
-    out["control"] = None if c is None else {"type": c.type, "version": c.version,
-                                             "coordinator_epoch": c.coordinator_epoch}
+    out["control"] = (
+        None if c is None else {"type": c.type, "version": c.version, "coordinator_epoch": c.coordinator_epoch}
+    )
     return out
 
 
@@ -112,5 +127,6 @@ def assert_names_batch(exc: BaseException, position: int, *base_offsets: int) ->
     msg = str(exc)
     assert re.search(rf"(?<![0-9]){position}(?![0-9])", msg), f"position {position} not in {msg!r}"
     if base_offsets:
-        assert any(re.search(rf"(?<![0-9]){o}(?![0-9])", msg) for o in base_offsets), \
+        assert any(re.search(rf"(?<![0-9]){o}(?![0-9])", msg) for o in base_offsets), (
             f"base offset {base_offsets} not in {msg!r}"
+        )

@@ -10,7 +10,6 @@ cluster runs once per session, ~2 s).  Parametrization helpers live in
 from __future__ import annotations
 
 import pytest
-
 import realclients as rc
 from golden_params import missing
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-
 import realclients as rc
 
-_SOURCE_MODULE = {"kafka-python": "kafka", "aiokafka": "aiokafka", "librdkafka": "confluent_kafka",
-                  "hand-built": "kafka"}
+_SOURCE_MODULE = {
+    "kafka-python": "kafka",
+    "aiokafka": "aiokafka",
+    "librdkafka": "confluent_kafka",
+    "hand-built": "kafka",
+}
 
 
 def missing(module: str) -> bool:

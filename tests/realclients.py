@@ -101,6 +101,7 @@ def codecs_for(magic: int) -> tuple[str, ...]:
 # crc helpers
 # --------------------------------------------------------------------------
 
+
 def crc32c(data: bytes | bytearray | memoryview) -> int:
     return _crc32c.crc32c(bytes(data)) & 0xFFFFFFFF
 
@@ -177,10 +178,39 @@ UNSUPPORTED = {
 # input data sets (deterministic)
 # --------------------------------------------------------------------------
 
-_WORDS = [w.encode() for w in (
-    "kafka ", "record ", "batch ", "offset ", "topic ", "partition ", "leader ", "epoch ", "producer ",
-    "sequence ", "header ", "value ", "key ", "timestamp ", "crc ", "magic ", "\x00\x01\x02 ", "\xff\xfe ",
-    "ключ ", "数据 ", "🔑 ", "gzip ", "snappy ", "lz4 ", "zstd ", "{\"id\": ", "}, ", "null ")]
+_WORDS = [
+    w.encode()
+    for w in (
+        "kafka ",
+        "record ",
+        "batch ",
+        "offset ",
+        "topic ",
+        "partition ",
+        "leader ",
+        "epoch ",
+        "producer ",
+        "sequence ",
+        "header ",
+        "value ",
+        "key ",
+        "timestamp ",
+        "crc ",
+        "magic ",
+        "\x00\x01\x02 ",
+        "\xff\xfe ",
+        "ключ ",
+        "数据 ",
+        "🔑 ",
+        "gzip ",
+        "snappy ",
+        "lz4 ",
+        "zstd ",
+        '{"id": ',
+        "}, ",
+        "null ",
+    )
+]
 
 
 def _compressible(rng: random.Random, n: int) -> bytes:
@@ -209,7 +239,11 @@ def _mixed_base() -> tuple[dict, ...]:
     add(bytes(range(256)), bytes(range(255, -1, -1)), [("all-bytes", bytes(range(256)))])
     add(b"dup-headers", b"v", [("dup", b"1"), ("dup", b"2"), ("other", b"x"), ("dup", b"3")])
     add(b"null-header", b"v", [("n", None), ("e", b""), ("n", None)])
-    add(b"unicode-header", "värde ✓".encode(), [("ключ-🔑", "значение".encode()), ("日本語", b"\x00\xff"), ("", b"empty key")])
+    add(
+        b"unicode-header",
+        "värde ✓".encode(),
+        [("ключ-🔑", "значение".encode()), ("日本語", b"\x00\xff"), ("", b"empty key")],
+    )
     add(b"earlier timestamp", b"v", dt=-5_000)  # negative delta in v2
     add(b"k" * 127, b"v" * 128)  # varint length boundaries
     add(b"k" * 16_383, b"v" * 16_384)
@@ -230,12 +264,14 @@ def _mixed_base() -> tuple[dict, ...]:
 def _ten_k_base() -> tuple[dict, ...]:
     recs = []
     for i in range(10_000):
-        recs.append({
-            "key": b"key-%05d" % i if i % 10 else None,
-            "value": b"value-%d-" % i + b"x" * (i % 50),
-            "headers": [("i", str(i).encode()), ("n", None)] if i % 1000 == 0 else [],
-            "timestamp": BASE_TS + i,
-        })
+        recs.append(
+            {
+                "key": b"key-%05d" % i if i % 10 else None,
+                "value": b"value-%d-" % i + b"x" * (i % 50),
+                "headers": [("i", str(i).encode()), ("n", None)] if i % 1000 == 0 else [],
+                "timestamp": BASE_TS + i,
+            }
+        )
     return tuple(recs)
 
 
@@ -259,6 +295,7 @@ def dataset(name: str, magic: int) -> list[dict]:
 # --------------------------------------------------------------------------
 # raw layout: walking, header parsing
 # --------------------------------------------------------------------------
+
 
 def batch_spans(data: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
     """(position, size) of every complete top-level batch/message, in order.
@@ -286,12 +323,36 @@ def parse_header(data, pos: int = 0) -> dict:
     """Header fields of the batch (v2) or message (v0/v1) at ``pos``."""
     magic = data[pos + 16]
     if magic >= 2:
-        (base_offset, length, leader_epoch, magic, crc, attributes, last_offset_delta,
-         base_ts, max_ts, pid, pepoch, base_seq, count) = V2_HEADER.unpack_from(data, pos)
-        return dict(magic=magic, base_offset=base_offset, length=length, partition_leader_epoch=leader_epoch,
-                    crc=crc, attributes=attributes, last_offset_delta=last_offset_delta,
-                    base_timestamp=base_ts, max_timestamp=max_ts, producer_id=pid, producer_epoch=pepoch,
-                    base_sequence=base_seq, record_count=count)
+        (
+            base_offset,
+            length,
+            leader_epoch,
+            magic,
+            crc,
+            attributes,
+            last_offset_delta,
+            base_ts,
+            max_ts,
+            pid,
+            pepoch,
+            base_seq,
+            count,
+        ) = V2_HEADER.unpack_from(data, pos)
+        return dict(
+            magic=magic,
+            base_offset=base_offset,
+            length=length,
+            partition_leader_epoch=leader_epoch,
+            crc=crc,
+            attributes=attributes,
+            last_offset_delta=last_offset_delta,
+            base_timestamp=base_ts,
+            max_timestamp=max_ts,
+            producer_id=pid,
+            producer_epoch=pepoch,
+            base_sequence=base_seq,
+            record_count=count,
+        )
     if magic == 1:
         offset, length, crc, magic, attributes, ts = LEGACY_V1.unpack_from(data, pos)
     else:
@@ -303,6 +364,7 @@ def parse_header(data, pos: int = 0) -> dict:
 # --------------------------------------------------------------------------
 # broker-style rewrites (all return new bytes; ``pos`` is the batch position)
 # --------------------------------------------------------------------------
+
 
 def set_base_offset(data, pos: int, base_offset: int) -> bytes:
     """Set a v2 batch's base offset, or a legacy message's offset.  Not covered
@@ -327,9 +389,9 @@ def recompute_crc(data, pos: int = 0) -> bytes:
     (length,) = struct.unpack_from(">i", buf, pos + 8)
     end = pos + LOG_OVERHEAD + length
     if buf[pos + 16] >= 2:
-        struct.pack_into(">I", buf, pos + 17, crc32c(buf[pos + V2_CRC_START:end]))
+        struct.pack_into(">I", buf, pos + 17, crc32c(buf[pos + V2_CRC_START : end]))
     else:
-        struct.pack_into(">I", buf, pos + 12, crc32(buf[pos + 16:end]))
+        struct.pack_into(">I", buf, pos + 12, crc32(buf[pos + 16 : end]))
     return bytes(buf)
 
 
@@ -398,6 +460,7 @@ def legacy_inner_messages(wrapper: bytes) -> list[dict]:
 # a minimal v2 encoder from the spec (control batches, hand-built cases)
 # --------------------------------------------------------------------------
 
+
 def _zigzag_varint(n: int) -> bytes:
     z = (n << 1) ^ (n >> 63)
     z &= (1 << 64) - 1
@@ -428,45 +491,83 @@ def encode_v2_record(offset_delta: int, timestamp_delta: int, key, value, header
     return _zigzag_varint(len(body)) + bytes(body)
 
 
-def encode_v2_batch(records: list[dict], *, base_offset: int = 0, attributes: int = 0,
-                    partition_leader_epoch: int = 0, producer_id: int = -1, producer_epoch: int = -1,
-                    base_sequence: int = -1, max_timestamp: int | None = None,
-                    raw_records: list[bytes] | None = None) -> bytes:
+def encode_v2_batch(
+    records: list[dict],
+    *,
+    base_offset: int = 0,
+    attributes: int = 0,
+    partition_leader_epoch: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    max_timestamp: int | None = None,
+    raw_records: list[bytes] | None = None,
+) -> bytes:
     """Uncompressed v2 batch from the spec layout.  ``records``: dicts with
     key, value, headers, timestamp and optional offset_delta.
     ``raw_records``: already-encoded records to use instead (same count)."""
     base_ts = records[0]["timestamp"]
     encoded = [
         encode_v2_record(r.get("offset_delta", i), r["timestamp"] - base_ts, r["key"], r["value"], r.get("headers", ()))
-        for i, r in enumerate(records)]
+        for i, r in enumerate(records)
+    ]
     body = b"".join(raw_records if raw_records is not None else encoded)
     last_delta = max(r.get("offset_delta", i) for i, r in enumerate(records))
     max_ts = max(r["timestamp"] for r in records) if max_timestamp is None else max_timestamp
-    header = bytearray(V2_HEADER.pack(base_offset, 61 - LOG_OVERHEAD + len(body), partition_leader_epoch, 2, 0,
-                                      attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch,
-                                      base_sequence, len(records)))
+    header = bytearray(
+        V2_HEADER.pack(
+            base_offset,
+            61 - LOG_OVERHEAD + len(body),
+            partition_leader_epoch,
+            2,
+            0,
+            attributes,
+            last_delta,
+            base_ts,
+            max_ts,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
+    )
     return recompute_crc(bytes(header) + body, 0)
 
 
 CONTROL_TYPES = {"ABORT": 0, "COMMIT": 1}
 
 
-def control_batch(kind: str, *, base_offset: int, producer_id: int, producer_epoch: int = 0,
-                  coordinator_epoch: int = 0, timestamp: int = BASE_TS, partition_leader_epoch: int = 0,
-                  version: int = 0) -> bytes:
+def control_batch(
+    kind: str,
+    *,
+    base_offset: int,
+    producer_id: int,
+    producer_epoch: int = 0,
+    coordinator_epoch: int = 0,
+    timestamp: int = BASE_TS,
+    partition_leader_epoch: int = 0,
+    version: int = 0,
+) -> bytes:
     """A transaction marker as a broker writes it: transactional + control
     attributes, one record, key = version int16 + type int16, value =
     version int16 + coordinatorEpoch int32, base sequence -1."""
     key = struct.pack(">hh", version, CONTROL_TYPES[kind])
     value = struct.pack(">hi", 0, coordinator_epoch)
-    return encode_v2_batch([{"key": key, "value": value, "timestamp": timestamp}], base_offset=base_offset,
-                           attributes=ATTR_TRANSACTIONAL | ATTR_CONTROL, partition_leader_epoch=partition_leader_epoch,
-                           producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=-1)
+    return encode_v2_batch(
+        [{"key": key, "value": value, "timestamp": timestamp}],
+        base_offset=base_offset,
+        attributes=ATTR_TRANSACTIONAL | ATTR_CONTROL,
+        partition_leader_epoch=partition_leader_epoch,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=-1,
+    )
 
 
 # --------------------------------------------------------------------------
 # corruption helpers
 # --------------------------------------------------------------------------
+
 
 def truncate(data, n: int) -> bytes:
     return bytes(data[:n])
@@ -495,6 +596,7 @@ def set_magic(data, pos: int, magic: int) -> bytes:
 # segment folders
 # --------------------------------------------------------------------------
 
+
 def write_segment(root: str | os.PathLike, topic: str, partition: int, data: bytes, base_offset: int = 0) -> Path:
     """Write ``<root>/<topic>-<partition>/<base_offset:020d>.log`` like a broker's log dir."""
     folder = Path(root) / f"{topic}-{partition}"
@@ -507,6 +609,7 @@ def write_segment(root: str | os.PathLike, topic: str, partition: int, data: byt
 # --------------------------------------------------------------------------
 # reference readers
 # --------------------------------------------------------------------------
+
 
 def _norm_record(r, magic: int) -> dict:
     ts = r.timestamp
@@ -566,38 +669,74 @@ def reference_batches(data, reader: str = "kafka-python") -> list[dict]:
         codec = CODECS[attrs & ATTR_CODEC_MASK]
         if magic == 2:
             # the library's view of the header must agree with the raw parse
-            assert (b.base_offset, b.crc, b.attributes, b.producer_id, b.producer_epoch, b.base_sequence,
-                    b.max_timestamp, b.first_timestamp) == (
-                h["base_offset"], h["crc"], attrs, h["producer_id"], h["producer_epoch"], h["base_sequence"],
-                h["max_timestamp"], h["base_timestamp"]), (reader, pos)
+            assert (
+                b.base_offset,
+                b.crc,
+                b.attributes,
+                b.producer_id,
+                b.producer_epoch,
+                b.base_sequence,
+                b.max_timestamp,
+                b.first_timestamp,
+            ) == (
+                h["base_offset"],
+                h["crc"],
+                attrs,
+                h["producer_id"],
+                h["producer_epoch"],
+                h["base_sequence"],
+                h["max_timestamp"],
+                h["base_timestamp"],
+            ), (reader, pos)
             is_control = bool(b.is_control_batch)
             control = None
             if is_control:
                 ck, cv = recs[0]["key"], recs[0]["value"]
                 version, ctype = struct.unpack(">hh", ck[:4])
                 coordinator_epoch = struct.unpack(">i", cv[2:6])[0] if cv is not None and len(cv) >= 6 else None
-                control = {"type": {0: "ABORT", 1: "COMMIT"}.get(ctype, ctype), "version": version,
-                           "coordinator_epoch": coordinator_epoch}
+                control = {
+                    "type": {0: "ABORT", 1: "COMMIT"}.get(ctype, ctype),
+                    "version": version,
+                    "coordinator_epoch": coordinator_epoch,
+                }
             batch = {
-                "position": pos, "size_in_bytes": size, "magic": 2,
-                "base_offset": h["base_offset"], "last_offset": h["base_offset"] + h["last_offset_delta"],
-                "partition_leader_epoch": h["partition_leader_epoch"], "crc": h["crc"], "attributes": attrs,
-                "compression": codec, "timestamp_type": 1 if attrs & ATTR_LOG_APPEND_TIME else 0,
-                "is_transactional": bool(b.is_transactional), "is_control": is_control,
-                "base_timestamp": h["base_timestamp"], "max_timestamp": h["max_timestamp"],
-                "producer_id": h["producer_id"], "producer_epoch": h["producer_epoch"],
-                "base_sequence": h["base_sequence"], "record_count": h["record_count"],
+                "position": pos,
+                "size_in_bytes": size,
+                "magic": 2,
+                "base_offset": h["base_offset"],
+                "last_offset": h["base_offset"] + h["last_offset_delta"],
+                "partition_leader_epoch": h["partition_leader_epoch"],
+                "crc": h["crc"],
+                "attributes": attrs,
+                "compression": codec,
+                "timestamp_type": 1 if attrs & ATTR_LOG_APPEND_TIME else 0,
+                "is_transactional": bool(b.is_transactional),
+                "is_control": is_control,
+                "base_timestamp": h["base_timestamp"],
+                "max_timestamp": h["max_timestamp"],
+                "producer_id": h["producer_id"],
+                "producer_epoch": h["producer_epoch"],
+                "base_sequence": h["base_sequence"],
+                "record_count": h["record_count"],
                 "control": control,
             }
         else:
             batch = {
-                "position": pos, "size_in_bytes": size, "magic": magic,
-                "base_offset": recs[0]["offset"] if recs else h["offset"], "last_offset": h["offset"],
-                "partition_leader_epoch": None, "crc": h["crc"], "attributes": attrs,
+                "position": pos,
+                "size_in_bytes": size,
+                "magic": magic,
+                "base_offset": recs[0]["offset"] if recs else h["offset"],
+                "last_offset": h["offset"],
+                "partition_leader_epoch": None,
+                "crc": h["crc"],
+                "attributes": attrs,
                 "compression": codec,
                 "timestamp_type": -1 if magic == 0 else (1 if attrs & ATTR_LOG_APPEND_TIME else 0),
-                "is_transactional": False, "is_control": False,
-                "max_timestamp": h["timestamp"], "record_count": len(recs), "control": None,
+                "is_transactional": False,
+                "is_control": False,
+                "max_timestamp": h["timestamp"],
+                "record_count": len(recs),
+                "control": None,
             }
         batch["crc_ok"] = crc_ok
         batch["records"] = recs
@@ -609,6 +748,7 @@ def reference_batches(data, reader: str = "kafka-python") -> list[dict]:
 # --------------------------------------------------------------------------
 # fixtures
 # --------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Fixture:
@@ -687,15 +827,24 @@ def timestamp_us(ts_ms: int) -> int:
 
 def expected_rows(records: Iterable[dict], topic=None, partition=None) -> list[dict]:
     """Reference records as rows of ``kb.SCHEMA`` (timestamp as int µs)."""
-    return [{
-        "key": r["key"], "value": r["value"], "topic": topic, "partition": partition, "offset": r["offset"],
-        "timestamp": timestamp_us(r["timestamp"]), "timestampType": r["timestamp_type"],
-        "headers": [{"key": k, "value": v} for k, v in r["headers"]],
-    } for r in records]
+    return [
+        {
+            "key": r["key"],
+            "value": r["value"],
+            "topic": topic,
+            "partition": partition,
+            "offset": r["offset"],
+            "timestamp": timestamp_us(r["timestamp"]),
+            "timestampType": r["timestamp_type"],
+            "headers": [{"key": k, "value": v} for k, v in r["headers"]],
+        }
+        for r in records
+    ]
 
 
-def _self_check(fx: Fixture, inputs: list[dict] | None, *, first_offset: int | None,
-                cross_readers: Iterable[str] = ()) -> Fixture:
+def _self_check(
+    fx: Fixture, inputs: list[dict] | None, *, first_offset: int | None, cross_readers: Iterable[str] = ()
+) -> Fixture:
     """Refuse to hand out a fixture its own library can't read back exactly."""
     assert fx.batches, fx.name
     assert sum(b["size_in_bytes"] for b in fx.batches) == len(fx.data), f"{fx.name}: trailing bytes"
@@ -727,7 +876,7 @@ def _chunks(records: list[dict], n: int) -> list[list[dict]]:
     if n <= 1:
         return [records]
     size = -(-len(records) // n)
-    return [records[i:i + size] for i in range(0, len(records), size)]
+    return [records[i : i + size] for i in range(0, len(records), size)]
 
 
 def _payload_span(data: bytes, pos: int = 0) -> tuple[int, int]:
@@ -754,14 +903,24 @@ def zero_gzip_mtime(data: bytes) -> bytes:
         if CODECS[parse_header(data, pos)["attributes"] & ATTR_CODEC_MASK] != "gzip":
             continue
         start, _ = _payload_span(data, pos)
-        assert buf[start:start + 3] == b"\x1f\x8b\x08", "not a gzip member"
-        buf[start + 4:start + 8] = b"\x00\x00\x00\x00"
+        assert buf[start : start + 3] == b"\x1f\x8b\x08", "not a gzip member"
+        buf[start + 4 : start + 8] = b"\x00\x00\x00\x00"
         buf = bytearray(recompute_crc(buf, pos))
     return bytes(buf)
 
 
-def _build_kafka_python_batch(magic, codec, recs, start_offset, *, transactional=False,
-                              producer_id=-1, producer_epoch=-1, base_sequence=-1, deltas=None) -> bytes:
+def _build_kafka_python_batch(
+    magic,
+    codec,
+    recs,
+    start_offset,
+    *,
+    transactional=False,
+    producer_id=-1,
+    producer_epoch=-1,
+    base_sequence=-1,
+    deltas=None,
+) -> bytes:
     """One kafka-python batch (v2) or message set (legacy) at ``start_offset``.
     ``deltas``: offset of each record relative to ``start_offset`` (default
     0..n-1; gaps model a compacted log, via the builder's ``skip()``)."""
@@ -772,8 +931,16 @@ def _build_kafka_python_batch(magic, codec, recs, start_offset, *, transactional
         _ensure_xxhash()
     deltas = list(range(len(recs))) if deltas is None else list(deltas)
     if magic == 2:
-        b = MemoryRecordsBuilder(2, cid, batch_size=1 << 30, offset=0, transactional=transactional,
-                                 producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence)
+        b = MemoryRecordsBuilder(
+            2,
+            cid,
+            batch_size=1 << 30,
+            offset=0,
+            transactional=transactional,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+        )
         for d, r in zip(deltas, recs):
             b.skip(d - b.next_offset())
             assert b.append(r["timestamp"], r["key"], r["value"], r["headers"]) is not None
@@ -795,8 +962,18 @@ def _build_kafka_python_batch(magic, codec, recs, start_offset, *, transactional
     return data
 
 
-def _build_aiokafka_batch(magic, codec, recs, start_offset, *, transactional=False,
-                          producer_id=-1, producer_epoch=-1, base_sequence=-1, deltas=None) -> bytes:
+def _build_aiokafka_batch(
+    magic,
+    codec,
+    recs,
+    start_offset,
+    *,
+    transactional=False,
+    producer_id=-1,
+    producer_epoch=-1,
+    base_sequence=-1,
+    deltas=None,
+) -> bytes:
     from aiokafka.record.default_records import DefaultRecordBatchBuilder
     from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 
@@ -822,9 +999,18 @@ BATCH_BUILDERS = {"kafka-python": _build_kafka_python_batch, "aiokafka": _build_
 CROSS_READER = {"kafka-python": "aiokafka", "aiokafka": "kafka-python"}
 
 
-def build_client(source: str, magic: int, codec: str, dataset_name: str = "mixed", *, base_offset: int = 0,
-                 n_batches: int = 1, transactional: bool = False, producer: tuple[int, int, int] | None = None,
-                 partition_leader_epoch: int = 0) -> Fixture:
+def build_client(
+    source: str,
+    magic: int,
+    codec: str,
+    dataset_name: str = "mixed",
+    *,
+    base_offset: int = 0,
+    n_batches: int = 1,
+    transactional: bool = False,
+    producer: tuple[int, int, int] | None = None,
+    partition_leader_epoch: int = 0,
+) -> Fixture:
     """Records of ``dataset_name`` written by ``source`` as ``n_batches``
     consecutive batches starting at ``base_offset``.  ``producer``: (id,
     epoch, base sequence) for idempotent/transactional v2 batches."""
@@ -838,8 +1024,12 @@ def build_client(source: str, magic: int, codec: str, dataset_name: str = "mixed
     for chunk in _chunks(recs, n_batches):
         kw = {}
         if magic == 2:
-            kw = dict(transactional=transactional, producer_id=pid, producer_epoch=pepoch,
-                      base_sequence=seq if seq < 0 else seq + (offset - base_offset))
+            kw = dict(
+                transactional=transactional,
+                producer_id=pid,
+                producer_epoch=pepoch,
+                base_sequence=seq if seq < 0 else seq + (offset - base_offset),
+            )
         part = BATCH_BUILDERS[source](magic, codec, chunk, offset, **kw)
         if magic == 2 and partition_leader_epoch:
             part = set_partition_leader_epoch(part, 0, partition_leader_epoch)
@@ -847,8 +1037,16 @@ def build_client(source: str, magic: int, codec: str, dataset_name: str = "mixed
         offset += len(chunk)
     data = b"".join(parts)
     name = f"{source}-v{magic}-{codec}-{dataset_name}"
-    fx = Fixture(name, source, data, reference_batches(data, source), magic=magic, codec=codec,
-                 dataset=dataset_name, reader=source)
+    fx = Fixture(
+        name,
+        source,
+        data,
+        reference_batches(data, source),
+        magic=magic,
+        codec=codec,
+        dataset=dataset_name,
+        reader=source,
+    )
     cross = [CROSS_READER[source]] if not (magic == 0 and codec == "lz4") else []  # aiokafka can't read v0 lz4
     return _self_check(fx, recs, first_offset=base_offset, cross_readers=cross)
 
@@ -884,10 +1082,11 @@ def skip_reason(name: str) -> str | None:
 
 # ---- derived / hand-built fixtures ----------------------------------------
 
+
 def multi_batch(source: str, magic: int, codec: str) -> Fixture:
     """The mixed data set as 3 batches at a large non-zero base offset (and
     partition leader epoch 7 for v2): offsets 1e12 + i."""
-    fx = build_client(source, magic, codec, "mixed", base_offset=10 ** 12, n_batches=3, partition_leader_epoch=7)
+    fx = build_client(source, magic, codec, "mixed", base_offset=10**12, n_batches=3, partition_leader_epoch=7)
     fx.name = f"{source}-v{magic}-{codec}-multibatch"
     return fx
 
@@ -898,22 +1097,51 @@ def log_append_time(source: str, magic: int, codec: str, ts: int = BASE_TS + 999
     data = base.data
     for pos, _ in batch_spans(data):
         data = set_log_append_time(data, pos, ts)
-    fx = Fixture(f"{source}-v{magic}-{codec}-logappendtime", source, data, reference_batches(data, source),
-                 magic=magic, codec=codec, dataset="mixed", reader=source,
-                 notes="broker LogAppendTime rewrite; every record's timestamp is the batch/wrapper timestamp")
+    fx = Fixture(
+        f"{source}-v{magic}-{codec}-logappendtime",
+        source,
+        data,
+        reference_batches(data, source),
+        magic=magic,
+        codec=codec,
+        dataset="mixed",
+        reader=source,
+        notes="broker LogAppendTime rewrite; every record's timestamp is the batch/wrapper timestamp",
+    )
     _self_check(fx, dataset("mixed", magic), first_offset=5, cross_readers=[CROSS_READER[source]])
     for r in fx.records():
         assert (r["timestamp"], r["timestamp_type"]) == (ts, 1), fx.name
     return fx
 
 
-def empty_v2_batch(*, base_offset: int, last_offset_delta: int, producer_id: int = -1, producer_epoch: int = -1,
-                   base_sequence: int = -1, timestamp: int = -1, partition_leader_epoch: int = 0,
-                   attributes: int = 0) -> bytes:
+def empty_v2_batch(
+    *,
+    base_offset: int,
+    last_offset_delta: int,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    timestamp: int = -1,
+    partition_leader_epoch: int = 0,
+    attributes: int = 0,
+) -> bytes:
     """A v2 batch with no records, as log compaction leaves behind to keep an
     idempotent producer's state (Java ``DefaultRecordBatch.writeEmptyHeader``)."""
-    header = V2_HEADER.pack(base_offset, 61 - LOG_OVERHEAD, partition_leader_epoch, 2, 0, attributes,
-                            last_offset_delta, timestamp, timestamp, producer_id, producer_epoch, base_sequence, 0)
+    header = V2_HEADER.pack(
+        base_offset,
+        61 - LOG_OVERHEAD,
+        partition_leader_epoch,
+        2,
+        0,
+        attributes,
+        last_offset_delta,
+        timestamp,
+        timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        0,
+    )
     return recompute_crc(header, 0)
 
 
@@ -940,17 +1168,35 @@ def compacted(source: str, magic: int, codec: str) -> Fixture:
     b2 = build(magic, codec, second, 300, deltas=COMPACTED_DELTAS)
     parts = [b1]
     if magic == 2:
-        parts = [set_last_offset_delta(b1, 0, COMPACTED_DELTAS[-1] + 5),
-                 empty_v2_batch(base_offset=200, last_offset_delta=9, producer_id=5, producer_epoch=0,
-                                base_sequence=0, timestamp=BASE_TS)]
+        parts = [
+            set_last_offset_delta(b1, 0, COMPACTED_DELTAS[-1] + 5),
+            empty_v2_batch(
+                base_offset=200,
+                last_offset_delta=9,
+                producer_id=5,
+                producer_epoch=0,
+                base_sequence=0,
+                timestamp=BASE_TS,
+            ),
+        ]
     parts.append(b2)
     data = b"".join(parts)
-    fx = Fixture(f"{source}-v{magic}-{codec}-compacted", source, data, reference_batches(data, source),
-                 magic=magic, codec=codec, dataset="mixed", reader=source,
-                 notes="offset gaps (log compaction); v2: last offset kept past the last record, one empty batch")
+    fx = Fixture(
+        f"{source}-v{magic}-{codec}-compacted",
+        source,
+        data,
+        reference_batches(data, source),
+        magic=magic,
+        codec=codec,
+        dataset="mixed",
+        reader=source,
+        notes="offset gaps (log compaction); v2: last offset kept past the last record, one empty batch",
+    )
     if magic == 2:
         fx.codec = None  # the empty batch has no codec bits
-    _self_check(fx, recs, first_offset=None, cross_readers=[CROSS_READER[source]] if (magic, codec) != (0, "lz4") else [])
+    _self_check(
+        fx, recs, first_offset=None, cross_readers=[CROSS_READER[source]] if (magic, codec) != (0, "lz4") else []
+    )
     want = [100 + d for d in COMPACTED_DELTAS] + [300 + d for d in COMPACTED_DELTAS]
     assert [r["offset"] for r in fx.records()] == want, fx.name
     if magic == 2:
@@ -967,23 +1213,34 @@ def transactions_hand_built() -> Fixture:
     p1, p2 = 1000, 2000
 
     def txn_batch(pid, start, recs, seq):
-        return _build_kafka_python_batch(2, "none", recs, start, transactional=True, producer_id=pid,
-                                         producer_epoch=3, base_sequence=seq)
+        return _build_kafka_python_batch(
+            2, "none", recs, start, transactional=True, producer_id=pid, producer_epoch=3, base_sequence=seq
+        )
 
     def data_recs(tag, n, t0):
-        return [{"key": f"{tag}-{i}".encode(), "value": f"value {tag} {i}".encode(),
-                 "headers": [("txn", tag.encode())], "timestamp": BASE_TS + t0 + i} for i in range(n)]
+        return [
+            {
+                "key": f"{tag}-{i}".encode(),
+                "value": f"value {tag} {i}".encode(),
+                "headers": [("txn", tag.encode())],
+                "timestamp": BASE_TS + t0 + i,
+            }
+            for i in range(n)
+        ]
 
     parts = [
         txn_batch(p1, 0, data_recs("p1a", 3, 0), 0),
         txn_batch(p2, 3, data_recs("p2a", 2, 10), 0),
-        control_batch("COMMIT", base_offset=5, producer_id=p1, producer_epoch=3, coordinator_epoch=11,
-                      timestamp=BASE_TS + 20),
+        control_batch(
+            "COMMIT", base_offset=5, producer_id=p1, producer_epoch=3, coordinator_epoch=11, timestamp=BASE_TS + 20
+        ),
         txn_batch(p1, 6, data_recs("p1b", 2, 30), 3),
-        control_batch("ABORT", base_offset=8, producer_id=p2, producer_epoch=3, coordinator_epoch=12,
-                      timestamp=BASE_TS + 40),
-        control_batch("ABORT", base_offset=9, producer_id=p1, producer_epoch=3, coordinator_epoch=11,
-                      timestamp=BASE_TS + 50),
+        control_batch(
+            "ABORT", base_offset=8, producer_id=p2, producer_epoch=3, coordinator_epoch=12, timestamp=BASE_TS + 40
+        ),
+        control_batch(
+            "ABORT", base_offset=9, producer_id=p1, producer_epoch=3, coordinator_epoch=11, timestamp=BASE_TS + 50
+        ),
         _build_kafka_python_batch(2, "gzip", data_recs("plain", 2, 60), 10),
     ]
     data = b"".join(parts)
@@ -999,20 +1256,34 @@ def mixed_magic_log() -> Fixture:
     v0 plain, v0 gzip, v1 plain, v1 snappy, v1 lz4, v2 plain, v2 zstd, v2 gzip
     — consecutive offsets from 0."""
     rng = random.Random(0x5EED_0002)
-    layout = [(0, "none", 3), (0, "gzip", 3), (0, "snappy", 2), (1, "none", 3), (1, "snappy", 3), (1, "lz4", 2),
-              (1, "gzip", 2), (2, "none", 3), (2, "zstd", 3), (2, "gzip", 2), (2, "lz4", 2)]
+    layout = [
+        (0, "none", 3),
+        (0, "gzip", 3),
+        (0, "snappy", 2),
+        (1, "none", 3),
+        (1, "snappy", 3),
+        (1, "lz4", 2),
+        (1, "gzip", 2),
+        (2, "none", 3),
+        (2, "zstd", 3),
+        (2, "gzip", 2),
+        (2, "lz4", 2),
+    ]
     parts, inputs, offset = [], [], 0
     for magic, codec, n in layout:
         recs = []
         for i in range(n):
-            r = {"key": f"m{magic}-{codec}-{i}".encode() if i else None,
-                 "value": b"v%d " % magic + _compressible(rng, 400 + 10 * i),
-                 "headers": [("magic", str(magic).encode())] if magic == 2 else [],
-                 "timestamp": -1 if magic == 0 else BASE_TS + offset * 1000}
+            r = {
+                "key": f"m{magic}-{codec}-{i}".encode() if i else None,
+                "value": b"v%d " % magic + _compressible(rng, 400 + 10 * i),
+                "headers": [("magic", str(magic).encode())] if magic == 2 else [],
+                "timestamp": -1 if magic == 0 else BASE_TS + offset * 1000,
+            }
             recs.append(r)
         part = _build_kafka_python_batch(magic, codec, recs, offset)
-        assert all(CODECS[parse_header(part, p)["attributes"] & ATTR_CODEC_MASK] == codec
-                   for p, _ in batch_spans(part)), (magic, codec)
+        assert all(
+            CODECS[parse_header(part, p)["attributes"] & ATTR_CODEC_MASK] == codec for p, _ in batch_spans(part)
+        ), (magic, codec)
         parts.append(part)
         inputs.extend(recs)
         offset += n
@@ -1073,8 +1344,14 @@ class MockCluster:
         except ImportError:  # kafka-python 2.x
             from kafka.protocol.fetch import FetchRequest_v4, FetchResponse_v4
 
-        req = FetchRequest_v4(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=64 << 20,
-                              isolation_level=isolation, topics=[(topic, [(partition, offset, 64 << 20)])])
+        req = FetchRequest_v4(
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=64 << 20,
+            isolation_level=isolation,
+            topics=[(topic, [(partition, offset, 64 << 20)])],
+        )
         req.with_header(correlation_id=offset & 0x7FFFFFFF, client_id="kafkabatch-tests")
         with socket.create_connection((self.host, self.port), timeout=10) as s:
             s.settimeout(10)
@@ -1099,10 +1376,10 @@ class MockCluster:
             hw, chunk = self._fetch_once(topic, partition, offset)
             if not chunk:
                 break
-            for pos, size in batch_spans(chunk):
+            for pos, _size in batch_spans(chunk):
                 h = parse_header(chunk, pos)
                 offset = (h["base_offset"] + h["last_offset_delta"] + 1) if h["magic"] == 2 else h["offset"] + 1
-            out += chunk[:complete_length(chunk)]
+            out += chunk[: complete_length(chunk)]
             if offset >= hw:
                 break
         else:
@@ -1113,10 +1390,19 @@ class MockCluster:
         """librdkafka's own reader (read_uncommitted, check.crcs on) over whole partitions."""
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kafkabatch-tests", "logger": _rdlog,
-                      "enable.partition.eof": True, "enable.auto.commit": False, "check.crcs": True,
-                      "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20,
-                      "max.partition.fetch.bytes": 64 << 20})
+        c = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "kafkabatch-tests",
+                "logger": _rdlog,
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+                "check.crcs": True,
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": 64 << 20,
+                "max.partition.fetch.bytes": 64 << 20,
+            }
+        )
         c.assign([TopicPartition(t, p, 0) for t, p in topics])
         out: dict[tuple[str, int], list[dict]] = {tp: [] for tp in topics}
         remaining = set(topics)
@@ -1134,10 +1420,16 @@ class MockCluster:
                         continue
                     raise RuntimeError(str(m.error()))
                 tstype, ts = m.timestamp()
-                out[tp].append({"offset": m.offset(), "timestamp": ts,
-                                "timestamp_type": {1: 0, 2: 1}.get(tstype, -1),
-                                "key": m.key(), "value": m.value(),
-                                "headers": [(k, v) for k, v in (m.headers() or [])]})
+                out[tp].append(
+                    {
+                        "offset": m.offset(),
+                        "timestamp": ts,
+                        "timestamp_type": {1: 0, 2: 1}.get(tstype, -1),
+                        "key": m.key(),
+                        "value": m.value(),
+                        "headers": [(k, v) for k, v in (m.headers() or [])],
+                    }
+                )
         finally:
             c.close()
         return out
@@ -1157,8 +1449,14 @@ def _produce_all(p, topic: str, recs: list[dict], partition: int = 0, flush: boo
     for r in recs:
         for _ in range(100):
             try:
-                p.produce(topic, key=r["key"], value=r["value"], partition=partition,
-                          timestamp=r["timestamp"], headers=list(r["headers"]) or None)
+                p.produce(
+                    topic,
+                    key=r["key"],
+                    value=r["value"],
+                    partition=partition,
+                    timestamp=r["timestamp"],
+                    headers=list(r["headers"]) or None,
+                )
                 break
             except BufferError:
                 p.poll(0.1)
@@ -1174,8 +1472,10 @@ def _flush(p) -> None:
 
 
 def _delivered(produced: list[dict]) -> list[dict]:
-    return [{"key": r["key"], "value": r["value"], "headers": list(r["headers"]), "timestamp": r["timestamp"]}
-            for r in produced]
+    return [
+        {"key": r["key"], "value": r["value"], "headers": list(r["headers"]), "timestamp": r["timestamp"]}
+        for r in produced
+    ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -1200,9 +1500,16 @@ def librdkafka_fixtures() -> dict[str, Fixture]:
         plan += [(codec, "10k", [dict(r) for r in _ten_k_base()]) for codec in ("none", "zstd")]
         producers = []
         for codec, ds, recs in plan:  # all producers work concurrently; then flush each
-            p = cluster.producer(**{"compression.type": codec, "enable.idempotence": True, "linger.ms": 50,
-                                    "batch.num.messages": 10_000, "batch.size": 16 << 20,
-                                    "message.max.bytes": 16 << 20})
+            p = cluster.producer(
+                **{
+                    "compression.type": codec,
+                    "enable.idempotence": True,
+                    "linger.ms": 50,
+                    "batch.num.messages": 10_000,
+                    "batch.size": 16 << 20,
+                    "message.max.bytes": 16 << 20,
+                }
+            )
             _produce_all(p, f"rd-{codec}-{ds}", recs, flush=False)
             producers.append(p)
         for p in producers:
@@ -1212,9 +1519,17 @@ def librdkafka_fixtures() -> dict[str, Fixture]:
             topic = f"rd-{codec}-{ds}"
             data = cluster.fetch_log(topic)
             produced = [dict(r, txn=None) for r in recs]
-            fx = Fixture(f"librdkafka-v2-{codec}-{ds}", "librdkafka", data, reference_batches(data), magic=2,
-                         codec=codec, dataset=ds, produced=produced,
-                         notes="idempotent producer; bytes fetched from the mock broker")
+            fx = Fixture(
+                f"librdkafka-v2-{codec}-{ds}",
+                "librdkafka",
+                data,
+                reference_batches(data),
+                magic=2,
+                codec=codec,
+                dataset=ds,
+                produced=produced,
+                notes="idempotent producer; bytes fetched from the mock broker",
+            )
             assert fx.crc_valid, fx.name
             _self_check(fx, _delivered(recs), first_offset=0, cross_readers=["aiokafka"])
             assert [r["timestamp"] for r in fx.records()] == [r["timestamp"] for r in recs]
@@ -1233,12 +1548,24 @@ def librdkafka_fixtures() -> dict[str, Fixture]:
         produced = []
         for outcome, n in (("commit", 3), ("abort", 2), ("commit", 1)):
             p.begin_transaction()
-            recs = [{"key": f"{outcome}-{len(produced) + i}".encode(), "value": f"{outcome} value {i}".encode(),
-                     "headers": [("txn", outcome.encode()), ("nil", None)] if i == 0 else [],
-                     "timestamp": BASE_TS + 1000 * len(produced) + i} for i in range(n)]
+            recs = [
+                {
+                    "key": f"{outcome}-{len(produced) + i}".encode(),
+                    "value": f"{outcome} value {i}".encode(),
+                    "headers": [("txn", outcome.encode()), ("nil", None)] if i == 0 else [],
+                    "timestamp": BASE_TS + 1000 * len(produced) + i,
+                }
+                for i in range(n)
+            ]
             for r in recs:
-                p.produce("rd-txn", key=r["key"], value=r["value"], partition=0, timestamp=r["timestamp"],
-                          headers=r["headers"] or None)
+                p.produce(
+                    "rd-txn",
+                    key=r["key"],
+                    value=r["value"],
+                    partition=0,
+                    timestamp=r["timestamp"],
+                    headers=r["headers"] or None,
+                )
             p.flush(30)
             if outcome == "commit":
                 p.commit_transaction(30)
@@ -1247,23 +1574,37 @@ def librdkafka_fixtures() -> dict[str, Fixture]:
             produced += [dict(r, txn=outcome) for r in recs]
         del p
         data = cluster.fetch_log("rd-txn")
-        fx = Fixture("librdkafka-transactions", "librdkafka", data, reference_batches(data), magic=2,
-                     produced=produced,
-                     notes="mock cluster writes control batches with CRC 0 (and timestamps 0, base sequence 0)")
+        fx = Fixture(
+            "librdkafka-transactions",
+            "librdkafka",
+            data,
+            reference_batches(data),
+            magic=2,
+            produced=produced,
+            notes="mock cluster writes control batches with CRC 0 (and timestamps 0, base sequence 0)",
+        )
         _self_check(fx, _delivered(produced), first_offset=0)
         controls = [b for b in fx.batches if b["is_control"]]
         assert [b["control"]["type"] for b in controls] == ["COMMIT", "ABORT", "COMMIT"], controls
         assert fx.bad_crc_positions == [b["position"] for b in controls], "expected exactly the markers to fail CRC"
         committed = [r for r in fx.records(isolation="read_committed")]
         assert [{k: r[k] for k in ("key", "value", "headers")} for r in committed] == [
-            {k: r[k] for k in ("key", "value", "headers")} for r in produced if r["txn"] == "commit"]
+            {k: r[k] for k in ("key", "value", "headers")} for r in produced if r["txn"] == "commit"
+        ]
         out[fx.name] = fx
 
         fixed = data
         for b in controls:
             fixed = recompute_crc(fixed, b["position"])
-        fx2 = Fixture("librdkafka-transactions-crcfixed", "librdkafka", fixed, reference_batches(fixed), magic=2,
-                      produced=produced, notes="librdkafka-transactions with the control batches' CRC recomputed")
+        fx2 = Fixture(
+            "librdkafka-transactions-crcfixed",
+            "librdkafka",
+            fixed,
+            reference_batches(fixed),
+            magic=2,
+            produced=produced,
+            notes="librdkafka-transactions with the control batches' CRC recomputed",
+        )
         _self_check(fx2, _delivered(produced), first_offset=0, cross_readers=["aiokafka"])
         assert fx2.crc_valid
         out[fx2.name] = fx2
@@ -1276,6 +1617,7 @@ def librdkafka_fixtures() -> dict[str, Fixture]:
 # one cache for everything
 # --------------------------------------------------------------------------
 
+
 def _derived_builders() -> dict[str, Callable[[], Fixture]]:
     b: dict[str, Callable[[], Fixture]] = {}
     for source in ("kafka-python", "aiokafka"):
@@ -1286,7 +1628,9 @@ def _derived_builders() -> dict[str, Callable[[], Fixture]]:
                 b[f"{source}-v{magic}-{codec}-multibatch"] = functools.partial(multi_batch, source, magic, codec)
                 b[f"{source}-v{magic}-{codec}-compacted"] = functools.partial(compacted, source, magic, codec)
                 if magic >= 1:
-                    b[f"{source}-v{magic}-{codec}-logappendtime"] = functools.partial(log_append_time, source, magic, codec)
+                    b[f"{source}-v{magic}-{codec}-logappendtime"] = functools.partial(
+                        log_append_time, source, magic, codec
+                    )
         b[f"{source}-v2-zstd-idempotent"] = functools.partial(idempotent, source, "zstd")
         b[f"{source}-v2-none-transactional"] = functools.partial(transactional_open, source, "none")
     b["hand-built-transactions"] = transactions_hand_built
@@ -1296,8 +1640,11 @@ def _derived_builders() -> dict[str, Callable[[], Fixture]]:
 
 DERIVED = _derived_builders()
 LIBRDKAFKA_NAMES = [f"librdkafka-v2-{c}-mixed" for c in CODECS] + [
-    "librdkafka-v2-none-10k", "librdkafka-v2-zstd-10k", "librdkafka-transactions", "librdkafka-transactions-crcfixed"]
-
+    "librdkafka-v2-none-10k",
+    "librdkafka-v2-zstd-10k",
+    "librdkafka-transactions",
+    "librdkafka-transactions-crcfixed",
+]
 
 
 def all_fixture_names() -> list[str]:
@@ -1325,7 +1672,6 @@ def get(name: str) -> Fixture:
     return build_client(source, int(magic_s), codec, ds)
 
 
-
 def main(argv: list[str]) -> int:
     import time
 
@@ -1339,9 +1685,11 @@ def main(argv: list[str]) -> int:
         t = time.time()
         fx = get(n)
         codecs = sorted({b["compression"] for b in fx.batches})
-        print(f"ok   {n:45s} {len(fx.data):>9d} B {len(fx.batches):>6d} batches "
-              f"{len(fx.records(include_control=True)):>6d} records magics={sorted({b['magic'] for b in fx.batches})} "
-              f"codecs={codecs} crc_ok={fx.crc_valid} {time.time() - t:.2f}s")
+        print(
+            f"ok   {n:45s} {len(fx.data):>9d} B {len(fx.batches):>6d} batches "
+            f"{len(fx.records(include_control=True)):>6d} records magics={sorted({b['magic'] for b in fx.batches})} "
+            f"codecs={codecs} crc_ok={fx.crc_valid} {time.time() - t:.2f}s"
+        )
     print(f"{len(names)} fixtures in {time.time() - t0:.1f}s")
     return 0
 

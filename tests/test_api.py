@@ -8,9 +8,9 @@ import array
 import numpy as np
 import pyarrow as pa
 import pytest
+import realclients as rc
 
 import kafkabatch as kb
-import realclients as rc
 from kafkabatch import _kafkabatch as native
 
 
@@ -22,8 +22,16 @@ def data() -> bytes:
 def test_schema_is_sparks_kafka_source_schema():
     assert kb.SCHEMA.names == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
     header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-    assert kb.SCHEMA.types == [pa.binary(), pa.binary(), pa.string(), pa.int32(), pa.int64(),
-                               pa.timestamp("us", tz="UTC"), pa.int32(), pa.list_(header)]
+    assert kb.SCHEMA.types == [
+        pa.binary(),
+        pa.binary(),
+        pa.string(),
+        pa.int32(),
+        pa.int64(),
+        pa.timestamp("us", tz="UTC"),
+        pa.int32(),
+        pa.list_(header),
+    ]
     assert all(f.nullable for f in kb.SCHEMA)
 
 
@@ -35,7 +43,7 @@ def test_polars_and_duckdb_take_the_stream_without_pyarrow_tables(data):
     assert frame.height == expected.num_rows
     assert frame["value"].to_list() == expected.column("value").to_pylist()
     stream = native.decode(data, topic="t", partition=1)
-    reader = pa.RecordBatchReader.from_stream(stream)
+    reader = pa.RecordBatchReader.from_stream(stream)  # noqa: F841 (duckdb scans it by name)
     rows = duckdb.sql("select count(*), sum(octet_length(value)) from reader").fetchall()[0]
     assert rows == (expected.num_rows, sum(len(v or b"") for v in expected.column("value").to_pylist()))
     with pytest.raises(RuntimeError, match="already consumed"):
@@ -48,13 +56,19 @@ def test_pandas_round_trip(data):
     assert len(frame) == kb.decode(data).num_rows
 
 
-@pytest.mark.parametrize("wrap", [
-    bytes, bytearray, memoryview,
-    lambda b: np.frombuffer(b, dtype=np.uint8),
-    lambda b: np.frombuffer(b, dtype=np.int8),
-    pa.py_buffer,
-    lambda b: array.array("B", b),
-], ids=["bytes", "bytearray", "memoryview", "numpy-uint8", "numpy-int8", "pyarrow-buffer", "array"])
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        bytes,
+        bytearray,
+        memoryview,
+        lambda b: np.frombuffer(b, dtype=np.uint8),
+        lambda b: np.frombuffer(b, dtype=np.int8),
+        pa.py_buffer,
+        lambda b: array.array("B", b),
+    ],
+    ids=["bytes", "bytearray", "memoryview", "numpy-uint8", "numpy-int8", "pyarrow-buffer", "array"],
+)
 def test_any_byte_buffer(data, wrap):
     assert kb.decode(wrap(data)).equals(kb.decode(data))
     assert kb.valid_bytes(wrap(data)) == len(data)
@@ -71,8 +85,12 @@ def test_non_byte_and_non_contiguous_buffers_are_type_errors(data):
 
 
 def test_bad_arguments_name_themselves(data):
-    for kwargs, word in [({"on_error": "ignore"}, "on_error"), ({"isolation": "serializable"}, "isolation"),
-                         ({"max_decompressed_size": 0}, "max_decompressed_size"), ({"threads": 0}, "threads")]:
+    for kwargs, word in [
+        ({"on_error": "ignore"}, "on_error"),
+        ({"isolation": "serializable"}, "isolation"),
+        ({"max_decompressed_size": 0}, "max_decompressed_size"),
+        ({"threads": 0}, "threads"),
+    ]:
         with pytest.raises(ValueError, match=word):
             kb.decode(data, **kwargs)
     with pytest.raises(ValueError, match="read_committed"):

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import struct
 
-import kafkabatch as kb
 import pytest
+import realclients as rc
+from compare import assert_names_batch, assert_same_list, record_view, table_rows
+from golden_params import fixture_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.errors import CorruptRecordError
 from kafka.record.memory_records import MemoryRecords
 
-import realclients as rc
-from compare import assert_names_batch, assert_same_list, record_view, table_rows
-from golden_params import fixture_params
+import kafkabatch as kb
 
 
 def rows(data, **kw):
@@ -31,8 +31,9 @@ def rows(data, **kw):
 
 
 def rows_without(fx, position):
-    return rc.expected_rows([r for b in fx.batches if b["position"] != position and not b["is_control"]
-                             for r in b["records"]])
+    return rc.expected_rows(
+        [r for b in fx.batches if b["position"] != position and not b["is_control"] for r in b["records"]]
+    )
 
 
 def legacy_offsets(b):
@@ -42,6 +43,7 @@ def legacy_offsets(b):
 # --------------------------------------------------------------------------
 # exception hierarchy
 # --------------------------------------------------------------------------
+
 
 def test_exception_hierarchy():
     assert issubclass(kb.KafkaBatchError, ValueError)
@@ -54,8 +56,14 @@ def test_exception_hierarchy():
 # truncation
 # --------------------------------------------------------------------------
 
-TRUNCATION_NAMES = ["kafka-python-v2-gzip-multibatch", "aiokafka-v1-none-multibatch", "kafka-python-v0-snappy-multibatch",
-                    "kafka-python-mixed-magic", "hand-built-transactions", "librdkafka-transactions-crcfixed"]
+TRUNCATION_NAMES = [
+    "kafka-python-v2-gzip-multibatch",
+    "aiokafka-v1-none-multibatch",
+    "kafka-python-v0-snappy-multibatch",
+    "kafka-python-mixed-magic",
+    "hand-built-transactions",
+    "librdkafka-transactions-crcfixed",
+]
 
 
 def _cut_points(fx):
@@ -106,8 +114,14 @@ def test_length_past_the_end_in_the_middle_reads_as_truncation(golden):
 # CRC
 # --------------------------------------------------------------------------
 
-CRC_CASES = ["kafka-python-v2-gzip-multibatch", "aiokafka-v2-none-multibatch", "kafka-python-v1-lz4-multibatch",
-             "aiokafka-v1-none-multibatch", "kafka-python-v0-gzip-multibatch", "librdkafka-v2-zstd-mixed"]
+CRC_CASES = [
+    "kafka-python-v2-gzip-multibatch",
+    "aiokafka-v2-none-multibatch",
+    "kafka-python-v1-lz4-multibatch",
+    "aiokafka-v1-none-multibatch",
+    "kafka-python-v0-gzip-multibatch",
+    "librdkafka-v2-zstd-mixed",
+]
 
 
 def _victim(fx):
@@ -180,6 +194,7 @@ def test_legacy_inner_message_crc(golden):
 # on_error="skip" with damage of other kinds
 # --------------------------------------------------------------------------
 
+
 def _garbage_payload(fx, b, fill=b"\x5a"):
     """Overwrite a compressed batch's payload with junk, CRC recomputed, so the
     error is the codec's and not the CRC's."""
@@ -190,9 +205,18 @@ def _garbage_payload(fx, b, fill=b"\x5a"):
     return rc.recompute_crc(bytes(buf), b["position"])
 
 
-@pytest.mark.parametrize("name", fixture_params(["kafka-python-v2-gzip-multibatch", "aiokafka-v2-lz4-multibatch",
-                                                  "kafka-python-v2-zstd-multibatch", "aiokafka-v2-snappy-multibatch",
-                                                  "kafka-python-v1-gzip-multibatch"]))
+@pytest.mark.parametrize(
+    "name",
+    fixture_params(
+        [
+            "kafka-python-v2-gzip-multibatch",
+            "aiokafka-v2-lz4-multibatch",
+            "kafka-python-v2-zstd-multibatch",
+            "aiokafka-v2-snappy-multibatch",
+            "kafka-python-v1-gzip-multibatch",
+        ]
+    ),
+)
 def test_undecompressable_payload(golden, name):
     fx = golden(name)
     b = fx.batches[1]
@@ -299,6 +323,7 @@ def test_zstd_in_legacy_format_is_rejected(golden):
 # arguments
 # --------------------------------------------------------------------------
 
+
 def test_bad_arguments(golden):
     data = golden("kafka-python-v2-none-mixed").data
     with pytest.raises(ValueError):
@@ -316,8 +341,13 @@ def test_bad_arguments(golden):
 # --------------------------------------------------------------------------
 
 FUZZ_NAMES = ["kafka-python-mixed-magic", "hand-built-transactions", "aiokafka-v2-lz4-multibatch"]
-FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @FUZZ
@@ -350,9 +380,11 @@ def test_any_crc_covered_bit_flip_is_caught_and_skippable(golden, which, frac, b
 
 
 @FUZZ
-@given(which=st.sampled_from(FUZZ_NAMES), flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True),
-                                                                      st.integers(0, 7)), min_size=1, max_size=4),
-       cut=st.one_of(st.none(), st.floats(0, 1)))
+@given(
+    which=st.sampled_from(FUZZ_NAMES),
+    flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 7)), min_size=1, max_size=4),
+    cut=st.one_of(st.none(), st.floats(0, 1)),
+)
 def test_damage_raises_only_kafka_batch_errors(golden, which, flips, cut):
     """Whatever the damage, with CRC checks off: a table, or a KafkaBatchError."""
     fx = golden(which)
@@ -360,11 +392,13 @@ def test_damage_raises_only_kafka_batch_errors(golden, which, flips, cut):
     for frac, bit in flips:
         data = rc.flip_bit(data, int(frac * len(data)), bit)
     if cut is not None:
-        data = data[:int(cut * len(data))]
-    for call in (lambda: kb.decode(data, validate_crc=False, include_control=True),
-                 lambda: kb.decode(data, validate_crc=False, on_error="skip", isolation="read_committed"),
-                 lambda: [b.records() for b in kb.iter_batches(data, validate_crc=False)],
-                 lambda: kb.valid_bytes(data)):
+        data = data[: int(cut * len(data))]
+    for call in (
+        lambda: kb.decode(data, validate_crc=False, include_control=True),
+        lambda: kb.decode(data, validate_crc=False, on_error="skip", isolation="read_committed"),
+        lambda: [b.records() for b in kb.iter_batches(data, validate_crc=False)],
+        lambda: kb.valid_bytes(data),
+    ):
         try:
             call()
         except kb.KafkaBatchError:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import gc
 
 import duckdb
-import kafkabatch as kb
 import polars as pl
 import pyarrow as pa
 import pytest
-
 import realclients as rc
 from compare import assert_same_list, table_rows
 from golden_params import CLEAN_NAMES, fixture_params
+
+import kafkabatch as kb
 
 TOPIC, PARTITION = "orders", 3
 

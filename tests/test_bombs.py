@@ -85,9 +85,7 @@ def snappy_xerial_bomb(blocks: int) -> bytes:
 
 def v2_batch(codec: str, payload: bytes, base_offset: int = 0) -> bytes:
     """A v2 record batch header (spec "Record Batch") claiming one record."""
-    body = struct.pack(
-        ">hiqqqhii", CODEC_ID[codec], 0, 1_700_000_000_000, 1_700_000_000_000, -1, -1, -1, 1
-    ) + payload
+    body = struct.pack(">hiqqqhii", CODEC_ID[codec], 0, 1_700_000_000_000, 1_700_000_000_000, -1, -1, -1, 1) + payload
     crc = crc32c.crc32c(body)
     head = struct.pack(">qiibI", base_offset, 4 + 1 + 4 + len(body), 0, 2, crc)
     return head + body
@@ -147,13 +145,13 @@ def test_bomb_is_refused_in_bounded_time_and_memory(name, tmp_path):
     path = tmp_path / f"{name}.bin"
     path.write_bytes(data)
 
-    out = subprocess.run(
-        [sys.executable, "-c", WRAPPER, CHILD, str(path)], capture_output=True, text=True, timeout=120
-    )
+    out = subprocess.run([sys.executable, "-c", WRAPPER, CHILD, str(path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    print(f"{name}: {len(payload)} bytes -> {inflates_to} claimed; {result['seconds']:.2f}s, "
-          f"peak RSS {result['maxrss_kib'] / 1024:.0f} MiB; {result['out']}")
+    print(
+        f"{name}: {len(payload)} bytes -> {inflates_to} claimed; {result['seconds']:.2f}s, "
+        f"peak RSS {result['maxrss_kib'] / 1024:.0f} MiB; {result['out']}"
+    )
     assert result["rc"] == 0, f"not refused: {result}"
     assert result["out"].startswith("DecompressionError"), result["out"]
     assert f"at byte {len(good)}" in result["out"], result["out"]

@@ -27,10 +27,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-import kafkabatch as kb
 import realclients as rc
 from compare import assert_same_list, table_rows
+
+import kafkabatch as kb
 
 BIN_DIR = os.path.dirname(sys.executable)
 KAFKABATCH = shutil.which("kafkabatch", path=BIN_DIR)
@@ -44,8 +44,9 @@ def run(*args, ok: bool = True, env: dict | None = None, **kw) -> subprocess.Com
     """Run ``kafkabatch ARGS`` and return the finished process (text mode)."""
     full_env = dict(os.environ, **(env or {}))
     full_env.pop("COLUMNS", None)
-    proc = subprocess.run([KAFKABATCH, *map(str, args)], capture_output=True, text=True, env=full_env,
-                          timeout=300, **kw)
+    proc = subprocess.run(
+        [KAFKABATCH, *map(str, args)], capture_output=True, text=True, env=full_env, timeout=300, **kw
+    )
     if ok and proc.returncode != 0:
         raise AssertionError(f"kafkabatch {' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stderr}")
     return proc
@@ -62,7 +63,7 @@ def fixture(name: str):
         return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def decodable(codec: str, magic: int = 2) -> bool:
     """Whether this build of kafkabatch decodes ``codec`` (codecs landed separately)."""
     fx = fixture(f"kafka-python-v{magic}-{codec}-mixed")
@@ -92,34 +93,70 @@ def transactions_log() -> bytes:
     p1, p2 = 1000, 2000
 
     def data(pid: int, start: int, n: int, seq: int, tag: str, attributes: int = rc.ATTR_TRANSACTIONAL) -> bytes:
-        recs = [{"key": f"{tag}-{i}".encode(), "value": f"value {tag} {i}".encode(),
-                 "headers": [("txn", tag.encode()), ("i", str(i).encode())],
-                 "timestamp": rc.BASE_TS + start * 10 + i} for i in range(n)]
-        return rc.encode_v2_batch(recs, base_offset=start, attributes=attributes, producer_id=pid,
-                                  producer_epoch=3 if pid >= 0 else -1, base_sequence=seq, partition_leader_epoch=4)
+        recs = [
+            {
+                "key": f"{tag}-{i}".encode(),
+                "value": f"value {tag} {i}".encode(),
+                "headers": [("txn", tag.encode()), ("i", str(i).encode())],
+                "timestamp": rc.BASE_TS + start * 10 + i,
+            }
+            for i in range(n)
+        ]
+        return rc.encode_v2_batch(
+            recs,
+            base_offset=start,
+            attributes=attributes,
+            producer_id=pid,
+            producer_epoch=3 if pid >= 0 else -1,
+            base_sequence=seq,
+            partition_leader_epoch=4,
+        )
 
-    return b"".join([
-        data(p1, 0, 3, 0, "p1a"),
-        data(p2, 3, 2, 0, "p2a"),
-        rc.control_batch("COMMIT", base_offset=5, producer_id=p1, producer_epoch=3, coordinator_epoch=11,
-                         timestamp=rc.BASE_TS + 50, partition_leader_epoch=4),
-        data(p1, 6, 2, 3, "p1b"),
-        rc.control_batch("ABORT", base_offset=8, producer_id=p2, producer_epoch=3, coordinator_epoch=12,
-                         timestamp=rc.BASE_TS + 80, partition_leader_epoch=4),
-        rc.control_batch("ABORT", base_offset=9, producer_id=p1, producer_epoch=3, coordinator_epoch=11,
-                         timestamp=rc.BASE_TS + 90, partition_leader_epoch=4),
-        data(-1, 10, 2, -1, "plain", attributes=0),
-    ])
+    return b"".join(
+        [
+            data(p1, 0, 3, 0, "p1a"),
+            data(p2, 3, 2, 0, "p2a"),
+            rc.control_batch(
+                "COMMIT",
+                base_offset=5,
+                producer_id=p1,
+                producer_epoch=3,
+                coordinator_epoch=11,
+                timestamp=rc.BASE_TS + 50,
+                partition_leader_epoch=4,
+            ),
+            data(p1, 6, 2, 3, "p1b"),
+            rc.control_batch(
+                "ABORT",
+                base_offset=8,
+                producer_id=p2,
+                producer_epoch=3,
+                coordinator_epoch=12,
+                timestamp=rc.BASE_TS + 80,
+                partition_leader_epoch=4,
+            ),
+            rc.control_batch(
+                "ABORT",
+                base_offset=9,
+                producer_id=p1,
+                producer_epoch=3,
+                coordinator_epoch=11,
+                timestamp=rc.BASE_TS + 90,
+                partition_leader_epoch=4,
+            ),
+            data(-1, 10, 2, -1, "plain", attributes=0),
+        ]
+    )
 
 
 # Partitions of the "plain" log dir: (folder name, bytes, base offset). All
 # uncompressed, so every test can decode them whatever codecs the build has.
 def _plain_partitions() -> list[tuple[str, bytes, int]]:
     return [
-        ("v2-0", rc.get("kafka-python-v2-none-multibatch").data, 10 ** 12),
+        ("v2-0", rc.get("kafka-python-v2-none-multibatch").data, 10**12),
         ("aio-0", rc.get("aiokafka-v2-none-mixed").data, 0),
-        ("v0-0", rc.get("kafka-python-v0-none-multibatch").data, 10 ** 12),
-        ("v1-0", rc.get("aiokafka-v1-none-multibatch").data, 10 ** 12),
+        ("v0-0", rc.get("kafka-python-v0-none-multibatch").data, 10**12),
+        ("v1-0", rc.get("aiokafka-v1-none-multibatch").data, 10**12),
         ("lat-1", rc.get("kafka-python-v2-none-logappendtime").data, 5),
         ("txn-0", transactions_log(), 0),
         ("idem-0", rc.get("kafka-python-v2-zstd-idempotent").data, 42),
@@ -146,7 +183,7 @@ def codecs_dir(tmp_path_factory) -> Path:
             for codec in rc.codecs_for(magic):
                 fx = fixture(f"{source}-v{magic}-{codec}-multibatch")
                 if fx is not None:
-                    rc.write_segment(root, f"{tag}{magic}-{codec}", 0, fx.data, base_offset=10 ** 12)
+                    rc.write_segment(root, f"{tag}{magic}-{codec}", 0, fx.data, base_offset=10**12)
     return root
 
 
@@ -158,9 +195,15 @@ def _many_segments() -> list[tuple[int, bytes]]:
     offset = 0
     for i in range(MANY):
         n = 3 + i % 4
-        recs = [{"key": f"s{i}-{j}".encode(), "value": (f"segment {i} record {j} " * (1 + j)).encode(),
-                 "headers": [("seg", str(i).encode())] if j % 2 else [],
-                 "timestamp": rc.BASE_TS + 1000 * offset + j} for j in range(n)]
+        recs = [
+            {
+                "key": f"s{i}-{j}".encode(),
+                "value": (f"segment {i} record {j} " * (1 + j)).encode(),
+                "headers": [("seg", str(i).encode())] if j % 2 else [],
+                "timestamp": rc.BASE_TS + 1000 * offset + j,
+            }
+            for j in range(n)
+        ]
         data = rc.encode_v2_batch(recs[:2], base_offset=offset) + rc.encode_v2_batch(recs[2:], base_offset=offset + 2)
         segments.append((offset, data))
         offset += n
@@ -188,12 +231,15 @@ def segment_path(root: Path, folder: str) -> Path:
 
 _BOOL = r"(true|false)"
 _INT = r"(-?\d+)"
-_TAIL = (rf" position: (\d+) (CreateTime|LogAppendTime|NoTimestampType): {_INT} size: (\d+) magic: ([012])"
-         rf" compresscodec: (none|gzip|snappy|lz4|zstd) crc: (\d+) isvalid: {_BOOL}$")
+_TAIL = (
+    rf" position: (\d+) (CreateTime|LogAppendTime|NoTimestampType): {_INT} size: (\d+) magic: ([012])"
+    rf" compresscodec: (none|gzip|snappy|lz4|zstd) crc: (\d+) isvalid: {_BOOL}$"
+)
 V2_BATCH_LINE = re.compile(
     rf"^baseOffset: {_INT} lastOffset: {_INT} count: (\d+) baseSequence: {_INT} lastSequence: {_INT}"
     rf" producerId: {_INT} producerEpoch: {_INT} partitionLeaderEpoch: {_INT} isTransactional: {_BOOL}"
-    rf" isControl: {_BOOL} deleteHorizonMs: (OptionalLong\.empty|OptionalLong\[-?\d+\])" + _TAIL)
+    rf" isControl: {_BOOL} deleteHorizonMs: (OptionalLong\.empty|OptionalLong\[-?\d+\])" + _TAIL
+)
 LEGACY_BATCH_LINE = re.compile(rf"^offset: {_INT}" + _TAIL)
 RECORD_LINE = re.compile(
     r"^\| offset: (?P<offset>\d+) (?P<tt>CreateTime|LogAppendTime|NoTimestampType): (?P<ts>-?\d+)"
@@ -201,7 +247,8 @@ RECORD_LINE = re.compile(
     r"(?: sequence: (?P<seq>-?\d+) headerKeys: \[(?P<hk>.*?)\])?"
     r"(?: isValid: (?P<valid>true|false) crc: (?P<crc>\d+))?"
     r"(?: endTxnMarker: (?P<marker>COMMIT|ABORT) coordinatorEpoch: (?P<ce>\d+))?"
-    r"(?: key: (?P<key>.*?))?(?: payload: (?P<payload>.*))?$")
+    r"(?: key: (?P<key>.*?))?(?: payload: (?P<payload>.*))?$"
+)
 
 
 def _jb(v: bool) -> str:
@@ -210,21 +257,25 @@ def _jb(v: bool) -> str:
 
 def expected_batch_line(ref: dict) -> str:
     """DumpLogSegments.printBatchLevel for a reference batch."""
-    tail = (f" position: {ref['position']} {TS_NAMES[ref['timestamp_type']]}: {ref['max_timestamp']}"
-            f" size: {ref['size_in_bytes']} magic: {ref['magic']} compresscodec: {ref['compression']}"
-            f" crc: {ref['crc']} isvalid: {_jb(ref['crc_ok'])}")
+    tail = (
+        f" position: {ref['position']} {TS_NAMES[ref['timestamp_type']]}: {ref['max_timestamp']}"
+        f" size: {ref['size_in_bytes']} magic: {ref['magic']} compresscodec: {ref['compression']}"
+        f" crc: {ref['crc']} isvalid: {_jb(ref['crc_ok'])}"
+    )
     if ref["magic"] < 2:
         return f"offset: {ref['last_offset']}" + tail
     base_seq = ref["base_sequence"]
     delta = ref["last_offset"] - ref["base_offset"]
     # DefaultRecordBatch.lastSequence: NO_SEQUENCE stays -1, else incrementSequence (wraps at Int.MAX).
-    last_seq = -1 if base_seq == -1 else (base_seq + delta) % (2 ** 31)
+    last_seq = -1 if base_seq == -1 else (base_seq + delta) % (2**31)
     horizon = f"OptionalLong[{ref['base_timestamp']}]" if ref["attributes"] & 0x40 else "OptionalLong.empty"
-    return (f"baseOffset: {ref['base_offset']} lastOffset: {ref['last_offset']} count: {ref['record_count']}"
-            f" baseSequence: {base_seq} lastSequence: {last_seq} producerId: {ref['producer_id']}"
-            f" producerEpoch: {ref['producer_epoch']} partitionLeaderEpoch: {ref['partition_leader_epoch']}"
-            f" isTransactional: {_jb(ref['is_transactional'])} isControl: {_jb(ref['is_control'])}"
-            f" deleteHorizonMs: {horizon}" + tail)
+    return (
+        f"baseOffset: {ref['base_offset']} lastOffset: {ref['last_offset']} count: {ref['record_count']}"
+        f" baseSequence: {base_seq} lastSequence: {last_seq} producerId: {ref['producer_id']}"
+        f" producerEpoch: {ref['producer_epoch']} partitionLeaderEpoch: {ref['partition_leader_epoch']}"
+        f" isTransactional: {_jb(ref['is_transactional'])} isControl: {_jb(ref['is_control'])}"
+        f" deleteHorizonMs: {horizon}" + tail
+    )
 
 
 def unescape(text: str) -> bytes:
@@ -237,10 +288,10 @@ def unescape(text: str) -> bytes:
             out += text[i].encode()
             i += 1
         elif text[i + 1] == "x":
-            out.append(int(text[i + 2:i + 4], 16))
+            out.append(int(text[i + 2 : i + 4], 16))
             i += 4
         elif text[i + 1] == "u":
-            out += chr(int(text[i + 2:i + 6], 16)).encode()
+            out += chr(int(text[i + 2 : i + 6], 16)).encode()
             i += 6
         else:
             out += {"n": b"\n", "r": b"\r", "t": b"\t", "\\": b"\\"}[text[i + 1]]
@@ -316,8 +367,9 @@ def test_top_level_help_and_version():
 
 
 def test_python_dash_m():
-    proc = subprocess.run([sys.executable, "-m", "kafkabatch", "--version"], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkabatch", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == f"kafkabatch {kb.__version__}"
 
 
@@ -326,22 +378,25 @@ def test_no_command_is_a_usage_error():
     assert proc.returncode == 2 and "usage: kafkabatch" in proc.stderr
 
 
-@pytest.mark.parametrize("args, code, pattern", [
-    (["dump", "does-not-exist.log"], 1, r"no such file or folder: does-not-exist\.log"),
-    (["dump"], 1, r"no files to dump"),
-    (["dump", "--offsets", "x:y", "a.log"], 2, r"--offsets"),
-    (["dump", "--max-bytes", "lots", "a.log"], 2, r"--max-bytes"),
-    (["dump", "--batches", "{log}"], 1, r"--batches only makes sense with --json"),
-    (["stats", "/nonexistent/kafka"], 1, r"no such file or folder"),
-    (["convert", "{log}", "{tmp}/out.csv"], 1, r"can't tell the output format"),
-    (["convert", "{log}", "{tmp}/out.parquet", "--compression", "gzip", "--format", "jsonl"], 1, r"uncompressed"),
-    (["convert", "{log}", "-", "--format", "parquet"], 1, r"only JSON lines can go to stdout"),
-    (["convert", "{log}", "{tmp}/exists.parquet"], 1, r"exists \(use --force"),
-    (["convert", "{stray}", "{tmp}/stray.parquet"], 1, r"not in a <topic>-<partition> folder.*--topic"),
-    (["convert", "{log}", "{tmp}/o.parquet", "--isolation", "serializable"], 2, r"--isolation"),
-    (["stats", "{tmp}/empty-0"], 1, r"no \.log segment files"),
-    (["frobnicate"], 2, r"invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args, code, pattern",
+    [
+        (["dump", "does-not-exist.log"], 1, r"no such file or folder: does-not-exist\.log"),
+        (["dump"], 1, r"no files to dump"),
+        (["dump", "--offsets", "x:y", "a.log"], 2, r"--offsets"),
+        (["dump", "--max-bytes", "lots", "a.log"], 2, r"--max-bytes"),
+        (["dump", "--batches", "{log}"], 1, r"--batches only makes sense with --json"),
+        (["stats", "/nonexistent/kafka"], 1, r"no such file or folder"),
+        (["convert", "{log}", "{tmp}/out.csv"], 1, r"can't tell the output format"),
+        (["convert", "{log}", "{tmp}/out.parquet", "--compression", "gzip", "--format", "jsonl"], 1, r"uncompressed"),
+        (["convert", "{log}", "-", "--format", "parquet"], 1, r"only JSON lines can go to stdout"),
+        (["convert", "{log}", "{tmp}/exists.parquet"], 1, r"exists \(use --force"),
+        (["convert", "{stray}", "{tmp}/stray.parquet"], 1, r"not in a <topic>-<partition> folder.*--topic"),
+        (["convert", "{log}", "{tmp}/o.parquet", "--isolation", "serializable"], 2, r"--isolation"),
+        (["stats", "{tmp}/empty-0"], 1, r"no \.log segment files"),
+        (["frobnicate"], 2, r"invalid choice"),
+    ],
+)
 def test_errors_are_one_line_with_exit_status(plain, tmp_path, args, code, pattern):
     log = segment_path(plain, "v2-0")
     (tmp_path / "exists.parquet").write_bytes(b"x")
@@ -370,8 +425,9 @@ def test_generate(tmp_path):
     if importlib.util.find_spec("kafkabatch.generate") is None:
         proc = run("generate", out, "--size", "1MB", "--seed", "3", ok=False)
         assert proc.returncode == 1
-        assert proc.stderr.strip() == ("kafkabatch generate: error: this kafkabatch has no data generator "
-                                       "(module kafkabatch.generate is missing)")
+        assert proc.stderr.strip() == (
+            "kafkabatch generate: error: this kafkabatch has no data generator (module kafkabatch.generate is missing)"
+        )
         return
     run("generate", out, "--size", "256KB", "--seed", "3")
     stats = json.loads(run("stats", "--json", out).stdout)
@@ -418,8 +474,9 @@ def test_dump_batch_lines_every_codec(codecs_dir, tag, magic, codec):
         need(codec, magic)  # a legacy wrapper's offsets are inside the compressed payload
     log = segment_path(codecs_dir, folder.name)
     lines = run("dump", log).stdout.splitlines()[2:]
-    refs = rc.reference_batches(log.read_bytes(), "aiokafka" if tag == "a" and not (magic == 0 and codec == "lz4")
-                                else "kafka-python")
+    refs = rc.reference_batches(
+        log.read_bytes(), "aiokafka" if tag == "a" and not (magic == 0 and codec == "lz4") else "kafka-python"
+    )
     assert lines == [expected_batch_line(r) for r in refs]
     assert all(f"compresscodec: {codec} " in line for line in lines)
 
@@ -471,16 +528,19 @@ def test_dump_print_data_compressed(codecs_dir, codec):
 def test_dump_control_records(plain):
     lines = run("dump", "--print-data", segment_path(plain, "txn-0")).stdout.splitlines()
     markers = [line for line in lines if "endTxnMarker" in line]
-    assert [re.search(r"offset: (\d+) .* endTxnMarker: (\w+) coordinatorEpoch: (\d+)$", m).groups()
-            for m in markers] == [("5", "COMMIT", "11"), ("8", "ABORT", "12"), ("9", "ABORT", "11")]
+    assert [
+        re.search(r"offset: (\d+) .* endTxnMarker: (\w+) coordinatorEpoch: (\d+)$", m).groups() for m in markers
+    ] == [("5", "COMMIT", "11"), ("8", "ABORT", "12"), ("9", "ABORT", "11")]
     control_batches = [line for line in lines if "isControl: true" in line]
     assert len(control_batches) == 3 and all("isTransactional: true" in b for b in control_batches)
 
 
 def test_dump_key_and_value_formats(tmp_path):
-    recs = [{"key": b"\x00\xffk\n", "value": "wert ✓\\ \t\x85".encode() + b"\xc3", "timestamp": rc.BASE_TS},
-            {"key": b"", "value": None, "timestamp": rc.BASE_TS + 1},
-            {"key": None, "value": b"plain", "timestamp": rc.BASE_TS + 2}]
+    recs = [
+        {"key": b"\x00\xffk\n", "value": "wert ✓\\ \t\x85".encode() + b"\xc3", "timestamp": rc.BASE_TS},
+        {"key": b"", "value": None, "timestamp": rc.BASE_TS + 1},
+        {"key": None, "value": b"plain", "timestamp": rc.BASE_TS + 2},
+    ]
     log = rc.write_segment(tmp_path, "fmt", 0, rc.encode_v2_batch(recs))
 
     def record_lines(*opts):
@@ -491,14 +551,25 @@ def test_dump_key_and_value_formats(tmp_path):
     assert utf8[1].endswith(" key: ") and "payload" not in utf8[1]  # empty key, null value
     assert utf8[2].endswith(" payload: plain") and " key:" not in utf8[2]
     for line, rec in zip(utf8, recs):
-        check_record_line(line, {"magic": 2, "timestamp_type": 0, "base_sequence": -1, "base_offset": 0,
-                                 "is_control": False, "compression": "none"}, {**rec, "offset": recs.index(rec),
-                                                                               "headers": []}, print_data=True)
+        check_record_line(
+            line,
+            {
+                "magic": 2,
+                "timestamp_type": 0,
+                "base_sequence": -1,
+                "base_offset": 0,
+                "is_control": False,
+                "compression": "none",
+            },
+            {**rec, "offset": recs.index(rec), "headers": []},
+            print_data=True,
+        )
     hexed = record_lines("--key-format", "hex", "--value-format", "hex")
     assert hexed[0].endswith(f" key: {recs[0]['key'].hex()} payload: {recs[0]['value'].hex()}")
     b64 = record_lines("--key-format", "base64", "--value-format", "base64")
-    assert b64[0].endswith(f" key: {base64.b64encode(recs[0]['key']).decode()} "
-                           f"payload: {base64.b64encode(recs[0]['value']).decode()}")
+    assert b64[0].endswith(
+        f" key: {base64.b64encode(recs[0]['key']).decode()} payload: {base64.b64encode(recs[0]['value']).decode()}"
+    )
     # Kafka's prefix logic: without metadata a record with no key starts with " payload:".
     skipped = run("dump", "--print-data", "--skip-record-metadata", log).stdout.splitlines()[3:]
     assert skipped == [r"| key: \x00\xffk\n payload: wert ✓\\ \t\u0085\xc3", "| key: ", " payload: plain"]
@@ -599,8 +670,9 @@ def test_dump_unreadable_batch_is_one_line_and_the_walk_goes_on(plain, tmp_path)
     bad = [line for line in lines if line.startswith("Skipping unreadable batch")]
     assert bad == [line for line in lines if str(spans[2][0]) in line and "position" in line and "Skipping" in line]
     assert len(bad) == 1
-    assert re.match(rf"Skipping unreadable batch at position: {spans[2][0]} size: {spans[2][1]} magic: 9 error: .*magic",
-                    bad[0])
+    assert re.match(
+        rf"Skipping unreadable batch at position: {spans[2][0]} size: {spans[2][1]} magic: 9 error: .*magic", bad[0]
+    )
     batch_lines = [line for line in lines if line.startswith("baseOffset:")]
     assert len(batch_lines) == len(spans) - 1  # every other batch is still there
 
@@ -655,8 +727,14 @@ def test_dump_index_files(plain, tmp_path):
     ]
     assert "Mismatches" not in proc.stderr
     as_json = [json.loads(line) for line in run("dump", "--json", txnindex).stdout.splitlines()]
-    assert as_json[0] == {"file": str(txnindex), "version": 0, "producer_id": 2000, "first_offset": 3,
-                          "last_offset": 8, "last_stable_offset": 3}
+    assert as_json[0] == {
+        "file": str(txnindex),
+        "version": 0,
+        "producer_id": 2000,
+        "first_offset": 3,
+        "last_offset": 8,
+        "last_stable_offset": 3,
+    }
 
 
 def test_dump_index_mismatch_and_partial_entry(plain, tmp_path):
@@ -691,16 +769,24 @@ def json_rows(stdout: str) -> list[dict]:
         def raw(text, enc):
             if text is None:
                 return None
-            return {"utf8": text.encode(), "hex": bytes.fromhex(text) if enc == "hex" else None,
-                    "base64": base64.b64decode(text) if enc == "base64" else None}[enc]
+            return {
+                "utf8": text.encode(),
+                "hex": bytes.fromhex(text) if enc == "hex" else None,
+                "base64": base64.b64decode(text) if enc == "base64" else None,
+            }[enc]
 
-        rows.append({
-            "key": raw(obj["key"], obj["key_encoding"]),
-            "value": raw(obj["value"], obj["value_encoding"]),
-            "topic": obj["topic"], "partition": obj["partition"], "offset": obj["offset"],
-            "timestamp": obj["timestamp"] * 1000, "timestampType": obj["timestamp_type"],
-            "headers": [{"key": h["key"], "value": raw(h["value"], h["value_encoding"])} for h in obj["headers"]],
-        })
+        rows.append(
+            {
+                "key": raw(obj["key"], obj["key_encoding"]),
+                "value": raw(obj["value"], obj["value_encoding"]),
+                "topic": obj["topic"],
+                "partition": obj["partition"],
+                "offset": obj["offset"],
+                "timestamp": obj["timestamp"] * 1000,
+                "timestampType": obj["timestamp_type"],
+                "headers": [{"key": h["key"], "value": raw(h["value"], h["value_encoding"])} for h in obj["headers"]],
+            }
+        )
     return rows
 
 
@@ -731,15 +817,31 @@ def test_dump_json_control_records_and_batches(plain):
     records = [json.loads(line) for line in run("dump", "--json", "--include-control", log).stdout.splitlines()]
     controls = [r for r in records if r["control"] is not None]
     assert [(r["offset"], r["control"]) for r in controls] == [
-        (5, {"type": "COMMIT", "coordinator_epoch": 11}), (8, {"type": "ABORT", "coordinator_epoch": 12}),
-        (9, {"type": "ABORT", "coordinator_epoch": 11})]
+        (5, {"type": "COMMIT", "coordinator_epoch": 11}),
+        (8, {"type": "ABORT", "coordinator_epoch": 12}),
+        (9, {"type": "ABORT", "coordinator_epoch": 11}),
+    ]
     batches = [json.loads(line) for line in run("dump", "--json", "--batches", log).stdout.splitlines()]
     refs = rc.reference_batches(log.read_bytes())
     assert len(batches) == len(refs)
     for got, ref in zip(batches, refs):
-        for name in ("position", "size_in_bytes", "magic", "base_offset", "last_offset", "crc", "compression",
-                     "is_transactional", "is_control", "producer_id", "producer_epoch", "base_sequence",
-                     "record_count", "max_timestamp", "partition_leader_epoch"):
+        for name in (
+            "position",
+            "size_in_bytes",
+            "magic",
+            "base_offset",
+            "last_offset",
+            "crc",
+            "compression",
+            "is_transactional",
+            "is_control",
+            "producer_id",
+            "producer_epoch",
+            "base_sequence",
+            "record_count",
+            "max_timestamp",
+            "partition_leader_epoch",
+        ):
             assert got[name] == ref[name], name
         assert got["crc_valid"] is True and got["error"] is None
         assert (got["control"] or {}).get("type") == (ref["control"] or {}).get("type")
@@ -783,9 +885,13 @@ def test_stats_json_counts(plain):
         assert s["codecs"] == {"none": len(refs)}
         assert s["magics"] == {str(refs[0]["magic"]): len(refs)}
         assert s["invalid_crc_batches"] == s["unreadable_batches"] == s["trailing_bytes"] == 0
-        payload = sum(len(r["key"] or b"") + len(r["value"] or b"") + sum(len(k.encode()) + len(v or b"")
-                                                                          for k, v in r["headers"])
-                      for b in data_batches for r in b["records"])
+        payload = sum(
+            len(r["key"] or b"")
+            + len(r["value"] or b"")
+            + sum(len(k.encode()) + len(v or b"") for k, v in r["headers"])
+            for b in data_batches
+            for r in b["records"]
+        )
         assert s["record_bytes"] == payload
         assert s["compression_ratio"] == pytest.approx(payload / len(data), abs=1e-4)
         times = [r["max_timestamp"] for r in refs if r["max_timestamp"] >= 0]
@@ -869,8 +975,11 @@ def test_convert_round_trip(plain, tmp_path, out_name):
     if got is not None:
         assert got.schema == kb.SCHEMA
         assert_same_list(table_rows(got), table_rows(want), out_name)
-    assert re.search(rf"converted {len(PLAIN_FOLDERS)} segments \(.*\) to {want.num_rows:,} records in {out}"
-                     r" .* MiB/s", proc.stderr), proc.stderr
+    assert re.search(
+        rf"converted {len(PLAIN_FOLDERS)} segments \(.*\) to {want.num_rows:,} records in {out}"
+        r" .* MiB/s",
+        proc.stderr,
+    ), proc.stderr
     assert not list(tmp_path.glob(".*partial*"))
 
 
@@ -882,9 +991,22 @@ def test_convert_parquet_with_duckdb(many, tmp_path):
     con = duckdb.connect()
     rows = con.execute(
         'select key, value, topic, "partition", "offset", epoch_us("timestamp"), "timestampType", headers '
-        "from read_parquet(?) order by \"offset\"", [str(out)]).fetchall()
-    got = [{"key": r[0], "value": r[1], "topic": r[2], "partition": r[3], "offset": r[4], "timestamp": r[5],
-            "timestampType": r[6], "headers": [{"key": h["key"], "value": h["value"]} for h in r[7]]} for r in rows]
+        'from read_parquet(?) order by "offset"',
+        [str(out)],
+    ).fetchall()
+    got = [
+        {
+            "key": r[0],
+            "value": r[1],
+            "topic": r[2],
+            "partition": r[3],
+            "offset": r[4],
+            "timestamp": r[5],
+            "timestampType": r[6],
+            "headers": [{"key": h["key"], "value": h["value"]} for h in r[7]],
+        }
+        for r in rows
+    ]
     assert_same_list(got, want, "duckdb")
     assert pq.ParquetFile(out).metadata.num_row_groups == -(-len(want) // 50)
 
@@ -906,15 +1028,19 @@ def test_convert_small_window_and_offsets(many, tmp_path):
     got = pq.read_table(out)
     assert got.column("offset").to_pylist() == list(range(10, 100))
     want = expected_table(many.parent, ["many-3"])
-    want = want.filter(pa.compute.and_(pa.compute.greater_equal(want["offset"], 10),
-                                       pa.compute.less(want["offset"], 100)))
+    want = want.filter(
+        pa.compute.and_(pa.compute.greater_equal(want["offset"], 10), pa.compute.less(want["offset"], 100))
+    )
     assert_same_list(table_rows(got), table_rows(want), "window")
 
 
 def test_convert_to_stdout_and_formats(plain):
     proc = run("convert", segment_path(plain, "v2-0"), "-", "--key-format", "hex", "--value-format", "base64")
     objs = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert {o["key_encoding"] for o in objs} <= {"hex", None} and {o["value_encoding"] for o in objs} <= {"base64", None}
+    assert {o["key_encoding"] for o in objs} <= {"hex", None} and {o["value_encoding"] for o in objs} <= {
+        "base64",
+        None,
+    }
     want = kb.read_segment(segment_path(plain, "v2-0"))
     assert_same_list(json_rows(proc.stdout), table_rows(want), "stdout")
     assert "converted 1 segment " in proc.stderr
@@ -944,7 +1070,9 @@ def test_convert_corrupt_input(plain, tmp_path):
     want = kb.decode(rc.flip_bit(data, spans[1][0] + spans[1][1] - 3), topic="bad", partition=0, on_error="skip")
     assert_same_list(table_rows(got), table_rows(want), "skip")
     nocrc = run("convert", tmp_path / "in", tmp_path / "nocrc.parquet", "--no-crc")
-    assert pq.read_table(tmp_path / "nocrc.parquet").num_rows == sum(r["record_count"] for r in rc.reference_batches(data))
+    assert pq.read_table(tmp_path / "nocrc.parquet").num_rows == sum(
+        r["record_count"] for r in rc.reference_batches(data)
+    )
     assert nocrc.returncode == 0
 
 
@@ -997,8 +1125,13 @@ def test_progress_bar_on_a_terminal(many, tmp_path):
     reader.start()
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120")
     env.pop("NO_COLOR", None)
-    proc = subprocess.run([KAFKABATCH, "convert", str(many), str(tmp_path / "t.parquet")], stdout=subprocess.PIPE,
-                          stderr=slave, env=env, timeout=300)
+    proc = subprocess.run(
+        [KAFKABATCH, "convert", str(many), str(tmp_path / "t.parquet")],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+        timeout=300,
+    )
     os.close(slave)
     reader.join(timeout=10)
     os.close(master)

@@ -74,8 +74,13 @@ def corrupt_middle(data: bytes) -> bytes:
 def buffers() -> dict[str, bytes]:
     bufs = {f"log-{s}": log(s) for s in range(4)}
     bufs["legacy-mixed"] = b"".join(
-        [legacy_set(0, "none", 50, 0), legacy_set(1, "gzip", 500, 50), legacy_set(1, "snappy", 500, 550),
-         legacy_set(1, "lz4", 300, 1050), v2_batch("zstd", 300, 1350, 9)]
+        [
+            legacy_set(0, "none", 50, 0),
+            legacy_set(1, "gzip", 500, 50),
+            legacy_set(1, "snappy", 500, 550),
+            legacy_set(1, "lz4", 300, 1050),
+            v2_batch("zstd", 300, 1350, 9),
+        ]
     )
     bufs["corrupt-and-truncated"] = corrupt_middle(log(7, batches=10)) + log(8, batches=1)[:100]
     return bufs
@@ -94,9 +99,12 @@ def decode(data: bytes, opts: dict):
 def same(a, b) -> bool:
     if isinstance(a, str) or isinstance(b, str):
         return a == b
-    return (a.table.equals(b.table) and (a.batches, a.records, a.end, a.trailing_bytes, a.skipped_bytes)
-            == (b.batches, b.records, b.end, b.trailing_bytes, b.skipped_bytes)
-            and [str(e) for e in a.skipped] == [str(e) for e in b.skipped])
+    return (
+        a.table.equals(b.table)
+        and (a.batches, a.records, a.end, a.trailing_bytes, a.skipped_bytes)
+        == (b.batches, b.records, b.end, b.trailing_bytes, b.skipped_bytes)
+        and [str(e) for e in a.skipped] == [str(e) for e in b.skipped]
+    )
 
 
 def test_threads_decoding_different_and_identical_buffers_match_sequential(buffers):
@@ -172,7 +180,7 @@ def big_log() -> bytes:
         pos = 0
         for k in range(3):
             (length,) = struct.unpack_from(">i", chunk, pos + 8)
-            chunk[pos:pos + 8] = struct.pack(">q", (i * 3 + k) * 2000)
+            chunk[pos : pos + 8] = struct.pack(">q", (i * 3 + k) * 2000)
             pos += 12 + length
         parts.append(bytes(chunk))
         size += len(chunk)
@@ -204,7 +212,9 @@ def test_parallel_decodes_from_many_threads_at_once(big_log):
     on their own thread, and every result matches a one-thread decode."""
     expected = kb.decode_report(big_log, topic="t", partition=0, threads=1, on_error="skip")
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda _: kb.decode_report(big_log, topic="t", partition=0, threads=2, on_error="skip"), range(8)))
+        results = list(
+            pool.map(lambda _: kb.decode_report(big_log, topic="t", partition=0, threads=2, on_error="skip"), range(8))
+        )
     assert all(same(r, expected) for r in results)
 
 

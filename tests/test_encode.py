@@ -23,11 +23,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+import realclients as rc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kafkabatch as kb
-import realclients as rc
 from kafkabatch._encode import MAX_TIMESTAMP_MS, control_batch, encode, write_segment
 
 READERS = ("kafka-python", "aiokafka")
@@ -55,14 +55,16 @@ def expected(records: list[dict], magic: int, *, base_offset: int = 0) -> list[d
     out = []
     for i, r in enumerate(records):
         ts = r.get("timestamp")
-        out.append({
-            "offset": base_offset + i,
-            "timestamp": -1 if magic == 0 or ts is None else ts,
-            "timestamp_type": -1 if magic == 0 else 0,
-            "key": r.get("key"),
-            "value": r["value"],
-            "headers": [tuple(h) for h in r.get("headers") or []],
-        })
+        out.append(
+            {
+                "offset": base_offset + i,
+                "timestamp": -1 if magic == 0 or ts is None else ts,
+                "timestamp_type": -1 if magic == 0 else 0,
+                "key": r.get("key"),
+                "value": r["value"],
+                "headers": [tuple(h) for h in r.get("headers") or []],
+            }
+        )
     return out
 
 
@@ -76,16 +78,20 @@ def table_rows(table: pa.Table) -> list[dict]:
     ts = pc.cast(table.column("timestamp"), pa.int64()).to_pylist()
     return [
         {"key": k, "value": v, "timestamp": t, "headers": [(h["key"], h["value"]) for h in hs]}
-        for k, v, t, hs in zip(table.column("key").to_pylist(), table.column("value").to_pylist(), ts,
-                               table.column("headers").to_pylist())
+        for k, v, t, hs in zip(
+            table.column("key").to_pylist(), table.column("value").to_pylist(), ts, table.column("headers").to_pylist()
+        )
     ]
 
 
 def input_rows(records: list[dict], magic: int) -> list[dict]:
     return [
-        {"key": r.get("key"), "value": r["value"],
-         "timestamp": -1000 if magic == 0 or r.get("timestamp") is None else r["timestamp"] * 1000,
-         "headers": [tuple(h) for h in r.get("headers") or []]}
+        {
+            "key": r.get("key"),
+            "value": r["value"],
+            "timestamp": -1000 if magic == 0 or r.get("timestamp") is None else r["timestamp"] * 1000,
+            "headers": [tuple(h) for h in r.get("headers") or []],
+        }
         for r in records
     ]
 
@@ -93,6 +99,7 @@ def input_rows(records: list[dict], magic: int) -> list[dict]:
 # --------------------------------------------------------------------------
 # other people's readers: every magic x codec
 # --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("cell", CELLS, ids=cell_id)
@@ -105,8 +112,14 @@ def test_other_readers_read_every_cell(cell, reader):
     skip_unreadable(reader, magic, codec)
     records = rc.dataset("mixed", magic)
     for per_batch in (None, 7):
-        data = encode(records, magic=magic, compression=codec, snappy_framing=framing, records_per_batch=per_batch,
-                      base_offset=100)
+        data = encode(
+            records,
+            magic=magic,
+            compression=codec,
+            snappy_framing=framing,
+            records_per_batch=per_batch,
+            base_offset=100,
+        )
         batches, got = reference_records(data, reader)
         rc_expected = expected(records, magic, base_offset=100)
         assert got == rc_expected, (reader, cell, per_batch)
@@ -147,15 +160,29 @@ def test_snappy_framing():
 # batch header fields
 # --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("reader", READERS)
 def test_idempotent_and_transactional_fields(reader):
     records = [{"key": b"k%d" % i, "value": b"v%d" % i, "timestamp": 1_700_000_000_000 + i} for i in range(10)]
-    data = encode(records, records_per_batch=3, producer_id=4242, producer_epoch=7, base_sequence=5,
-                  transactional=True, partition_leader_epoch=12, base_offset=1000, compression="lz4")
+    data = encode(
+        records,
+        records_per_batch=3,
+        producer_id=4242,
+        producer_epoch=7,
+        base_sequence=5,
+        transactional=True,
+        partition_leader_epoch=12,
+        base_offset=1000,
+        compression="lz4",
+    )
     batches, got = reference_records(data, reader)
     assert got == expected(records, 2, base_offset=1000)
     assert [(b["base_offset"], b["last_offset"], b["base_sequence"], b["record_count"]) for b in batches] == [
-        (1000, 1002, 5, 3), (1003, 1005, 8, 3), (1006, 1008, 11, 3), (1009, 1009, 14, 1)]
+        (1000, 1002, 5, 3),
+        (1003, 1005, 8, 3),
+        (1006, 1008, 11, 3),
+        (1009, 1009, 14, 1),
+    ]
     for b in batches:
         assert (b["producer_id"], b["producer_epoch"], b["is_transactional"], b["is_control"]) == (4242, 7, True, False)
         assert b["partition_leader_epoch"] == 12
@@ -163,8 +190,7 @@ def test_idempotent_and_transactional_fields(reader):
 
 
 def test_sequence_wraps_like_java():
-    data = encode([{"value": b"x"}] * 6, records_per_batch=3, producer_id=1, producer_epoch=0,
-                  base_sequence=2**31 - 2)
+    data = encode([{"value": b"x"}] * 6, records_per_batch=3, producer_id=1, producer_epoch=0, base_sequence=2**31 - 2)
     assert [b.base_sequence for b in kb.iter_batches(data)] == [2**31 - 2, 1]
 
 
@@ -179,8 +205,7 @@ def test_plain_producer_fields():
 def test_log_append_time(magic, codec, reader):
     records = [{"value": b"v%d" % i, "timestamp": 1_000 + i * 10} for i in range(5)]
     for append_time, want in ((1_700_000_000_123, 1_700_000_000_123), (None, 1_040)):
-        data = encode(records, magic=magic, compression=codec, timestamp_type="log_append",
-                      log_append_time=append_time)
+        data = encode(records, magic=magic, compression=codec, timestamp_type="log_append", log_append_time=append_time)
         batches, got = reference_records(data, reader)
         if magic == 1 and codec == "none" and append_time is None:
             want_ts = [r["timestamp"] for r in records]  # each message is its own batch
@@ -195,7 +220,7 @@ def test_log_append_time(magic, codec, reader):
 
 
 def test_log_append_time_as_datetime():
-    when = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
     data = encode([{"value": b"v", "timestamp": 5}], timestamp_type="log_append", log_append_time=when)
     assert next(iter(kb.iter_batches(data))).max_timestamp == 1_793_491_200_000
 
@@ -204,17 +229,38 @@ def test_log_append_time_as_datetime():
 # control batches
 # --------------------------------------------------------------------------
 
+
 def _transactions() -> tuple[bytes, list[bytes]]:
     """pid 7: 2 records committed; pid 8: 2 records aborted; interleaved with a plain batch."""
-    data = encode([{"value": b"c1"}, {"value": b"c2"}], producer_id=7, producer_epoch=1, base_sequence=0,
-                  transactional=True, base_offset=0)
-    data += encode([{"value": b"a1"}, {"value": b"a2"}], producer_id=8, producer_epoch=3, base_sequence=0,
-                   transactional=True, base_offset=2, compression="zstd")
+    data = encode(
+        [{"value": b"c1"}, {"value": b"c2"}],
+        producer_id=7,
+        producer_epoch=1,
+        base_sequence=0,
+        transactional=True,
+        base_offset=0,
+    )
+    data += encode(
+        [{"value": b"a1"}, {"value": b"a2"}],
+        producer_id=8,
+        producer_epoch=3,
+        base_sequence=0,
+        transactional=True,
+        base_offset=2,
+        compression="zstd",
+    )
     data += encode([{"value": b"plain"}], base_offset=4)
-    data += control_batch("commit", producer_id=7, producer_epoch=1, base_offset=5, coordinator_epoch=9,
-                          timestamp=1_700_000_000_000)
-    data += control_batch("abort", producer_id=8, producer_epoch=3, base_offset=6, coordinator_epoch=9,
-                          timestamp=dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc))
+    data += control_batch(
+        "commit", producer_id=7, producer_epoch=1, base_offset=5, coordinator_epoch=9, timestamp=1_700_000_000_000
+    )
+    data += control_batch(
+        "abort",
+        producer_id=8,
+        producer_epoch=3,
+        base_offset=6,
+        coordinator_epoch=9,
+        timestamp=dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC),
+    )
     return data, [b"c1", b"c2", b"plain"]
 
 
@@ -232,8 +278,17 @@ def test_control_batches_are_markers_to_kafka_python():
             (record,) = list(batch)
             assert type(record).__name__ == "ControlRecord"
             kind = "COMMIT" if record.commit else "ABORT" if record.abort else None
-            markers.append((batch.producer_id, batch.producer_epoch, kind, record.type, record.version, record.offset,
-                            struct.unpack(">hi", record.value)))
+            markers.append(
+                (
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    kind,
+                    record.type,
+                    record.version,
+                    record.offset,
+                    struct.unpack(">hi", record.value),
+                )
+            )
     assert markers == [(7, 1, "COMMIT", 1, 0, 5, (0, 9)), (8, 3, "ABORT", 0, 0, 6, (0, 9))]
 
 
@@ -253,7 +308,7 @@ def test_control_batches_read_committed(reader):
 
 
 def test_control_batch_defaults_and_checks():
-    before = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    before = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
     batch = next(iter(kb.iter_batches(control_batch("commit", 1, 0, 0))))
     assert batch.is_control and batch.partition_leader_epoch == -1 and batch.control.coordinator_epoch == 0
     assert before - 1000 <= batch.max_timestamp <= before + 60_000
@@ -278,15 +333,21 @@ def test_control_batch_defaults_and_checks():
 _big = st.builds(lambda n, b: bytes([b]) * n, st.integers(0, 200_000), st.integers(0, 255))
 _bytes = st.one_of(st.none(), st.binary(max_size=40), _big)
 _header = st.tuples(st.text(max_size=10), st.one_of(st.none(), st.binary(max_size=20)))
-_timestamp = st.one_of(st.just(-1), st.none(), st.integers(0, MAX_TIMESTAMP_MS), st.integers(1_700_000_000_000, 1_700_000_100_000))
+_timestamp = st.one_of(
+    st.just(-1), st.none(), st.integers(0, MAX_TIMESTAMP_MS), st.integers(1_700_000_000_000, 1_700_000_100_000)
+)
 
 
 def _records(magic: int):
     return st.lists(
-        st.fixed_dictionaries({
-            "key": _bytes, "value": _bytes, "timestamp": _timestamp,
-            "headers": st.lists(_header, max_size=4) if magic == 2 else st.just([]),
-        }),
+        st.fixed_dictionaries(
+            {
+                "key": _bytes,
+                "value": _bytes,
+                "timestamp": _timestamp,
+                "headers": st.lists(_header, max_size=4) if magic == 2 else st.just([]),
+            }
+        ),
         max_size=25,
     )
 
@@ -308,13 +369,16 @@ def test_decode_of_encode_is_identity(case):
     assert table_rows(table) == input_rows(records, magic)
     assert table.column("offset").to_pylist() == list(range(len(records)))
     # The same records as an Arrow table encode to the same bytes.
-    arrow = pa.table({
-        "key": pa.array([r["key"] for r in records], pa.binary()),
-        "value": pa.array([r["value"] for r in records], pa.binary()),
-        "timestamp": pa.array([r["timestamp"] for r in records], pa.int64()),
-        "headers": pa.array([[{"key": k, "value": v} for k, v in r["headers"]] for r in records],
-                            kb.SCHEMA.field("headers").type),
-    })
+    arrow = pa.table(
+        {
+            "key": pa.array([r["key"] for r in records], pa.binary()),
+            "value": pa.array([r["value"] for r in records], pa.binary()),
+            "timestamp": pa.array([r["timestamp"] for r in records], pa.int64()),
+            "headers": pa.array(
+                [[{"key": k, "value": v} for k, v in r["headers"]] for r in records], kb.SCHEMA.field("headers").type
+            ),
+        }
+    )
     assert encode(arrow, magic=magic, compression=codec, records_per_batch=per_batch) == data
     # and a decoded table re-encodes to the same bytes
     assert encode(table, magic=magic, compression=codec, records_per_batch=per_batch) == data
@@ -325,7 +389,9 @@ def test_decode_of_encode_is_identity(case):
 def test_offsets_and_batches(records, base_offset, per_batch):
     data = encode(records, base_offset=base_offset, records_per_batch=per_batch)
     batches = list(kb.iter_batches(data))
-    assert [b.record_count for b in batches] == [min(per_batch, len(records) - i) for i in range(0, len(records), per_batch)]
+    assert [b.record_count for b in batches] == [
+        min(per_batch, len(records) - i) for i in range(0, len(records), per_batch)
+    ]
     assert kb.decode(data).column("offset").to_pylist() == list(range(base_offset, base_offset + len(records)))
     assert kb.valid_bytes(data) == len(data)
 
@@ -333,6 +399,7 @@ def test_offsets_and_batches(records, base_offset, per_batch):
 # --------------------------------------------------------------------------
 # input forms
 # --------------------------------------------------------------------------
+
 
 def _sample_dicts() -> list[dict]:
     return [
@@ -358,22 +425,34 @@ def test_polars_input():
     table = kb.decode(encode(_sample_dicts()))
     df = pl.from_arrow(table)
     assert encode(df) == encode(_sample_dicts())
-    strings = pl.DataFrame({
-        "key": ["a", None], "value": ["héllo", ""],
-        "timestamp": [dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 2)],
-        "headers": [[{"key": "k", "value": b"v"}], []],
-    })
+    strings = pl.DataFrame(
+        {
+            "key": ["a", None],
+            "value": ["héllo", ""],
+            "timestamp": [dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 2)],
+            "headers": [[{"key": "k", "value": b"v"}], []],
+        }
+    )
     decoded = kb.decode(encode(strings))
     assert decoded.column("value").to_pylist() == ["héllo".encode(), b""]
     assert decoded.column("key").to_pylist() == [b"a", None]
-    assert pc.cast(decoded.column("timestamp"), pa.int64()).to_pylist() == [1_704_067_200_000_000, 1_704_153_600_000_000]
+    assert pc.cast(decoded.column("timestamp"), pa.int64()).to_pylist() == [
+        1_704_067_200_000_000,
+        1_704_153_600_000_000,
+    ]
     assert decoded.column("headers").to_pylist() == [[{"key": "k", "value": b"v"}], []]
 
 
-@pytest.mark.parametrize("unit,raw,want_ms", [("s", 1_700_000_000, 1_700_000_000_000), ("ms", 1_700_000_000_123, 1_700_000_000_123),
-                                               ("us", 1_700_000_000_123_999, 1_700_000_000_123),
-                                               ("ns", 1_700_000_000_123_999_999, 1_700_000_000_123),
-                                               ("us", -1_000, -1)])
+@pytest.mark.parametrize(
+    "unit,raw,want_ms",
+    [
+        ("s", 1_700_000_000, 1_700_000_000_000),
+        ("ms", 1_700_000_000_123, 1_700_000_000_123),
+        ("us", 1_700_000_000_123_999, 1_700_000_000_123),
+        ("ns", 1_700_000_000_123_999_999, 1_700_000_000_123),
+        ("us", -1_000, -1),
+    ],
+)
 @pytest.mark.parametrize("tz", [None, "UTC", "Europe/Berlin"])
 def test_timestamp_units(unit, raw, want_ms, tz):
     table = pa.table({"value": [b"v"], "timestamp": pa.array([raw], pa.timestamp(unit, tz=tz))})
@@ -381,14 +460,18 @@ def test_timestamp_units(unit, raw, want_ms, tz):
 
 
 def test_other_column_types():
-    table = pa.table({
-        "key": pa.array(["k1", None, "k3"], pa.large_string()),
-        "value": pa.array(["a", "b", "c"]).dictionary_encode(),
-        "timestamp": pa.array([1, None, 3], pa.int32()),
-        "headers": pa.array([[{"key": "h", "value": "text"}], None, []],
-                            pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),
-        "partition": pa.array([1, 2, 3]),
-    })
+    table = pa.table(
+        {
+            "key": pa.array(["k1", None, "k3"], pa.large_string()),
+            "value": pa.array(["a", "b", "c"]).dictionary_encode(),
+            "timestamp": pa.array([1, None, 3], pa.int32()),
+            "headers": pa.array(
+                [[{"key": "h", "value": "text"}], None, []],
+                pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())])),
+            ),
+            "partition": pa.array([1, 2, 3]),
+        }
+    )
     got = table_rows(kb.decode(encode(table)))
     assert got == [
         {"key": b"k1", "value": b"a", "timestamp": 1000, "headers": [("h", b"text")]},
@@ -463,14 +546,31 @@ BAD_RECORDS = [
     (pa.table({"value": [b"v"], "timestamp": [1.5]}), TypeError, "column 'timestamp'"),
     (pa.table({"value": [b"v"], "timestamp": ["2024-01-01"]}), TypeError, "column 'timestamp'"),
     (pa.table({"value": [b"v"], "headers": [[1, 2]]}), TypeError, "column 'headers'"),
-    (pa.table({"value": [b"v"], "headers": pa.array([[{"key": b"k", "value": b"v"}]])}), TypeError, "header keys must be strings"),
-    (pa.table({"value": [b"v"], "headers": pa.array([[{"key": None, "value": b"v"}]],
-                                                     pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))}),
-     ValueError, "null key"),
+    (
+        pa.table({"value": [b"v"], "headers": pa.array([[{"key": b"k", "value": b"v"}]])}),
+        TypeError,
+        "header keys must be strings",
+    ),
+    (
+        pa.table(
+            {
+                "value": [b"v"],
+                "headers": pa.array(
+                    [[{"key": None, "value": b"v"}]],
+                    pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
+                ),
+            }
+        ),
+        ValueError,
+        "null key",
+    ),
     (pa.table({"key": [b"v"]}), ValueError, "'value' column"),
     (pa.table({"value": [b"v"], "timestamp": pa.array([-2], pa.int64())}), ValueError, "record 0: column 'timestamp'"),
-    (pa.table({"value": [b"v", b"w"], "timestamp": pa.array([5, MAX_TIMESTAMP_MS + 1], pa.int64())}), ValueError,
-     "record 1: column 'timestamp'"),
+    (
+        pa.table({"value": [b"v", b"w"], "timestamp": pa.array([5, MAX_TIMESTAMP_MS + 1], pa.int64())}),
+        ValueError,
+        "record 1: column 'timestamp'",
+    ),
     (pa.table({"value": [b"v"], "timestamp": pa.array([2**63], pa.uint64())}), ValueError, "timestamp"),
     ([{"value": b"v"}, {"key": b"k"}], ValueError, "record 1 has no 'value'"),
     ([{"value": b"v", "headers": [(b"k", b"v")]}], TypeError, "header keys must be str"),
@@ -503,8 +603,9 @@ def test_headers_need_magic_2(magic):
 
 
 def test_timestamps_per_magic():
-    assert kb.decode(encode([{"value": b"v", "timestamp": -1}], magic=1)).column("timestamp").to_pylist()[0] == \
-        dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone.utc)
+    assert kb.decode(encode([{"value": b"v", "timestamp": -1}], magic=1)).column("timestamp").to_pylist()[
+        0
+    ] == dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=dt.UTC)
     for magic in (1, 2):
         with pytest.raises(ValueError, match=f"magic {magic}"):
             encode([{"value": b"v", "timestamp": -2}], magic=magic)
@@ -516,6 +617,7 @@ def test_timestamps_per_magic():
 # --------------------------------------------------------------------------
 # write_segment
 # --------------------------------------------------------------------------
+
 
 def test_write_segment_writes_and_reads_back(tmp_path):
     path = tmp_path / "logs" / "orders-2" / "00000000000000000100.log"
@@ -558,13 +660,19 @@ def test_sliced_tables():
     dicts = _sample_dicts() * 3
     table = kb.decode(encode(dicts))
     for start, length in ((1, 4), (4, 5), (8, 1)):
-        assert encode(table.slice(start, length)) == encode(dicts[start:start + length])
-    sliced = pa.table({"value": pa.array([b"a", b"b", b"c"], pa.large_binary()).slice(1),
-                       "headers": pa.array([[{"key": "x", "value": b"1"}], [], [{"key": "y", "value": None}]],
-                                           kb.SCHEMA.field("headers").type).slice(1)})
+        assert encode(table.slice(start, length)) == encode(dicts[start : start + length])
+    sliced = pa.table(
+        {
+            "value": pa.array([b"a", b"b", b"c"], pa.large_binary()).slice(1),
+            "headers": pa.array(
+                [[{"key": "x", "value": b"1"}], [], [{"key": "y", "value": None}]], kb.SCHEMA.field("headers").type
+            ).slice(1),
+        }
+    )
     assert table_rows(kb.decode(encode(sliced))) == [
         {"key": None, "value": b"b", "timestamp": -1000, "headers": []},
-        {"key": None, "value": b"c", "timestamp": -1000, "headers": [("y", None)]}]
+        {"key": None, "value": b"c", "timestamp": -1000, "headers": [("y", None)]},
+    ]
 
 
 @pytest.mark.parametrize("magic,codec", [(2, "none"), (2, "lz4"), (1, "gzip")])
@@ -578,5 +686,13 @@ def test_max_batch_bytes(magic, codec):
         assert all(b.size_in_bytes <= 1024 for b in batches)
     assert kb.decode(data).column("key").to_pylist() == [r["key"] for r in records]
     # records_per_batch wins over max_batch_bytes
-    assert len(list(kb.iter_batches(encode(records, magic=magic, compression=codec, max_batch_bytes=1024,
-                                           records_per_batch=50)))) == 2
+    assert (
+        len(
+            list(
+                kb.iter_batches(
+                    encode(records, magic=magic, compression=codec, max_batch_bytes=1024, records_per_batch=50)
+                )
+            )
+        )
+        == 2
+    )

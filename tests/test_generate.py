@@ -18,9 +18,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+import realclients as rc
 
 import kafkabatch as kb
-import realclients as rc
 from kafkabatch.generate import DEFAULT_CODECS, START_TIMESTAMP, GenerateSummary, TopicSpec, generate
 from kafkabatch.index import read_offset_index, read_time_index, read_txn_index
 
@@ -60,11 +60,21 @@ def mixed(tmp_path_factory) -> tuple[Path, GenerateSummary]:
 # layout and index files
 # --------------------------------------------------------------------------
 
+
 def test_folder_layout(plain):
     root, summary = plain
     folders = sorted(p.name for p in root.iterdir())
-    assert folders == ["audit-legacy-0", "clicks-0", "clicks-1", "customers-0", "orders-0", "orders-1", "orders-2",
-                       "payments-0", "payments-1"]
+    assert folders == [
+        "audit-legacy-0",
+        "clicks-0",
+        "clicks-1",
+        "customers-0",
+        "orders-0",
+        "orders-1",
+        "orders-2",
+        "payments-0",
+        "payments-1",
+    ]
     assert summary.folder == root
     for folder in root.iterdir():
         names = sorted(p.name for p in folder.iterdir())
@@ -84,8 +94,8 @@ def test_folder_layout(plain):
             # crossed the limit, then only transactional batches and markers.
             crossed = [i for i, b in enumerate(batches) if b.position + b.size_in_bytes > 150_000]
             if crossed:
-                assert all(b.is_transactional for b in batches[crossed[0] + 1:]), log
-                assert any(b.is_transactional for b in batches[:crossed[0] + 1]), log
+                assert all(b.is_transactional for b in batches[crossed[0] + 1 :]), log
+                assert any(b.is_transactional for b in batches[: crossed[0] + 1]), log
         for name in names:
             assert name == "leader-epoch-checkpoint" or SEGMENT_NAME.match(name), name
     assert summary.segments == len(all_segments(root))
@@ -144,7 +154,9 @@ def test_index_files_follow_kafka(plain):
             if lso <= last:  # the last stable offset: another transaction, still open at the abort, began there
                 other = next(b for b in batches if b.base_offset == lso)
                 assert other.is_transactional and not other.is_control and other.producer_id != pid
-                end = next(b for b in batches if b.is_control and b.producer_id == other.producer_id and b.base_offset > lso)
+                end = next(
+                    b for b in batches if b.is_control and b.producer_id == other.producer_id and b.base_offset > lso
+                )
                 assert end.base_offset > last
         assert read_txn_index(txn_path).column("first_offset").to_pylist() == [t[2] for t in txns]
         checked["aborted transactions"] += len(txns)
@@ -154,6 +166,7 @@ def test_index_files_follow_kafka(plain):
 # --------------------------------------------------------------------------
 # reading it all back
 # --------------------------------------------------------------------------
+
 
 def _check_counts(root: Path, summary: GenerateSummary) -> None:
     records = Counter()
@@ -195,7 +208,9 @@ def test_mixed_codecs(mixed):
         data_batches = [b for b in kb.iter_batches(log.read_bytes()) if not b.is_control]
         assert {b.compression for b in data_batches} == {DEFAULT_CODECS[topic]}
         assert {b.magic for b in data_batches} == ({1} if topic == "audit-legacy" else {2})
-    print(f"\nmixed codecs: {summary.bytes_written / 1e6:.1f} MB in {summary.elapsed:.2f} s, {summary.mb_per_s:.0f} MB/s")
+    print(
+        f"\nmixed codecs: {summary.bytes_written / 1e6:.1f} MB in {summary.elapsed:.2f} s, {summary.mb_per_s:.0f} MB/s"
+    )
 
 
 def test_read_committed_hides_exactly_the_aborted_records(plain):
@@ -252,7 +267,9 @@ def test_the_data_looks_real(plain):
     assert summary.topics["customers"].tombstones > 0 and summary.topics["customers"].null_keys == 0
     assert summary.topics["clicks"].null_keys > 0 and summary.topics["clicks"].tombstones == 0
     for name in ("orders", "clicks", "payments", "customers"):
-        assert producers[(name, True, False)] and producers[(name, True, True)] and producers[(name, False, False)], name
+        assert producers[(name, True, False)] and producers[(name, True, True)] and producers[(name, False, False)], (
+            name
+        )
     assert summary.topics["audit-legacy"].magic == 1 and producers[("audit-legacy", False, False)]
 
 
@@ -278,14 +295,16 @@ def test_kafka_python_reads_the_segments(plain):
         assert all(b["crc_ok"] for b in batches)
         theirs = [(r["offset"], r["key"], r["value"]) for b in batches if not b["is_control"] for r in b["records"]]
         table = kb.decode(data)
-        ours = list(zip(table.column("offset").to_pylist(), table.column("key").to_pylist(),
-                        table.column("value").to_pylist()))
+        ours = list(
+            zip(table.column("offset").to_pylist(), table.column("key").to_pylist(), table.column("value").to_pylist())
+        )
         assert theirs == ours
 
 
 # --------------------------------------------------------------------------
 # arguments, determinism, progress
 # --------------------------------------------------------------------------
+
 
 def _same_tree(a: Path, b: Path) -> bool:
     files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
@@ -315,9 +334,14 @@ def test_cli_signature_and_overwrite(tmp_path):
 def test_topics_codecs_and_progress(tmp_path):
     seen = []
     summary = generate(
-        tmp_path / "t", size="2MB", progress=lambda done, total: seen.append((done, total)),
-        topics={"events": 2, "legacy": {"partitions": 1, "magic": 0, "kind": "audit"},
-                "shop": TopicSpec("ignored", partitions=1, kind="orders", transactional_producers=0)},
+        tmp_path / "t",
+        size="2MB",
+        progress=lambda done, total: seen.append((done, total)),
+        topics={
+            "events": 2,
+            "legacy": {"partitions": 1, "magic": 0, "kind": "audit"},
+            "shop": TopicSpec("ignored", partitions=1, kind="orders", transactional_producers=0),
+        },
         codecs={"events": "zstd", "legacy": "lz4"},
     )
     assert sorted(summary.topics) == ["events", "legacy", "shop"]
@@ -331,18 +355,21 @@ def test_topics_codecs_and_progress(tmp_path):
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["events-0", "events-1", "legacy-0", "shop-0"]
 
 
-@pytest.mark.parametrize("kwargs,error,match", [
-    ({"size": "lots"}, ValueError, "size"),
-    ({"size": -1}, ValueError, "size"),
-    ({"codecs": "zstd"}, ValueError, "audit-legacy.*zstd needs magic 2"),
-    ({"codecs": "brotli"}, ValueError, "unknown codec"),
-    ({"topics": {"a": 0}}, ValueError, "partitions"),
-    ({"topics": [TopicSpec("a", magic=1, transactional_producers=1)]}, ValueError, "transactions need magic 2"),
-    ({"topics": [TopicSpec("a", kind="weather")]}, ValueError, "unknown kind"),
-    ({"topics": ["a", "a"]}, ValueError, "twice"),
-    ({"segment_bytes": 0}, ValueError, "segment_bytes"),
-    ({"threads": 0}, ValueError, "threads"),
-])
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        ({"size": "lots"}, ValueError, "size"),
+        ({"size": -1}, ValueError, "size"),
+        ({"codecs": "zstd"}, ValueError, "audit-legacy.*zstd needs magic 2"),
+        ({"codecs": "brotli"}, ValueError, "unknown codec"),
+        ({"topics": {"a": 0}}, ValueError, "partitions"),
+        ({"topics": [TopicSpec("a", magic=1, transactional_producers=1)]}, ValueError, "transactions need magic 2"),
+        ({"topics": [TopicSpec("a", kind="weather")]}, ValueError, "unknown kind"),
+        ({"topics": ["a", "a"]}, ValueError, "twice"),
+        ({"segment_bytes": 0}, ValueError, "segment_bytes"),
+        ({"threads": 0}, ValueError, "threads"),
+    ],
+)
 def test_bad_arguments(tmp_path, kwargs, error, match):
     with pytest.raises(error, match=match):
         generate(tmp_path / "bad", **kwargs)
@@ -353,7 +380,9 @@ def test_speed(tmp_path):
     """Prints MB/s of .log output (not asserted: the machine is shared)."""
     none = generate(tmp_path / "none", size="64MB", codecs="none", progress=False)
     mixed = generate(tmp_path / "mixed", size="16MB", progress=False)
-    print(f"\ngenerate codec none: {none.bytes_written / 1e6:.0f} MB in {none.elapsed:.2f} s = {none.mb_per_s:.0f} MB/s"
-          f"\ngenerate mixed codecs: {mixed.bytes_written / 1e6:.0f} MB in {mixed.elapsed:.2f} s = "
-          f"{mixed.mb_per_s:.0f} MB/s ({mixed.records:,} records)")
+    print(
+        f"\ngenerate codec none: {none.bytes_written / 1e6:.0f} MB in {none.elapsed:.2f} s = {none.mb_per_s:.0f} MB/s"
+        f"\ngenerate mixed codecs: {mixed.bytes_written / 1e6:.0f} MB in {mixed.elapsed:.2f} s = "
+        f"{mixed.mb_per_s:.0f} MB/s ({mixed.records:,} records)"
+    )
     assert none.segments >= 9 and none.records > 0

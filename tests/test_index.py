@@ -19,6 +19,7 @@ import warnings
 
 import pyarrow as pa
 import pytest
+import realclients as rc
 
 import kafkabatch as kb
 from kafkabatch.index import (
@@ -28,8 +29,6 @@ from kafkabatch.index import (
     read_time_index,
     read_txn_index,
 )
-
-import realclients as rc
 
 BASE = 1_000_000
 
@@ -88,8 +87,10 @@ def test_offset_index_first_entry_may_be_relative_zero(tmp_path):
     # (base offset -> position 0) is a real entry; only later zeros are the tail.
     data = offset_entries((0, 0), (40, 4096)) + bytes(8 * 4)
     t = read_offset_index(write(tmp_path, seg(".index"), data))
-    assert t.to_pylist() == [{"relative_offset": 0, "offset": BASE, "position": 0},
-                             {"relative_offset": 40, "offset": BASE + 40, "position": 4096}]
+    assert t.to_pylist() == [
+        {"relative_offset": 0, "offset": BASE, "position": 0},
+        {"relative_offset": 40, "offset": BASE + 40, "position": 4096},
+    ]
 
 
 def test_offset_index_all_zero_file_is_one_entry_like_kafka(tmp_path):
@@ -202,8 +203,7 @@ TXN_COLUMNS = ["version", "producer_id", "first_offset", "last_offset", "last_st
 
 
 def test_txn_index_columns_and_values(tmp_path):
-    entries = [(0, 2000, 3, 8, 3), (0, 1000, 6, 9, 6), (1, -1, 2**62, 2**63 - 1, -(2**63)),
-               (-1, 2**63 - 1, 0, 0, 0)]
+    entries = [(0, 2000, 3, 8, 3), (0, 1000, 6, 9, 6), (1, -1, 2**62, 2**63 - 1, -(2**63)), (-1, 2**63 - 1, 0, 0, 0)]
     t = read_txn_index(write(tmp_path, seg(".txnindex"), txn_entries(*entries)))
     assert t.schema == pa.schema([("version", pa.int16())] + [(c, pa.int64()) for c in TXN_COLUMNS[1:]])
     assert t.to_pylist() == [dict(zip(TXN_COLUMNS, e)) for e in entries]
@@ -235,15 +235,20 @@ def test_txn_index_table_is_an_aborted_list_for_decode(tmp_path):
 
     def txn(start: int, n: int, seq: int) -> bytes:
         recs = [{"key": b"k%d" % i, "value": b"v%d" % i, "timestamp": rc.BASE_TS + start + i} for i in range(n)]
-        return rc.encode_v2_batch(recs, base_offset=start, attributes=rc.ATTR_TRANSACTIONAL,
-                                  producer_id=p, producer_epoch=0, base_sequence=seq)
+        return rc.encode_v2_batch(
+            recs,
+            base_offset=start,
+            attributes=rc.ATTR_TRANSACTIONAL,
+            producer_id=p,
+            producer_epoch=0,
+            base_sequence=seq,
+        )
 
     data = txn(0, 2, 0) + rc.control_batch("ABORT", base_offset=2, producer_id=p) + txn(3, 2, 2)
     index = write(tmp_path, seg(".txnindex", 0), txn_entries((0, p, 0, 2, 0)))
     aborted = read_txn_index(index)
     try:
-        got = kb.decode(data, isolation="read_committed", aborted_transactions=aborted,
-                        hide_open_transactions=False)
+        got = kb.decode(data, isolation="read_committed", aborted_transactions=aborted, hide_open_transactions=False)
     except (NotImplementedError, TypeError) as e:  # read_committed not in this build yet
         pytest.skip(f"read_committed unavailable: {e}")
     assert got.column("offset").to_pylist() == [3, 4]

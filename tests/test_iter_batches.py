@@ -10,12 +10,12 @@ max_timestamp the wrapper timestamp (-1 for v0).
 
 from __future__ import annotations
 
-import kafkabatch as kb
 import pytest
-
 import realclients as rc
 from compare import assert_same_list, batch_view, expected_batch_view, record_view
 from golden_params import CLEAN_NAMES, CONTROL_NAMES, fixture_params
+
+import kafkabatch as kb
 
 
 def batches_of(data, **kw):
@@ -53,8 +53,10 @@ def test_legacy_batch_defaults(golden, name):
             assert all(r.timestamp == -1 and r.timestamp_type == -1 for r in b.records())
 
 
-@pytest.mark.parametrize("name", fixture_params([n for n in CLEAN_NAMES if n.endswith("-10k") and "-v0-none" not in n
-                                                  and "-v1-none" not in n]))
+@pytest.mark.parametrize(
+    "name",
+    fixture_params([n for n in CLEAN_NAMES if n.endswith("-10k") and "-v0-none" not in n and "-v1-none" not in n]),
+)
 def test_ten_thousand_record_batch(golden, name):
     (b,) = batches_of(golden(name).data)
     assert b.record_count == 10_000
@@ -94,7 +96,7 @@ def test_log_append_time_batches(golden, name):
 def test_multibatch_offsets_and_leader_epoch(golden, name):
     fx = golden(name)
     got = batches_of(fx.data)
-    assert got[0].base_offset == 10 ** 12
+    assert got[0].base_offset == 10**12
     for prev, nxt in zip(got, got[1:]):
         assert nxt.base_offset == prev.last_offset + 1
     if fx.magic == 2:
@@ -105,8 +107,9 @@ def test_hand_built_control_batches(golden):
     fx = golden("hand-built-transactions")
     got = batches_of(fx.data)
     controls = [b for b in got if b.is_control]
-    assert [(b.base_offset, b.control.type, b.control.version, b.control.coordinator_epoch, b.producer_id)
-            for b in controls] == [(5, "COMMIT", 0, 11, 1000), (8, "ABORT", 0, 12, 2000), (9, "ABORT", 0, 11, 1000)]
+    assert [
+        (b.base_offset, b.control.type, b.control.version, b.control.coordinator_epoch, b.producer_id) for b in controls
+    ] == [(5, "COMMIT", 0, 11, 1000), (8, "ABORT", 0, 12, 2000), (9, "ABORT", 0, 11, 1000)]
     for b in controls:
         assert b.is_transactional and b.record_count == 1 and b.base_sequence == -1
         assert b.attributes & (rc.ATTR_CONTROL | rc.ATTR_TRANSACTIONAL) == rc.ATTR_CONTROL | rc.ATTR_TRANSACTIONAL
@@ -153,8 +156,11 @@ def test_mixed_magic_batches(golden):
 
 
 def test_crc_is_unsigned(golden):
-    crcs = [b.crc for n in ("kafka-python-v2-none-multibatch", "kafka-python-v1-none-mixed")
-            for b in batches_of(golden(n).data)]
+    crcs = [
+        b.crc
+        for n in ("kafka-python-v2-none-multibatch", "kafka-python-v1-none-mixed")
+        for b in batches_of(golden(n).data)
+    ]
     assert all(0 <= c <= 0xFFFFFFFF for c in crcs)
     assert any(c >= 0x80000000 for c in crcs)
 
@@ -166,7 +172,9 @@ def test_compacted_log(golden, name):
     fx = golden(name)
     got = batches_of(fx.data)
     recs = [record_view(r) for b in got for r in b.records()]
-    assert [r["offset"] for r in recs] == [100 + d for d in rc.COMPACTED_DELTAS] + [300 + d for d in rc.COMPACTED_DELTAS]
+    assert [r["offset"] for r in recs] == [100 + d for d in rc.COMPACTED_DELTAS] + [
+        300 + d for d in rc.COMPACTED_DELTAS
+    ]
     if fx.magic == 2:
         first, empty, last = got
         assert (first.base_offset, first.last_offset) == (100, 100 + rc.COMPACTED_DELTAS[-1] + 5)

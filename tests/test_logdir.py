@@ -29,17 +29,20 @@ CODEC_ID = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 # building log folders
 # --------------------------------------------------------------------------
 
+
 def _records(topic: str, partition: int, start: int, n: int, *, jitter: bool = False) -> list[dict]:
     out = []
     for i in range(n):
         off = start + i
         ts = BASE_TS + 1000 * off + (-2500 if jitter and i % 4 == 3 else 0)  # some out of order
-        out.append({
-            "key": None if off % 7 == 0 else f"{topic}-{partition}-key-{off}".encode(),
-            "value": None if off % 11 == 5 else (f"value {off} " * (1 + off % 5)).encode(),
-            "headers": [("n", str(off).encode()), ("empty", None)] if off % 3 == 0 else [],
-            "timestamp": ts,
-        })
+        out.append(
+            {
+                "key": None if off % 7 == 0 else f"{topic}-{partition}-key-{off}".encode(),
+                "value": None if off % 11 == 5 else (f"value {off} " * (1 + off % 5)).encode(),
+                "headers": [("n", str(off).encode()), ("empty", None)] if off % 3 == 0 else [],
+                "timestamp": ts,
+            }
+        )
     return out
 
 
@@ -103,9 +106,11 @@ def build_log(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     # orders-0: three segments, 10-record batches: kafka-python none/gzip/snappy,
     # aiokafka lz4/zstd/none, kafka-python zstd (+ an empty active segment).
-    plan = [[("kp", "none"), ("kp", "gzip"), ("kp", "snappy")],
-            [("aio", "lz4"), ("aio", "zstd"), ("aio", "none")],
-            [("kp", "zstd")]]
+    plan = [
+        [("kp", "none"), ("kp", "gzip"), ("kp", "snappy")],
+        [("aio", "lz4"), ("aio", "zstd"), ("aio", "none")],
+        [("kp", "zstd")],
+    ]
     offset = 0
     for segment in plan:
         base = offset
@@ -118,8 +123,12 @@ def build_log(root: Path) -> Path:
     write_segment(root, "orders-0", offset, b"")
     # orders-1: one segment of two zstd batches, starting at offset 1000 (retention).
     recs = _records("orders", 1, 1000, 40)
-    write_segment(root, "orders-1", 1000, aiokafka_batch(codec("zstd"), 1000, recs[:25])
-                  + kafka_python_batch(codec("gzip"), 1025, recs[25:]))
+    write_segment(
+        root,
+        "orders-1",
+        1000,
+        aiokafka_batch(codec("zstd"), 1000, recs[:25]) + kafka_python_batch(codec("gzip"), 1025, recs[25:]),
+    )
     # payments-0: legacy v1 messages, then v2 after an upgrade.
     legacy = kafka_python_batch("none", 0, _records("payments", 0, 0, 5), magic=1)
     write_segment(root, "payments-0", 0, legacy + kafka_python_batch(codec("lz4"), 5, _records("payments", 0, 5, 15)))
@@ -141,8 +150,10 @@ def build_log(root: Path) -> Path:
 
 def expected_table(root: Path, **options) -> pa.Table:
     """kb.decode of every segment, whole, in topic/partition/offset order."""
-    tables = [kb.decode(Path(s.path).read_bytes(), topic=s.topic, partition=s.partition, **options)
-              for s in list_segments(root)]
+    tables = [
+        kb.decode(Path(s.path).read_bytes(), topic=s.topic, partition=s.partition, **options)
+        for s in list_segments(root)
+    ]
     return pa.concat_tables(tables) if tables else kb.SCHEMA.empty_table()
 
 
@@ -171,11 +182,17 @@ def test_codecs_available():
 # list_segments
 # --------------------------------------------------------------------------
 
+
 def test_list_log_dir(log):
     segs = list_segments(log)
     assert [(s.topic, s.partition, s.base_offset) for s in segs] == [
-        ("orders", 0, 0), ("orders", 0, 30), ("orders", 0, 60), ("orders", 0, 70),
-        ("orders", 1, 1000), ("payments", 0, 0)]
+        ("orders", 0, 0),
+        ("orders", 0, 30),
+        ("orders", 0, 60),
+        ("orders", 0, 70),
+        ("orders", 1, 1000),
+        ("payments", 0, 0),
+    ]
     assert all(isinstance(s, Segment) and s.size == os.path.getsize(s.path) for s in segs)
     assert segs[3].size == 0
     assert Path(segs[0].path) == log / "orders-0" / f"{0:020d}.log"
@@ -235,7 +252,8 @@ def test_remote_listing_through_pyarrow_fs(log, monkeypatch):
     remote = list_segments(uri)
     plain = list_segments(log)
     assert [(s.topic, s.partition, s.base_offset, s.size) for s in remote] == [
-        (s.topic, s.partition, s.base_offset, s.size) for s in plain]
+        (s.topic, s.partition, s.base_offset, s.size) for s in plain
+    ]
     assert remote[0].path == f"mock://{(log / 'orders-0' / f'{0:020d}.log').as_posix()}"
     assert len(list_segments(f"mock://{log.as_posix()}/orders-*")) == 5
     with pytest.raises(FileNotFoundError):
@@ -248,6 +266,7 @@ def test_remote_listing_through_pyarrow_fs(log, monkeypatch):
 # --------------------------------------------------------------------------
 # scan_log
 # --------------------------------------------------------------------------
+
 
 def test_scan_log_equals_decode(log):
     reader = scan_log(log)
@@ -296,11 +315,15 @@ def test_scan_log_offset_bounds(log, chunk):
     got = scan_log(log, start_offset=15, end_offset=1010, max_chunk_bytes=chunk).read_all()
     assert rows_of(got) == rows_of(_filter(full, 15, 1010))
     # per topic-partition bounds, Spark-JSON shaped
-    got = scan_log(log, start_offset={"orders": {"0": 35, 1: 1030}}, end_offset={("orders", 0): 61},
-                   max_chunk_bytes=chunk).read_all()
+    got = scan_log(
+        log, start_offset={"orders": {"0": 35, 1: 1030}}, end_offset={("orders", 0): 61}, max_chunk_bytes=chunk
+    ).read_all()
     o = full.to_pandas()
-    mask = ((o.topic == "orders") & (o.partition == 0) & (o.offset >= 35) & (o.offset < 61)) | (
-        (o.topic == "orders") & (o.partition == 1) & (o.offset >= 1030)) | (o.topic == "payments")
+    mask = (
+        ((o.topic == "orders") & (o.partition == 0) & (o.offset >= 35) & (o.offset < 61))
+        | ((o.topic == "orders") & (o.partition == 1) & (o.offset >= 1030))
+        | (o.topic == "payments")
+    )
     assert rows_of(got) == rows_of(full.filter(pa.array(mask.to_numpy())))
     assert scan_log(log, start_offset=10, end_offset=10).read_all().num_rows == 0
 
@@ -352,6 +375,7 @@ def test_scan_log_bad_arguments(log):
 # corrupt segments
 # --------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def corrupt(tmp_path_factory):
     """bad-0: three batches, the middle one's payload flipped (CRC mismatch),
@@ -402,6 +426,7 @@ def test_corrupt_skip_keeps_good_batches(corrupt):
 # helpers: sizes, timestamps, offset index, transactions
 # --------------------------------------------------------------------------
 
+
 def test_parse_size():
     assert parse_size("128m") == parse_size("128MB") == parse_size("128MiB") == 128 << 20
     assert parse_size("1g") == 1 << 30 and parse_size("100") == 100 and parse_size(5) == 5
@@ -420,7 +445,7 @@ def test_parse_timestamp():
     assert parse_timestamp("1970-01-01") == 0
     import datetime as dt
 
-    assert parse_timestamp(dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)) == BASE_TS * 1000
+    assert parse_timestamp(dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC)) == BASE_TS * 1000
     for bad in ("yesterday", "2023-13-01", None, True):
         with pytest.raises(ValueError):
             parse_timestamp(bad)
@@ -457,7 +482,9 @@ def test_hidden_transactions_match_reference():
     aborted_positions = rc.aborted_batch_positions(fx.batches)
     by_pos = {b["position"]: b for b in fx.batches}
     assert sorted((by_pos[p]["producer_id"], by_pos[p]["base_offset"]) for p in aborted_positions) == [
-        (1000, 6), (2000, 3)]
+        (1000, 6),
+        (2000, 3),
+    ]
     # a transaction with no marker yet is reported open
     cut = [p for p, _ in rc.batch_spans(fx.data)][4]  # before P2's ABORT
     open_txns = logdir.hidden_transactions([_BytesSource(fx.data[:cut])])
@@ -472,7 +499,7 @@ class _BytesSource:
         self.size = len(data)
 
     def read(self, position, length):
-        return memoryview(self.data)[position:position + length]
+        return memoryview(self.data)[position : position + length]
 
     def release(self):
         pass
@@ -496,13 +523,13 @@ def test_read_committed_across_segments(tmp_path):
     fx = rc.transactions_hand_built()
     data, spans = fx.data, rc.batch_spans(fx.data)
     if codec("gzip") != "gzip":  # its last (non-transactional) batch is gzip
-        data = data[:spans[-1][0]]
+        data = data[: spans[-1][0]]
     # segment 1: P1's committed data, its COMMIT is in segment 2; segment 3
     # starts with P1's second transaction, whose ABORT follows P2's.
     cuts = [0, spans[1][0], spans[3][0], len(data)]
     for a, b in zip(cuts, cuts[1:]):
         write_segment(tmp_path, "txn-0", rc.parse_header(data, a)["base_offset"], data[a:b])
-    naive = kb.decode(data[:cuts[1]], isolation="read_committed")
+    naive = kb.decode(data[: cuts[1]], isolation="read_committed")
     assert naive.num_rows == 0  # alone, segment 1's transaction looks open
     whole = len(data) == len(fx.data)
     want = [r["offset"] for r in fx.records(isolation="read_committed") if whole or r["offset"] < 10]

@@ -24,8 +24,15 @@ PER_BATCH = 25
 def _batch(first_offset: int) -> bytes:
     """An aiokafka-built v2 batch with records at first_offset.., timestamps 10 ms apart
     (a few out of order, as CreateTime allows)."""
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=0, producer_id=-1,
-                                        producer_epoch=-1, base_sequence=-1, batch_size=10**9)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=0,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=10**9,
+    )
     for i in range(PER_BATCH):
         offset = first_offset + i
         ts = BASE_TS + offset * 10 - (35 if offset % 17 == 0 else 0)
@@ -73,8 +80,10 @@ def _kafka_indexes(log: Path, *, first_offsets: bool = False, every: int = 3) ->
 
 def _expected(log: Path, **bounds) -> pa.Table:
     table = kb.read_segment(log)
-    mask = pc.and_(pc.greater_equal(table["offset"], bounds.get("start_offset", -1)),
-                   pc.less(table["offset"], bounds.get("end_offset", 2**62)))
+    mask = pc.and_(
+        pc.greater_equal(table["offset"], bounds.get("start_offset", -1)),
+        pc.less(table["offset"], bounds.get("end_offset", 2**62)),
+    )
     if "start_timestamp" in bounds:
         mask = pc.and_(mask, pc.greater_equal(table["timestamp"].cast(pa.int64()), bounds["start_timestamp"] * 1000))
     if "end_timestamp" in bounds:

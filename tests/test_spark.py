@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-import kafkabatch as kb
 from test_logdir import (
     BASE_TS,
     _records,
@@ -29,9 +27,10 @@ from test_logdir import (
     write_segment,
 )
 
+import kafkabatch as kb
+
 pyspark = pytest.importorskip("pyspark")
 
-import kafkabatch.spark as kbs  # noqa: E402
 from pyspark.sql.types import (  # noqa: E402
     ArrayType,
     BinaryType,
@@ -43,26 +42,40 @@ from pyspark.sql.types import (  # noqa: E402
     TimestampType,
 )
 
+import kafkabatch.spark as kbs  # noqa: E402
+
 # Spark's Kafka source schema with includeHeaders=true, spelled out here
 # independently of kafkabatch.spark (KafkaRecordToRowConverter in Spark).
-SPARK_KAFKA_SCHEMA = StructType([
-    StructField("key", BinaryType(), True),
-    StructField("value", BinaryType(), True),
-    StructField("topic", StringType(), True),
-    StructField("partition", IntegerType(), True),
-    StructField("offset", LongType(), True),
-    StructField("timestamp", TimestampType(), True),
-    StructField("timestampType", IntegerType(), True),
-    StructField("headers", ArrayType(StructType([
-        StructField("key", StringType(), True),
+SPARK_KAFKA_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType(), True),
         StructField("value", BinaryType(), True),
-    ]), True), True),
-])
+        StructField("topic", StringType(), True),
+        StructField("partition", IntegerType(), True),
+        StructField("offset", LongType(), True),
+        StructField("timestamp", TimestampType(), True),
+        StructField("timestampType", IntegerType(), True),
+        StructField(
+            "headers",
+            ArrayType(
+                StructType(
+                    [
+                        StructField("key", StringType(), True),
+                        StructField("value", BinaryType(), True),
+                    ]
+                ),
+                True,
+            ),
+            True,
+        ),
+    ]
+)
 
 
 # --------------------------------------------------------------------------
 # fixtures
 # --------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def log(tmp_path_factory) -> Path:
@@ -127,6 +140,7 @@ def read_in_process(options: dict) -> tuple[list, pa.Table]:
 # without a SparkSession
 # --------------------------------------------------------------------------
 
+
 def test_schema_is_sparks_kafka_schema():
     assert kbs.KAFKA_SCHEMA == SPARK_KAFKA_SCHEMA
     assert kbs.KafkaLogDataSource.name() == "kafka-log"
@@ -137,8 +151,9 @@ def test_spark_arrow_schema_is_what_spark_derives():
 
     derived = to_arrow_schema(SPARK_KAFKA_SCHEMA, timezone="UTC")
     assert derived.equals(kbs.SPARK_ARROW_SCHEMA)
-    assert derived.field("headers").type.value_field.name == kbs.SPARK_ARROW_SCHEMA.field(
-        "headers").type.value_field.name
+    assert (
+        derived.field("headers").type.value_field.name == kbs.SPARK_ARROW_SCHEMA.field("headers").type.value_field.name
+    )
     # kafkabatch's own schema differs only in the list item's name
     assert [f.type.id for f in kb.SCHEMA] == [f.type.id for f in kbs.SPARK_ARROW_SCHEMA]
 
@@ -153,8 +168,10 @@ def test_to_spark_arrow_is_zero_copy(log):
 
 
 def test_import_needs_no_session():
-    code = ("import kafkabatch.spark as kbs; from pyspark.sql import SparkSession; "
-            "assert SparkSession.getActiveSession() is None; print(len(kbs.KAFKA_SCHEMA))")
+    code = (
+        "import kafkabatch.spark as kbs; from pyspark.sql import SparkSession; "
+        "assert SparkSession.getActiveSession() is None; print(len(kbs.KAFKA_SCHEMA))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "8"
@@ -320,41 +337,57 @@ def test_in_process_modes(corrupt, caplog):
     assert len(lines) == 1 and seg.name in lines[0] and "skipped 1 corrupt batch" in lines[0], lines
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("validateCrc", "maybe", "'validateCrc' must be true or false"),
-    ("includeControl", "2", "'includeControl' must be true or false"),
-    ("mode", "LENIENT", "'mode' must be FAILFAST, DROPMALFORMED or PERMISSIVE"),
-    ("isolation", "serializable", "'isolation' must be read_uncommitted or read_committed"),
-    ("maxRecordsPerBatch", "lots", "'maxRecordsPerBatch' must be an integer"),
-    ("maxRecordsPerBatch", "0", "'maxRecordsPerBatch' must be at least 1"),
-    ("maxBytesPerPartition", "big", "'maxBytesPerPartition' must be a size"),
-    ("partition", "-1", "'partition' must be at least 0"),
-    ("startingOffsets", "{orders: 1}", "'startingOffsets' must be earliest or JSON"),
-    ("startingOffsets", "latest", "'startingOffsets' can't be latest"),
-    ("startingOffsets", '{"orders": {"0": -1}}', "orders-0 can't start at latest"),
-    ("startingOffsets", '{"orders": {"zero": 5}}', "partition 'zero' of topic 'orders'"),
-    ("startingOffsets", '{"orders": {"0": "5"}}', "offset '5' for orders-0"),
-    ("startingOffsets", '{"orders": [5]}', "topic 'orders' must map partitions to offsets"),
-    ("endingOffsets", "earliest", "'endingOffsets' can't be earliest"),
-    ("endingOffsets", '{"orders": {"0": -2}}', "orders-0 can't end at earliest"),
-    ("startingTimestamp", "yesterday", "'startingTimestamp' must be epoch milliseconds or an ISO-8601"),
-    ("endingTimestamp", "2024-13-45", "'endingTimestamp' must be epoch milliseconds"),
-    ("paths", "not json", "'paths' must be a JSON list"),
-])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("validateCrc", "maybe", "'validateCrc' must be true or false"),
+        ("includeControl", "2", "'includeControl' must be true or false"),
+        ("mode", "LENIENT", "'mode' must be FAILFAST, DROPMALFORMED or PERMISSIVE"),
+        ("isolation", "serializable", "'isolation' must be read_uncommitted or read_committed"),
+        ("maxRecordsPerBatch", "lots", "'maxRecordsPerBatch' must be an integer"),
+        ("maxRecordsPerBatch", "0", "'maxRecordsPerBatch' must be at least 1"),
+        ("maxBytesPerPartition", "big", "'maxBytesPerPartition' must be a size"),
+        ("partition", "-1", "'partition' must be at least 0"),
+        ("startingOffsets", "{orders: 1}", "'startingOffsets' must be earliest or JSON"),
+        ("startingOffsets", "latest", "'startingOffsets' can't be latest"),
+        ("startingOffsets", '{"orders": {"0": -1}}', "orders-0 can't start at latest"),
+        ("startingOffsets", '{"orders": {"zero": 5}}', "partition 'zero' of topic 'orders'"),
+        ("startingOffsets", '{"orders": {"0": "5"}}', "offset '5' for orders-0"),
+        ("startingOffsets", '{"orders": [5]}', "topic 'orders' must map partitions to offsets"),
+        ("endingOffsets", "earliest", "'endingOffsets' can't be earliest"),
+        ("endingOffsets", '{"orders": {"0": -2}}', "orders-0 can't end at earliest"),
+        ("startingTimestamp", "yesterday", "'startingTimestamp' must be epoch milliseconds or an ISO-8601"),
+        ("endingTimestamp", "2024-13-45", "'endingTimestamp' must be epoch milliseconds"),
+        ("paths", "not json", "'paths' must be a JSON list"),
+    ],
+)
 def test_bad_option_values(log, option, value, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         kbs.KafkaLogDataSource({"path": str(log), option.lower(): value})
 
 
 def test_option_spellings(log):
-    opts = kbs.KafkaLogDataSource({
-        "path": str(log), "validatecrc": "FALSE", "includecontrol": "true", "mode": "permissive",
-        "kafka.isolation.level": "read_committed", "maxbytesperpartition": "1m", "maxrecordsperbatch": "7",
-        "startingoffsets": '{"orders": {"0": 5, "1": -2}}', "endingoffsets": "latest",
-        "startingtimestamp": "2023-11-14T22:13:21Z", "endingtimestamp": str(BASE_TS + 60_000),
-    })._options
+    opts = kbs.KafkaLogDataSource(
+        {
+            "path": str(log),
+            "validatecrc": "FALSE",
+            "includecontrol": "true",
+            "mode": "permissive",
+            "kafka.isolation.level": "read_committed",
+            "maxbytesperpartition": "1m",
+            "maxrecordsperbatch": "7",
+            "startingoffsets": '{"orders": {"0": 5, "1": -2}}',
+            "endingoffsets": "latest",
+            "startingtimestamp": "2023-11-14T22:13:21Z",
+            "endingtimestamp": str(BASE_TS + 60_000),
+        }
+    )._options
     assert (opts.validate_crc, opts.include_control, opts.mode, opts.isolation) == (
-        False, True, "PERMISSIVE", "read_committed")
+        False,
+        True,
+        "PERMISSIVE",
+        "read_committed",
+    )
     assert (opts.max_bytes_per_partition, opts.max_records_per_batch) == (1 << 20, 7)
     assert opts.starting_offsets == {("orders", 0): 5} and opts.ending_offsets == {}
     assert (opts.starting_timestamp, opts.ending_timestamp) == ((BASE_TS + 1000) * 1000, (BASE_TS + 60_000) * 1000)
@@ -384,6 +417,7 @@ def test_udf_options_are_checked_up_front():
 # on Spark
 # --------------------------------------------------------------------------
 
+
 @pytest.mark.spark
 def test_read_log_dir(spark, log):
     df = spark.read.format("kafka-log").option("minPartitions", 100).load(str(log))
@@ -398,8 +432,12 @@ def test_read_log_dir(spark, log):
 
 @pytest.mark.spark
 def test_read_split_segments_and_several_paths(spark, log):
-    df = (spark.read.format("kafka-log").option("maxBytesPerPartition", 300).option("maxRecordsPerBatch", 3)
-          .load([str(log / "orders-0"), str(log / "payments-0")]))
+    df = (
+        spark.read.format("kafka-log")
+        .option("maxBytesPerPartition", 300)
+        .option("maxRecordsPerBatch", 3)
+        .load([str(log / "orders-0"), str(log / "payments-0")])
+    )
     assert df.rdd.getNumPartitions() > 4
     want = pa.concat_tables([expected_table(log / "orders-0"), expected_table(log / "payments-0")])
     assert sorted_rows(df.toArrow()) == sorted_rows(want)
@@ -421,12 +459,14 @@ def test_modes(spark, corrupt):
 def test_offset_and_timestamp_bounds(spark, log):
     full = expected_table(log).to_pandas()
     full["ts"] = expected_table(log).column("timestamp").cast(pa.int64()).to_numpy()
-    df = (spark.read.format("kafka-log")
-          .option("startingOffsets", '{"orders": {"0": 15, "1": -2}, "payments": {"0": 3}}')
-          .option("endingOffsets", '{"orders": {"0": 55, "1": 1030}}')
-          .option("startingTimestamp", "2023-11-14T22:13:24Z")  # BASE_TS + 4 s
-          .option("endingTimestamp", str(BASE_TS + 1_025_000))
-          .load(str(log)))
+    df = (
+        spark.read.format("kafka-log")
+        .option("startingOffsets", '{"orders": {"0": 15, "1": -2}, "payments": {"0": 3}}')
+        .option("endingOffsets", '{"orders": {"0": 55, "1": 1030}}')
+        .option("startingTimestamp", "2023-11-14T22:13:24Z")  # BASE_TS + 4 s
+        .option("endingTimestamp", str(BASE_TS + 1_025_000))
+        .load(str(log))
+    )
     start = {("orders", 0): 15, ("payments", 0): 3}
     end = {("orders", 0): 55, ("orders", 1): 1030}
     keep = [
@@ -472,10 +512,14 @@ def test_read_committed_across_tasks(spark, tmp_path):
     fx = rc.transactions_hand_built()
     data, spans = fx.data, rc.batch_spans(fx.data)
     if codec("gzip") != "gzip":
-        data = data[:spans[-1][0]]
+        data = data[: spans[-1][0]]
     write_segment(tmp_path, "txn-0", 0, data)
-    df = (spark.read.format("kafka-log").option("isolation", "read_committed")
-          .option("maxBytesPerPartition", 1).load(str(tmp_path)))
+    df = (
+        spark.read.format("kafka-log")
+        .option("isolation", "read_committed")
+        .option("maxBytesPerPartition", 1)
+        .load(str(tmp_path))
+    )
     assert df.rdd.getNumPartitions() == len(rc.batch_spans(data))  # every batch its own task
     want = kb.decode(data, isolation="read_committed").column("offset").to_pylist()
     assert want == [0, 1, 2] + ([10, 11] if len(data) == len(fx.data) else [])
@@ -493,8 +537,12 @@ def _read_committed_available() -> bool:
 @pytest.fixture(scope="module")
 def raw(spark, log):
     """The segments as one row each (binaryFile skips the 0-byte one)."""
-    return (spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
-            .option("recursiveFileLookup", "true").load(str(log)))
+    return (
+        spark.read.format("binaryFile")
+        .option("pathGlobFilter", "*.log")
+        .option("recursiveFileLookup", "true")
+        .load(str(log))
+    )
 
 
 @pytest.mark.spark
@@ -537,8 +585,13 @@ def test_demo_end_to_end(tmp_path):
         pytest.skip("kafkabatch.generate is not in this build yet")
     out = tmp_path / "demo"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, COLUMNS="160")
-    run = subprocess.run([sys.executable, "-m", "kafkabatch.demo", "--out", str(out), "--size", "2MB",
-                          "--master", "local[1]"], capture_output=True, text=True, timeout=600, env=env)
+    run = subprocess.run(
+        [sys.executable, "-m", "kafkabatch.demo", "--out", str(out), "--size", "2MB", "--master", "local[1]"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "Parquet:" in run.stdout
     topics = sorted(p.name for p in (out / "parquet").iterdir() if p.name.startswith("topic="))

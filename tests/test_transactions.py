@@ -11,9 +11,9 @@ so the explicit-list path is checked against lists computed by hand.
 from __future__ import annotations
 
 import pytest
+import realclients as rc
 
 import kafkabatch as kb
-import realclients as rc
 
 TOPIC = "kb-txn-interleaved"
 
@@ -135,7 +135,7 @@ def test_explicit_list_on_a_response_cut_before_the_marker(interleaved):
     aborted = _aborted_list(data)
     assert len(aborted) == 2
     first_abort = next(b for b in kb.iter_batches(data) if b.is_control and b.control.type == "ABORT")
-    cut = data[:first_abort.position]
+    cut = data[: first_abort.position]
     fate = {r["key"]: r["fate"] for r in produced}
     shown = [row for row in _rows(kb.decode(cut))]
     want = [row for row in shown if fate[row[0]] != "abort"]
@@ -146,7 +146,8 @@ def test_explicit_list_on_a_response_cut_before_the_marker(interleaved):
     # Markers alone can't judge the cut transaction: it stays hidden as open.
     markers_only = _rows(kb.decode(cut, isolation="read_committed"))
     assert markers_only == [row for row in want if fate[row[0]] != "abort"] and all(
-        fate[k] in ("commit", "plain") for k, _ in markers_only)
+        fate[k] in ("commit", "plain") for k, _ in markers_only
+    )
 
 
 def test_iter_batches_read_committed(interleaved):

@@ -21,6 +21,9 @@ fuzz_target!(|payload: &[u8]| {
 fn reference(payload: &[u8]) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(payload).take(checks::LIMIT as u64 + 1).read_to_end(&mut out).ok()?;
+    flate2::read::MultiGzDecoder::new(payload)
+        .take(checks::LIMIT as u64 + 1)
+        .read_to_end(&mut out)
+        .ok()?;
     (out.len() <= checks::LIMIT).then_some(out)
 }

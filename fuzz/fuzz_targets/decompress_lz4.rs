@@ -19,7 +19,10 @@ fuzz_target!(|payload: &[u8]| {
     let v2 = checks::check_decompress(Codec::Lz4, payload, 2);
     let v0 = checks::check_decompress(Codec::Lz4, payload, 0);
     if let Some(out) = &v2 {
-        assert!(v0.as_ref() == Some(out), "magic 0 reader disagrees with magic 2 reader on a valid frame");
+        assert!(
+            v0.as_ref() == Some(out),
+            "magic 0 reader disagrees with magic 2 reader on a valid frame"
+        );
         let mut again = Vec::new();
         let frame_len = kafkabatch::compression::lz4::decompress_first_frame(payload, false, checks::LIMIT, &mut again)
             .expect("accepted above");

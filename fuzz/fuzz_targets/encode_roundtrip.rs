@@ -48,7 +48,10 @@ fuzz_target!(|input: Input| {
     let mut opts = EncodeOptions {
         magic,
         codec,
-        compress: CompressOptions { level: None, snappy_xerial: input.snappy_xerial },
+        compress: CompressOptions {
+            level: None,
+            snappy_xerial: input.snappy_xerial,
+        },
         base_offset: i64::from(input.base_offset),
         records_per_batch: input.records_per_batch.map(|n| usize::from(n.max(1))),
         max_batch_bytes: input.max_batch_bytes.map(usize::from),
@@ -71,13 +74,24 @@ fuzz_target!(|input: Input| {
     let headers: Vec<Vec<(&str, Option<&[u8]>)>> = input
         .records
         .iter()
-        .map(|r| if magic == 2 { r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect() } else { Vec::new() })
+        .map(|r| {
+            if magic == 2 {
+                r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect()
+            } else {
+                Vec::new()
+            }
+        })
         .collect();
     let records: Vec<RecordRef> = input
         .records
         .iter()
         .zip(&headers)
-        .map(|(r, h)| RecordRef { key: r.key.as_deref(), value: r.value.as_deref(), timestamp: r.timestamp.max(-1), headers: h })
+        .map(|(r, h)| RecordRef {
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            timestamp: r.timestamp.max(-1),
+            headers: h,
+        })
         .collect();
 
     let mut out = Vec::new();
@@ -106,7 +120,11 @@ fuzz_target!(|input: Input| {
     assert_eq!(streamed_summary, summary);
 
     // Decode batch by batch, CRCs checked.
-    let options = DecodeOptions { validate_crc: true, max_decompressed_size: 64 << 20, ..Default::default() };
+    let options = DecodeOptions {
+        validate_crc: true,
+        max_decompressed_size: 64 << 20,
+        ..Default::default()
+    };
     let mut sink = OwnedRecords::default();
     let mut walker = BatchWalker::new(&out);
     let mut batches = 0u64;
@@ -130,11 +148,16 @@ fuzz_target!(|input: Input| {
         assert_eq!(got.offset, opts.base_offset + i as i64, "offset of record {i}");
         assert_eq!(got.key.as_deref(), want.key, "key of record {i}");
         assert_eq!(got.value.as_deref(), want.value, "value of record {i}");
-        let got_headers: Vec<(&str, Option<&[u8]>)> = got.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect();
+        let got_headers: Vec<(&str, Option<&[u8]>)> =
+            got.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect();
         assert_eq!(got_headers, want.headers, "headers of record {i}");
         match (magic, append_time) {
             (0, _) => assert_eq!((got.timestamp, got.timestamp_type), (-1, -1)),
-            (_, false) => assert_eq!((got.timestamp, got.timestamp_type), (want.timestamp, 0), "timestamp of record {i}"),
+            (_, false) => assert_eq!(
+                (got.timestamp, got.timestamp_type),
+                (want.timestamp, 0),
+                "timestamp of record {i}"
+            ),
             (_, true) => {
                 assert_eq!(got.timestamp_type, 1);
                 if let Some(t) = opts.log_append_time {
@@ -152,7 +175,10 @@ fuzz_target!(|input: Input| {
     let rows = checks::rows(&decoded);
     assert_eq!(rows.len(), records.len());
     for (row, rec) in rows.iter().zip(&sink.records) {
-        assert_eq!((row.offset, row.timestamp_us), (rec.offset, rec.timestamp.saturating_mul(1000)));
+        assert_eq!(
+            (row.offset, row.timestamp_us),
+            (rec.offset, rec.timestamp.saturating_mul(1000))
+        );
         assert_eq!((&row.key, &row.value), (&rec.key, &rec.value));
     }
 });

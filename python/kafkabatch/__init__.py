@@ -24,9 +24,6 @@ from kafkabatch._api import (
     valid_bytes,
 )
 from kafkabatch._encode import control_batch, encode, write_segment
-from kafkabatch.generate import GenerateSummary, TopicSpec, TopicSummary, generate
-from kafkabatch.index import IndexFileWarning, read_offset_index, read_time_index, read_txn_index
-from kafkabatch.logdir import scan_log
 from kafkabatch._kafkabatch import (
     Batch,
     BatchIterator,
@@ -39,6 +36,9 @@ from kafkabatch._kafkabatch import (
     UnsupportedFormatError,
     __version__,
 )
+from kafkabatch.generate import GenerateSummary, TopicSpec, TopicSummary, generate
+from kafkabatch.index import IndexFileWarning, read_offset_index, read_time_index, read_txn_index
+from kafkabatch.logdir import scan_log
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",

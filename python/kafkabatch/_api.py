@@ -49,8 +49,7 @@ def _aborted_pairs(aborted: AbortedTransactions) -> list[tuple[int, int]] | None
             if pid in names and first in names:
                 return list(zip(aborted.column(pid).to_pylist(), aborted.column(first).to_pylist()))
         raise ValueError(
-            "aborted_transactions table needs producer_id and first_offset columns, "
-            f"found {sorted(names)}"
+            f"aborted_transactions table needs producer_id and first_offset columns, found {sorted(names)}"
         )
     pairs: list[tuple[int, int]] = []
     for item in aborted:
@@ -308,8 +307,9 @@ def read_segment(
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
                 return decode(mapped, topic=topic, partition=partition, **options)
-            return _read_bounded(path, mapped, topic, partition, start_offset, end_offset,
-                                 start_timestamp, end_timestamp, options)
+            return _read_bounded(
+                path, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
+            )
 
 
 def _read_bounded(
@@ -332,12 +332,19 @@ def _read_bounded(
     start_us = None if start_timestamp is None else parse_timestamp(start_timestamp)
     end_us = None if end_timestamp is None else parse_timestamp(end_timestamp)
     start, end = seek_range(
-        path, data, start_offset=start_offset, end_offset=end_offset,
+        path,
+        data,
+        start_offset=start_offset,
+        end_offset=end_offset,
         start_timestamp_ms=None if start_us is None else start_us // 1000,
     )
     report_options = {k: v for k, v in options.items() if k != "threads"}
     stream = _native.decode(
-        data, topic=topic, partition=partition, start=start, end=end,
+        data,
+        topic=topic,
+        partition=partition,
+        start=start,
+        end=end,
         validate_crc=report_options.pop("validate_crc", True),
         include_control=report_options.pop("include_control", False),
         on_error=report_options.pop("on_error", "raise"),

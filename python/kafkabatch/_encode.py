@@ -42,16 +42,23 @@ _LEVELS: dict[str, tuple[int, int]] = {"gzip": (1, 9), "lz4": (1, 17), "zstd": (
 
 _HEADER_STRUCT = pa.struct([pa.field("key", pa.large_string()), pa.field("value", pa.large_binary())])
 _HEADERS = pa.large_list(pa.field("item", _HEADER_STRUCT))
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MS = _dt.timedelta(milliseconds=1)
 _UNIT_PER_MS = {"us": 1000, "ns": 1_000_000}
-_TIMESTAMP_ALIASES = {"create": "create", "createtime": "create", "create_time": "create", "log_append": "log_append",
-                      "logappendtime": "log_append", "log_append_time": "log_append"}
+_TIMESTAMP_ALIASES = {
+    "create": "create",
+    "createtime": "create",
+    "create_time": "create",
+    "log_append": "log_append",
+    "logappendtime": "log_append",
+    "log_append_time": "log_append",
+}
 
 
 # --------------------------------------------------------------------------
 # options
 # --------------------------------------------------------------------------
+
 
 def _int(name: str, value: Any, bounds: tuple[int, int], *, what: str = "") -> int:
     """An integer argument in ``bounds`` (bools and floats are refused)."""
@@ -71,7 +78,7 @@ def _millis(name: str, value: Any) -> int:
     """A timestamp argument: int milliseconds or a datetime (naive = UTC)."""
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
         return (value - _EPOCH) // _MS
     return _int(name, value, _INT64)
 
@@ -85,7 +92,9 @@ def _codec(compression: Any, magic: int) -> str:
     if name not in CODECS:
         raise ValueError(f"unknown compression {compression!r}; use one of {', '.join(map(repr, CODECS))}")
     if name == "zstd" and magic < 2:
-        raise ValueError(f"invalid compression: zstd needs magic 2 (magic is {magic}); Kafka added zstd with the v2 format")
+        raise ValueError(
+            f"invalid compression: zstd needs magic 2 (magic is {magic}); Kafka added zstd with the v2 format"
+        )
     return name
 
 
@@ -99,15 +108,29 @@ def _level(level: Any, codec: str) -> int | None:
     if codec == "gzip" and value == -1:
         return value  # Deflater.DEFAULT_COMPRESSION
     if not lo <= value <= hi:
-        raise ValueError(f"invalid compression_level: {codec} levels are {lo}..{hi}" + (" (or -1)" if codec == "gzip" else "")
-                         + f", not {value}")
+        raise ValueError(
+            f"invalid compression_level: {codec} levels are {lo}..{hi}"
+            + (" (or -1)" if codec == "gzip" else "")
+            + f", not {value}"
+        )
     return value
 
 
 def _native_options(
-    *, magic: Any, compression: Any, base_offset: Any, records_per_batch: Any, producer_id: Any,
-    producer_epoch: Any, base_sequence: Any, transactional: Any, partition_leader_epoch: Any,
-    timestamp_type: Any, compression_level: Any, snappy_framing: Any, log_append_time: Any,
+    *,
+    magic: Any,
+    compression: Any,
+    base_offset: Any,
+    records_per_batch: Any,
+    producer_id: Any,
+    producer_epoch: Any,
+    base_sequence: Any,
+    transactional: Any,
+    partition_leader_epoch: Any,
+    timestamp_type: Any,
+    compression_level: Any,
+    snappy_framing: Any,
+    log_append_time: Any,
     max_batch_bytes: Any,
 ) -> dict[str, Any]:
     """Check every option; the keyword arguments of ``_native.encode``."""
@@ -127,7 +150,9 @@ def _native_options(
     if log_append_time is not None:
         log_append_time = _millis("log_append_time", log_append_time)
         if not -1 <= log_append_time <= MAX_TIMESTAMP_MS:
-            raise ValueError(f"invalid log_append_time: {log_append_time} is out of range (-1 or 0..{MAX_TIMESTAMP_MS} ms)")
+            raise ValueError(
+                f"invalid log_append_time: {log_append_time} is out of range (-1 or 0..{MAX_TIMESTAMP_MS} ms)"
+            )
     return {
         "magic": magic,
         "compression": codec,
@@ -140,8 +165,9 @@ def _native_options(
         "producer_epoch": _int("producer_epoch", producer_epoch, (-1, _INT16[1]), what="-1 for none, or 0..32767"),
         "base_sequence": _int("base_sequence", base_sequence, (-1, _INT32[1]), what="-1 for none, or >= 0"),
         "transactional": transactional,
-        "partition_leader_epoch": _int("partition_leader_epoch", partition_leader_epoch, (-1, _INT32[1]),
-                                       what="-1 for none, or >= 0"),
+        "partition_leader_epoch": _int(
+            "partition_leader_epoch", partition_leader_epoch, (-1, _INT32[1]), what="-1 for none, or >= 0"
+        ),
         "timestamp_type": timestamp_type,
         "log_append_time": log_append_time,
     }
@@ -150,6 +176,7 @@ def _native_options(
 # --------------------------------------------------------------------------
 # records -> one Arrow table of known column types
 # --------------------------------------------------------------------------
+
 
 def _unwrap_dictionary(col: pa.ChunkedArray) -> pa.ChunkedArray:
     if pa.types.is_dictionary(col.type):
@@ -162,8 +189,14 @@ def _is_stringish(t: pa.DataType) -> bool:
 
 
 def _is_binaryish(t: pa.DataType) -> bool:
-    return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
-            or pa.types.is_fixed_size_binary(t) or _is_stringish(t) or pa.types.is_null(t))
+    return (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_binary_view(t)
+        or pa.types.is_fixed_size_binary(t)
+        or _is_stringish(t)
+        or pa.types.is_null(t)
+    )
 
 
 def _binary_column(col: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
@@ -210,8 +243,10 @@ def _timestamp_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
         high = pc.max(ms).as_py()
         if high is not None and high > MAX_TIMESTAMP_MS:
             index = pc.index(pc.greater(ms, MAX_TIMESTAMP_MS), True).as_py()
-            raise ValueError(f"record {index}: column 'timestamp': {high} ms is out of range (at most {MAX_TIMESTAMP_MS} ms, "
-                             "the largest that kafkabatch.decode's microsecond timestamps can hold)")
+            raise ValueError(
+                f"record {index}: column 'timestamp': {high} ms is out of range (at most {MAX_TIMESTAMP_MS} ms, "
+                "the largest that kafkabatch.decode's microsecond timestamps can hold)"
+            )
     return ms
 
 
@@ -219,8 +254,9 @@ def _headers_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
     t = col.type
     if pa.types.is_null(t):
         return col.cast(_HEADERS)
-    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)
-            or pa.types.is_large_list_view(t)):
+    if not (
+        pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)
+    ):
         raise TypeError(f"column 'headers' must be list<struct<key: string, value: binary>>, not {t}")
     item = t.value_type
     if not pa.types.is_struct(item) or {item.field(i).name for i in range(item.num_fields)} != {"key", "value"}:
@@ -229,7 +265,9 @@ def _headers_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
     if pa.types.is_dictionary(key_type):
         key_type = key_type.value_type
     if not (_is_stringish(key_type) or pa.types.is_null(key_type)):
-        raise TypeError(f"column 'headers': header keys must be strings (Kafka header keys are UTF-8 text), not {key_type}")
+        raise TypeError(
+            f"column 'headers': header keys must be strings (Kafka header keys are UTF-8 text), not {key_type}"
+        )
     if pa.types.is_dictionary(value_type):
         value_type = value_type.value_type
     if not _is_binaryish(value_type):
@@ -302,12 +340,15 @@ def _record_timestamp(value: Any, index: int) -> int | None:
     if isinstance(value, _dt.datetime):
         return _millis("timestamp", value)
     if isinstance(value, bool) or isinstance(value, float):
-        raise TypeError(f"record {index}: 'timestamp' must be int milliseconds or a datetime, not {type(value).__name__}")
+        raise TypeError(
+            f"record {index}: 'timestamp' must be int milliseconds or a datetime, not {type(value).__name__}"
+        )
     try:
         ms = operator.index(value)
     except TypeError:
-        raise TypeError(f"record {index}: 'timestamp' must be int milliseconds or a datetime, "
-                        f"not {type(value).__name__}") from None
+        raise TypeError(
+            f"record {index}: 'timestamp' must be int milliseconds or a datetime, not {type(value).__name__}"
+        ) from None
     if not _INT64[0] <= ms <= _INT64[1]:
         raise ValueError(f"record {index}: column 'timestamp': {ms} is out of range for int64 milliseconds")
     return ms
@@ -332,8 +373,10 @@ def _record_headers(value: Any, index: int) -> list[tuple[str, bytes | None]] | 
             except (TypeError, ValueError):
                 raise TypeError(f"record {index}: each header must be a (key, value) pair, not {pair!r}") from None
         if not isinstance(key, str):
-            raise TypeError(f"record {index}: header keys must be str (Kafka header keys are UTF-8 text), "
-                            f"not {type(key).__name__}: {key!r}")
+            raise TypeError(
+                f"record {index}: header keys must be str (Kafka header keys are UTF-8 text), "
+                f"not {type(key).__name__}: {key!r}"
+            )
         out.append((key, _bytes(hvalue, index, "headers")))
     return out
 
@@ -345,20 +388,26 @@ def _dicts_table(records: Iterable[Any]) -> pa.Table:
     headers: list[list[tuple[str, bytes | None]] | None] = []
     for index, record in enumerate(records):
         if not isinstance(record, Mapping):
-            raise TypeError(f"record {index}: expected a dict with 'value' (and optionally 'key', 'timestamp', "
-                            f"'headers'), not {type(record).__name__}")
+            raise TypeError(
+                f"record {index}: expected a dict with 'value' (and optionally 'key', 'timestamp', "
+                f"'headers'), not {type(record).__name__}"
+            )
         if "value" not in record:
             raise ValueError(f"record {index} has no 'value' (use None for a tombstone)")
         values.append(_bytes(record["value"], index, "value"))
         keys.append(_bytes(record.get("key"), index, "key"))
         timestamps.append(_record_timestamp(record.get("timestamp"), index))
         headers.append(_record_headers(record.get("headers"), index))
-    table = pa.table({
-        "key": pa.array(keys, pa.large_binary()),
-        "value": pa.array(values, pa.large_binary()),
-        "timestamp": pa.array(timestamps, pa.int64()),
-        "headers": pa.array([None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers], _HEADERS),
-    })
+    table = pa.table(
+        {
+            "key": pa.array(keys, pa.large_binary()),
+            "value": pa.array(values, pa.large_binary()),
+            "timestamp": pa.array(timestamps, pa.int64()),
+            "headers": pa.array(
+                [None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers], _HEADERS
+            ),
+        }
+    )
     return _normalize_table(table)
 
 
@@ -367,19 +416,23 @@ def _records_table(records: Any) -> pa.Table:
     if table is not None:
         return _normalize_table(table)
     if isinstance(records, (str, bytes, bytearray, memoryview, Mapping)):
-        raise TypeError("records must be an Arrow table or record batch (pyarrow, polars, ... with kafkabatch.SCHEMA "
-                        f"column names) or an iterable of dicts, not {type(records).__name__}")
+        raise TypeError(
+            "records must be an Arrow table or record batch (pyarrow, polars, ... with kafkabatch.SCHEMA "
+            f"column names) or an iterable of dicts, not {type(records).__name__}"
+        )
     try:
         iterator = iter(records)
     except TypeError:
-        raise TypeError("records must be an Arrow table or record batch, or an iterable of dicts, "
-                        f"not {type(records).__name__}") from None
+        raise TypeError(
+            f"records must be an Arrow table or record batch, or an iterable of dicts, not {type(records).__name__}"
+        ) from None
     return _dicts_table(iterator)
 
 
 # --------------------------------------------------------------------------
 # public API
 # --------------------------------------------------------------------------
+
 
 def encode(
     records: Any,
@@ -446,11 +499,20 @@ def encode(
     [b'v']
     """
     options = _native_options(
-        magic=magic, compression=compression, base_offset=base_offset, records_per_batch=records_per_batch,
-        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-        transactional=transactional, partition_leader_epoch=partition_leader_epoch,
-        timestamp_type=timestamp_type, compression_level=compression_level, snappy_framing=snappy_framing,
-        log_append_time=log_append_time, max_batch_bytes=max_batch_bytes,
+        magic=magic,
+        compression=compression,
+        base_offset=base_offset,
+        records_per_batch=records_per_batch,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        transactional=transactional,
+        partition_leader_epoch=partition_leader_epoch,
+        timestamp_type=timestamp_type,
+        compression_level=compression_level,
+        snappy_framing=snappy_framing,
+        log_append_time=log_append_time,
+        max_batch_bytes=max_batch_bytes,
     )
     table = _records_table(records)
     return _native.encode(table, **options)

@@ -1,5 +1,6 @@
 """Type stubs for the native extension (checked by mypy.stubtest in `make test`)."""
 
+from os import PathLike
 from typing import Literal, final
 
 from typing_extensions import Buffer
@@ -177,8 +178,6 @@ def iter_batches(
 ) -> BatchIterator: ...
 
 # --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
-
-from os import PathLike
 
 def encode(
     records: object,

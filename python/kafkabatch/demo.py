@@ -38,11 +38,21 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m kafkabatch.demo",
         description="Generate a sample Kafka log dir, read it with Spark's kafka-log data source, "
-                    "write Parquet partitioned by topic, and summarise.")
-    p.add_argument("--out", default="demo-output", metavar="DIR",
-                   help="output folder: DIR/logs (generated log dir) and DIR/parquet (default: ./demo-output)")
-    p.add_argument("--size", type=size, default=64 << 20, metavar="SIZE",
-                   help="how much log to generate (default 64MB; k/m/g are powers of 1024)")
+        "write Parquet partitioned by topic, and summarise.",
+    )
+    p.add_argument(
+        "--out",
+        default="demo-output",
+        metavar="DIR",
+        help="output folder: DIR/logs (generated log dir) and DIR/parquet (default: ./demo-output)",
+    )
+    p.add_argument(
+        "--size",
+        type=size,
+        default=64 << 20,
+        metavar="SIZE",
+        help="how much log to generate (default 64MB; k/m/g are powers of 1024)",
+    )
     p.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
     p.add_argument("--logs", metavar="DIR", help="read this existing log dir instead of generating one")
     return p
@@ -133,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
             from kafkabatch.generate import generate
         except ImportError as e:
             if e.name == "kafkabatch.generate":
-                raise SystemExit("demo: this kafkabatch has no data generator (kafkabatch.generate); "
-                                 "pass --logs DIR to read an existing Kafka log dir") from None
+                raise SystemExit(
+                    "demo: this kafkabatch has no data generator (kafkabatch.generate); "
+                    "pass --logs DIR to read an existing Kafka log dir"
+                ) from None
             raise
         console.print(f"[bold]1/4[/] generating about {_human(args.size)} of Kafka log in {logs} ...")
         generate(str(logs), size=args.size, seed=0)
@@ -151,11 +163,14 @@ def main(argv: list[str] | None = None) -> int:
 
     import kafkabatch.spark as kbs
 
-    spark = (SparkSession.builder.master(args.master).appName("kafkabatch-demo")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "8")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("kafkabatch-demo")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     try:
         kbs.register(spark)
@@ -165,31 +180,48 @@ def main(argv: list[str] | None = None) -> int:
         df = reader.load(str(logs))
         parts = df.rdd.getNumPartitions()
 
-        console.print(f"[bold]3/4[/] decoding {_human(log_bytes)} in {parts} Spark tasks ({isolation}) "
-                      f"→ Parquet partitioned by topic ...")
+        console.print(
+            f"[bold]3/4[/] decoding {_human(log_bytes)} in {parts} Spark tasks ({isolation}) "
+            f"→ Parquet partitioned by topic ..."
+        )
         t1 = time.perf_counter()
         df.write.mode("overwrite").partitionBy("topic").parquet(str(parquet))
         t_write = time.perf_counter() - t1
 
         console.print("[bold]4/4[/] summarising ...")
         written = spark.read.parquet(str(parquet))
-        summary = {r["topic"]: r for r in written.groupBy("topic").agg(
-            F.count(F.lit(1)).alias("records"),
-            F.countDistinct("partition").alias("partitions"),
-            F.date_format(F.min("timestamp"), "yyyy-MM-dd HH:mm:ss").alias("first"),
-            F.date_format(F.max("timestamp"), "yyyy-MM-dd HH:mm:ss").alias("last"),
-        ).collect()}
+        summary = {
+            r["topic"]: r
+            for r in written.groupBy("topic")
+            .agg(
+                F.count(F.lit(1)).alias("records"),
+                F.countDistinct("partition").alias("partitions"),
+                F.date_format(F.min("timestamp"), "yyyy-MM-dd HH:mm:ss").alias("first"),
+                F.date_format(F.max("timestamp"), "yyyy-MM-dd HH:mm:ss").alias("last"),
+            )
+            .collect()
+        }
         hidden: dict[str, int] = {}
         if committed:
             everything = spark.read.format("kafka-log").load(str(logs)).groupBy("topic").count().collect()
-            hidden = {r["topic"]: r["count"] - (summary[r["topic"]]["records"] if r["topic"] in summary else 0)
-                      for r in everything}
+            hidden = {
+                r["topic"]: r["count"] - (summary[r["topic"]]["records"] if r["topic"] in summary else 0)
+                for r in everything
+            }
     finally:
         spark.stop()
 
     table = Table(title="Kafka log → Parquet, by topic", show_lines=False)
-    for column, justify in (("topic", "left"), ("parts", "right"), ("records", "right"), ("hidden", "right"),
-                            ("codecs", "left"), ("first (UTC)", "left"), ("last (UTC)", "left"), ("log", "right")):
+    for column, justify in (
+        ("topic", "left"),
+        ("parts", "right"),
+        ("records", "right"),
+        ("hidden", "right"),
+        ("codecs", "left"),
+        ("first (UTC)", "left"),
+        ("last (UTC)", "left"),
+        ("log", "right"),
+    ):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     topics = sorted(set(facts) | set(summary))
     total_records = 0
@@ -213,11 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     speed = log_bytes / t_write / (1 << 20) if t_write > 0 else float("inf")
     if args.logs is None:
         console.print(f"generated {_human(log_bytes)} of log in {t_gen:.1f}s")
-    console.print(f"Spark read + Parquet write: {total_records:,} records, {_human(log_bytes)} of log in "
-                  f"{t_write:.1f}s ({speed:.0f} MiB/s, {args.master})")
+    console.print(
+        f"Spark read + Parquet write: {total_records:,} records, {_human(log_bytes)} of log in "
+        f"{t_write:.1f}s ({speed:.0f} MiB/s, {args.master})"
+    )
     if committed:
-        console.print("records: what a read_committed consumer sees; hidden: records of aborted or still-open "
-                      "transactions; codecs: batches per codec")
+        console.print(
+            "records: what a read_committed consumer sees; hidden: records of aborted or still-open "
+            "transactions; codecs: batches per codec"
+        )
     console.print(f"[bold]Parquet:[/] {parquet}")
     console.print(f"  spark.read.parquet({str(parquet)!r}).where(\"topic = '{topics[0] if topics else 'orders'}'\")")
     return 0

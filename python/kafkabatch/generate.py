@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._encode import CODECS
@@ -190,8 +190,10 @@ class GenerateSummary:
             f"{self.elapsed:.2f} s, {self.mb_per_s:.1f} MB/s",
         ]
         for t in self.topics.values():
-            lines.append(f"  {t.name:<16} {t.partitions} part. magic {t.magic} {t.codec:<6} {t.bytes / 1e6:8.1f} MB "
-                         f"{t.records:>10,} records {t.segments:>4} segments")
+            lines.append(
+                f"  {t.name:<16} {t.partitions} part. magic {t.magic} {t.codec:<6} {t.bytes / 1e6:8.1f} MB "
+                f"{t.records:>10,} records {t.segments:>4} segments"
+            )
         return "\n".join(lines)
 
 
@@ -263,8 +265,10 @@ def _check_codec(codec: Any, spec: TopicSpec) -> str:
         raise ValueError(f"topic {spec.name!r}: unknown codec {codec!r}; use one of {', '.join(CODECS)}")
     codec = codec.lower()
     if codec == "zstd" and spec.magic < 2:
-        raise ValueError(f"topic {spec.name!r}: zstd needs magic 2 (the topic is written as magic {spec.magic}); "
-                         f"give it another codec, e.g. codecs={{{spec.name!r}: 'gzip', ...}}")
+        raise ValueError(
+            f"topic {spec.name!r}: zstd needs magic 2 (the topic is written as magic {spec.magic}); "
+            f"give it another codec, e.g. codecs={{{spec.name!r}: 'gzip', ...}}"
+        )
     return codec
 
 
@@ -305,12 +309,24 @@ class _Progress:
         if show:
             try:
                 from rich.console import Console
-                from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                                           TransferSpeedColumn)
+                from rich.progress import (
+                    BarColumn,
+                    DownloadColumn,
+                    Progress,
+                    TextColumn,
+                    TimeRemainingColumn,
+                    TransferSpeedColumn,
+                )
             except ImportError:  # rich is a dependency, but stay usable without it
                 return
-            self._rich = Progress(TextColumn("[bold]generating"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                                  TimeRemainingColumn(), console=Console(stderr=True))
+            self._rich = Progress(
+                TextColumn("[bold]generating"),
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+            )
             self._task = self._rich.add_task("generate", total=max(total, 1))
 
     def __enter__(self) -> _Progress:
@@ -348,8 +364,8 @@ def generate(
     out_dir: str | os.PathLike[str],
     *,
     size: int | str = "64MB",
-    topics: Union[Iterable[TopicSpec | str], Mapping[str, Any], None] = None,
-    codecs: Union[str, Mapping[str, str], Sequence[str], None] = None,
+    topics: Iterable[TopicSpec | str] | Mapping[str, Any] | None = None,
+    codecs: str | Mapping[str, str] | Sequence[str] | None = None,
     segment_bytes: int | str | None = None,
     seed: int = 0,
     progress: bool | Callable[[int, int], Any] | None = None,
@@ -406,8 +422,8 @@ def generate(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, not {type(seed).__name__}")
     if isinstance(start_timestamp, _dt.datetime):
-        start = start_timestamp if start_timestamp.tzinfo else start_timestamp.replace(tzinfo=_dt.timezone.utc)
-        start_ms = int((start - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) / _dt.timedelta(milliseconds=1))
+        start = start_timestamp if start_timestamp.tzinfo else start_timestamp.replace(tzinfo=_dt.UTC)
+        start_ms = int((start - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)) / _dt.timedelta(milliseconds=1))
     else:
         start_ms = int(start_timestamp)
     if start_ms < 0:
@@ -431,21 +447,25 @@ def generate(
     for i, p, folder, target in jobs:
         spec = specs[i]
         txn = spec.transactional_producers
-        writers.append(_native.PartitionWriter(
-            folder, spec.name, p,
-            kind=spec.resolved_kind(),
-            target_bytes=target,
-            magic=spec.magic,
-            compression=codecs_per_topic[i],
-            snappy_xerial=True,  # as the Java client writes snappy
-            segment_bytes=segment,
-            seed=seed & 0xFFFF_FFFF_FFFF_FFFF,
-            start_timestamp=start_ms,
-            producer_id_base=1000 * (i + 1),
-            transactional_producers=(2 if spec.magic == 2 else 0) if txn is None else txn,
-            # batch.size is about compressed bytes: compressed batches hold more records
-            batch_bytes=_BATCH_BYTES if codecs_per_topic[i] == "none" else 4 * _BATCH_BYTES,
-        ))
+        writers.append(
+            _native.PartitionWriter(
+                folder,
+                spec.name,
+                p,
+                kind=spec.resolved_kind(),
+                target_bytes=target,
+                magic=spec.magic,
+                compression=codecs_per_topic[i],
+                snappy_xerial=True,  # as the Java client writes snappy
+                segment_bytes=segment,
+                seed=seed & 0xFFFF_FFFF_FFFF_FFFF,
+                start_timestamp=start_ms,
+                producer_id_base=1000 * (i + 1),
+                transactional_producers=(2 if spec.magic == 2 else 0) if txn is None else txn,
+                # batch.size is about compressed bytes: compressed batches hold more records
+                batch_bytes=_BATCH_BYTES if codecs_per_topic[i] == "none" else 4 * _BATCH_BYTES,
+            )
+        )
 
     stop = threading.Event()
 
@@ -488,13 +508,24 @@ def generate(
             return sum(r[key] for r in parts)
 
         topic_summaries[spec.name] = TopicSummary(
-            name=spec.name, partitions=spec.partitions, magic=spec.magic, codec=codecs_per_topic[i],
-            kind=spec.resolved_kind(), bytes=add("log_bytes"), index_bytes=add("index_bytes"),
-            segments=add("segments"), records=add("records"), batches=add("batches"),
-            control_batches=add("control_batches"), committed_records=add("committed_records"),
-            aborted_records=add("aborted_records"), committed_transactions=add("committed_transactions"),
-            aborted_transactions=add("aborted_transactions"), tombstones=add("tombstones"),
-            null_keys=add("null_keys"), partition_records=tuple(r["records"] for r in parts),
+            name=spec.name,
+            partitions=spec.partitions,
+            magic=spec.magic,
+            codec=codecs_per_topic[i],
+            kind=spec.resolved_kind(),
+            bytes=add("log_bytes"),
+            index_bytes=add("index_bytes"),
+            segments=add("segments"),
+            records=add("records"),
+            batches=add("batches"),
+            control_batches=add("control_batches"),
+            committed_records=add("committed_records"),
+            aborted_records=add("aborted_records"),
+            committed_transactions=add("committed_transactions"),
+            aborted_transactions=add("aborted_transactions"),
+            tombstones=add("tombstones"),
+            null_keys=add("null_keys"),
+            partition_records=tuple(r["records"] for r in parts),
             partition_end_offsets=tuple(r["next_offset"] for r in parts),
         )
 

@@ -190,11 +190,12 @@ def read_txn_index(path: str | os.PathLike[str]) -> pa.Table:
     [{'version': 0, 'producer_id': 2000, 'first_offset': 3, 'last_offset': 8, 'last_stable_offset': 3}]
     """
     data, n, _ = _load(path, TXN_INDEX_ENTRY_SIZE, 0)
-    return pa.table({
-        "version": _column(data, n, TXN_INDEX_ENTRY_SIZE, 0, 2, pa.int16()),
-        "producer_id": _column(data, n, TXN_INDEX_ENTRY_SIZE, 2, 8, pa.int64()),
-        "first_offset": _column(data, n, TXN_INDEX_ENTRY_SIZE, 10, 8, pa.int64()),
-        "last_offset": _column(data, n, TXN_INDEX_ENTRY_SIZE, 18, 8, pa.int64()),
-        "last_stable_offset": _column(data, n, TXN_INDEX_ENTRY_SIZE, 26, 8, pa.int64()),
-    })
-
+    return pa.table(
+        {
+            "version": _column(data, n, TXN_INDEX_ENTRY_SIZE, 0, 2, pa.int16()),
+            "producer_id": _column(data, n, TXN_INDEX_ENTRY_SIZE, 2, 8, pa.int64()),
+            "first_offset": _column(data, n, TXN_INDEX_ENTRY_SIZE, 10, 8, pa.int64()),
+            "last_offset": _column(data, n, TXN_INDEX_ENTRY_SIZE, 18, 8, pa.int64()),
+            "last_stable_offset": _column(data, n, TXN_INDEX_ENTRY_SIZE, 26, 8, pa.int64()),
+        }
+    )

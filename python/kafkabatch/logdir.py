@@ -127,14 +127,13 @@ def parse_timestamp(value: Any) -> int:
             moment = _dt.datetime.fromisoformat(text)
         except ValueError:
             raise ValueError(
-                f"not a timestamp: {value!r} (expected epoch milliseconds or ISO-8601 "
-                "such as '2024-05-01T12:00:00Z')"
+                f"not a timestamp: {value!r} (expected epoch milliseconds or ISO-8601 such as '2024-05-01T12:00:00Z')"
             ) from None
     else:
         raise ValueError(f"not a timestamp: {value!r}")
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
-    delta = moment - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        moment = moment.replace(tzinfo=_dt.UTC)
+    delta = moment - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
@@ -197,8 +196,7 @@ def _folder_topic_partition(folder: str, topic: str | None, partition: int | Non
             f"segments have no {missing}; rename it, or give the {missing} explicitly "
             "(keyword arguments topic=/partition=, Spark options 'topic'/'partition')"
         )
-    return (match["topic"] if topic is None else topic,
-            int(match["partition"]) if partition is None else partition)
+    return (match["topic"] if topic is None else topic, int(match["partition"]) if partition is None else partition)
 
 
 def _sort_key(s: Segment) -> tuple:
@@ -315,7 +313,7 @@ def _remote_uri(path: str) -> str:
     """pyarrow.fs spells Hadoop's s3a:// and s3n:// as s3://."""
     match = _URI.match(path)
     if match and match["scheme"].lower() in ("s3a", "s3n"):
-        return "s3://" + path[match.end():]
+        return "s3://" + path[match.end() :]
     return path
 
 
@@ -341,7 +339,7 @@ def _list_remote(uri: str) -> tuple[list[tuple[str, str, int]], set[str]]:
     prefix_path = prefix_path.rstrip("/")
 
     def to_uri(fs_path: str) -> str:
-        return prefix_uri.rstrip("/") + fs_path[len(prefix_path):] + suffix
+        return prefix_uri.rstrip("/") + fs_path[len(prefix_path) :] + suffix
 
     found: list[tuple[str, str, int]] = []
     explicit: set[str] = set()
@@ -354,12 +352,12 @@ def _list_remote(uri: str) -> tuple[list[tuple[str, str, int]], set[str]]:
             return [(_parent_uri(uri), uri, info.size)], explicit
         return [], explicit
     infos = filesystem.get_file_info(pafs.FileSelector(prefix_path, recursive=True))
-    pattern = base[len(prefix_uri):].strip("/").split("/") if glob_at is not None else None
+    pattern = base[len(prefix_uri) :].strip("/").split("/") if glob_at is not None else None
     matched_any = False
     for item in sorted(infos, key=lambda i: i.path):
         if item.type != pafs.FileType.File:
             continue
-        rel = item.path[len(prefix_path):].strip("/").split("/")
+        rel = item.path[len(prefix_path) :].strip("/").split("/")
         if pattern is not None:
             if len(rel) < len(pattern) or not all(fnmatchcase(p, g) for p, g in zip(rel, pattern)):
                 continue
@@ -407,7 +405,7 @@ class _MappedSource(_Source):
     def read(self, position: int, length: int) -> Any:
         if self._map is None:
             return b""
-        view = memoryview(self._map)[position: position + length]
+        view = memoryview(self._map)[position : position + length]
         self._views.append(view)
         return view
 
@@ -565,8 +563,9 @@ def _aborted_for(transactions: list[Transaction], first_offset: int) -> list[tup
     """The ``(producer_id, first_offset)`` pairs a piece starting at
     ``first_offset`` needs: those not finished before it (as a broker sends
     with a fetch from that offset)."""
-    return [(t.producer_id, t.first_offset) for t in transactions
-            if t.last_offset is None or t.last_offset >= first_offset]
+    return [
+        (t.producer_id, t.first_offset) for t in transactions if t.last_offset is None or t.last_offset >= first_offset
+    ]
 
 
 # --------------------------------------------------------------------------
@@ -595,10 +594,15 @@ class SegmentResult:
 
     def describe(self) -> str:
         """One line, for logs."""
-        where = self.segment.path if (self.start, self.end) == (0, self.segment.size) else (
-            f"{self.segment.path} [bytes {self.start}-{self.end}]")
-        text = (f"{where}: {self.rows} rows; skipped {len(self.skipped)} corrupt "
-                f"batch{'es' if len(self.skipped) != 1 else ''} ({self.skipped_bytes} bytes)")
+        where = (
+            self.segment.path
+            if (self.start, self.end) == (0, self.segment.size)
+            else (f"{self.segment.path} [bytes {self.start}-{self.end}]")
+        )
+        text = (
+            f"{where}: {self.rows} rows; skipped {len(self.skipped)} corrupt "
+            f"batch{'es' if len(self.skipped) != 1 else ''} ({self.skipped_bytes} bytes)"
+        )
         if self.trailing_bytes:
             text += f"; {self.trailing_bytes} trailing bytes ({self.status})"
         return text
@@ -618,9 +622,9 @@ class _Bounds:
         return self.start_offset is not None or self.end_offset is not None
 
     def empty(self) -> bool:
-        return (self.start_offset is not None and self.end_offset is not None
-                and self.start_offset >= self.end_offset) or (
-            self.start_ts is not None and self.end_ts is not None and self.start_ts >= self.end_ts)
+        return (
+            self.start_offset is not None and self.end_offset is not None and self.start_offset >= self.end_offset
+        ) or (self.start_ts is not None and self.end_ts is not None and self.start_ts >= self.end_ts)
 
     def mask(self, batch: pa.RecordBatch) -> pa.Array | None:
         conditions = []
@@ -665,8 +669,15 @@ def seek_position(segment: Segment, bounds: _Bounds, source: Any = None) -> tupl
 
 
 def _decode_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    known = {"validate_crc", "include_control", "isolation", "on_error", "max_decompressed_size",
-             "aborted_transactions", "hide_open_transactions"}
+    known = {
+        "validate_crc",
+        "include_control",
+        "isolation",
+        "on_error",
+        "max_decompressed_size",
+        "aborted_transactions",
+        "hide_open_transactions",
+    }
     unknown = set(options) - known
     if unknown:
         raise TypeError(f"unexpected decode option(s): {', '.join(sorted(unknown))}")
@@ -933,9 +944,17 @@ def scan_log(
                     try:
                         seek_start, seek_end = seek_position(seg, bounds, source)
                         yield from decode_range(
-                            source, seg, start=seek_start, end=seek_end, max_chunk_bytes=chunk,
-                            bounds=bounds, transactions=transactions,
-                            max_records_per_batch=max_records_per_batch, result=result, **options)
+                            source,
+                            seg,
+                            start=seek_start,
+                            end=seek_end,
+                            max_chunk_bytes=chunk,
+                            bounds=bounds,
+                            transactions=transactions,
+                            max_records_per_batch=max_records_per_batch,
+                            result=result,
+                            **options,
+                        )
                     finally:
                         source.close()
                 if on_segment is not None:

@@ -27,8 +27,8 @@ Needs PySpark 4.0+ (``pip install 'kafkabatch[spark]'``);
 """
 
 import json
-import os
 import logging
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -52,8 +52,7 @@ try:
     )
 except ImportError as _error:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "kafkabatch.spark needs PySpark 4.0 or later (with Python data sources): "
-        "pip install 'kafkabatch[spark]'"
+        "kafkabatch.spark needs PySpark 4.0 or later (with Python data sources): pip install 'kafkabatch[spark]'"
     ) from _error
 
 __all__ = [
@@ -77,32 +76,36 @@ HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructFie
 
 #: The schema of Spark's Kafka source (with ``includeHeaders``), the schema of
 #: the ``kafka-log`` data source and of each element of :func:`decode_batches`.
-KAFKA_SCHEMA = StructType([
-    StructField("key", BinaryType()),
-    StructField("value", BinaryType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("offset", LongType()),
-    StructField("timestamp", TimestampType()),
-    StructField("timestampType", IntegerType()),
-    StructField("headers", HEADERS_TYPE),
-])
+KAFKA_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField("headers", HEADERS_TYPE),
+    ]
+)
 
 _SPARK_HEADERS_ARROW = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
 
 #: The Arrow schema Spark derives from :data:`KAFKA_SCHEMA`
 #: (``pyspark.sql.pandas.types.to_arrow_schema(KAFKA_SCHEMA, timezone="UTC")``):
 #: kafkabatch's :data:`kafkabatch.SCHEMA` with the list item called ``element``.
-SPARK_ARROW_SCHEMA = pa.schema([
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("timestamp", pa.timestamp("us", tz="UTC")),
-    ("timestampType", pa.int32()),
-    ("headers", _SPARK_HEADERS_ARROW),
-])
+SPARK_ARROW_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestampType", pa.int32()),
+        ("headers", _SPARK_HEADERS_ARROW),
+    ]
+)
 
 _SPARK_RECORD_STRUCT = pa.struct(list(SPARK_ARROW_SCHEMA))
 _SPARK_RECORDS_LIST = pa.list_(pa.field("element", _SPARK_RECORD_STRUCT))
@@ -150,18 +153,21 @@ class _Options:
         isolation = opts.get("isolation", opts.get("kafka.isolation.level", "read_uncommitted"))
         isolation = str(isolation).strip().lower()
         if isolation not in _ISOLATIONS:
-            raise ValueError(f"kafka-log option 'isolation' must be read_uncommitted or read_committed, "
-                             f"not {isolation!r}")
+            raise ValueError(
+                f"kafka-log option 'isolation' must be read_uncommitted or read_committed, not {isolation!r}"
+            )
         self.isolation = isolation
         self.validate_crc = _bool_option(opts, "validateCrc", True)
         self.include_control = _bool_option(opts, "includeControl", False)
         mode = str(opts.get("mode", "FAILFAST")).strip().upper()
         if mode not in _MODES:
-            raise ValueError(f"kafka-log option 'mode' must be FAILFAST, DROPMALFORMED or PERMISSIVE, "
-                             f"not {opts['mode']!r}")
+            raise ValueError(
+                f"kafka-log option 'mode' must be FAILFAST, DROPMALFORMED or PERMISSIVE, not {opts['mode']!r}"
+            )
         self.mode = mode
-        self.max_records_per_batch = _int_option(opts, "maxRecordsPerBatch", minimum=1,
-                                                 default=DEFAULT_MAX_RECORDS_PER_BATCH)
+        self.max_records_per_batch = _int_option(
+            opts, "maxRecordsPerBatch", minimum=1, default=DEFAULT_MAX_RECORDS_PER_BATCH
+        )
         self.max_bytes_per_partition = _size_option(opts, "maxBytesPerPartition", DEFAULT_MAX_BYTES_PER_PARTITION)
         # As Spark's Kafka source: the least number of tasks to plan (default:
         # this machine's cores); small segments share a task up to the size
@@ -250,8 +256,9 @@ def _size_option(opts: dict[str, Any], name: str, default: int) -> int:
     try:
         return logdir.parse_size(str(value))
     except ValueError:
-        raise ValueError(f"kafka-log option '{name}' must be a size in bytes such as 134217728 or '128m', "
-                         f"not {value!r}") from None
+        raise ValueError(
+            f"kafka-log option '{name}' must be a size in bytes such as 134217728 or '128m', not {value!r}"
+        ) from None
 
 
 def _timestamp_option(opts: dict[str, Any], name: str) -> int | None:
@@ -261,8 +268,10 @@ def _timestamp_option(opts: dict[str, Any], name: str) -> int | None:
     try:
         return logdir.parse_timestamp(str(value))
     except ValueError:
-        raise ValueError(f"kafka-log option '{name}' must be epoch milliseconds or an ISO-8601 timestamp "
-                         f"such as '2024-05-01T12:00:00Z', not {value!r}") from None
+        raise ValueError(
+            f"kafka-log option '{name}' must be epoch milliseconds or an ISO-8601 timestamp "
+            f"such as '2024-05-01T12:00:00Z', not {value!r}"
+        ) from None
 
 
 def _offsets_option(opts: dict[str, Any], name: str) -> dict[tuple[str, int], int]:
@@ -278,35 +287,45 @@ def _offsets_option(opts: dict[str, Any], name: str) -> dict[tuple[str, int], in
     if text.lower() == ("earliest" if starting else "latest"):
         return {}
     if text.lower() in ("earliest", "latest"):
-        raise ValueError(f"kafka-log option '{name}' can't be {text.lower()} for a batch read "
-                         f"(use {'earliest' if starting else 'latest'} or JSON like "
-                         "'{\"orders\": {\"0\": 23, \"1\": -2}}')")
+        raise ValueError(
+            f"kafka-log option '{name}' can't be {text.lower()} for a batch read "
+            f"(use {'earliest' if starting else 'latest'} or JSON like "
+            '\'{"orders": {"0": 23, "1": -2}}\')'
+        )
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError:
         parsed = None
     example = '\'{"orders": {"0": 23, "1": -2}}\''
     if not isinstance(parsed, dict):
-        raise ValueError(f"kafka-log option '{name}' must be {'earliest' if starting else 'latest'} or JSON "
-                         f"like {example}, not {value!r}")
+        raise ValueError(
+            f"kafka-log option '{name}' must be {'earliest' if starting else 'latest'} or JSON "
+            f"like {example}, not {value!r}"
+        )
     bounds: dict[tuple[str, int], int] = {}
     for topic, partitions in parsed.items():
         if not isinstance(partitions, dict):
-            raise ValueError(f"kafka-log option '{name}': topic {topic!r} must map partitions to offsets, "
-                             f"like {example}")
+            raise ValueError(
+                f"kafka-log option '{name}': topic {topic!r} must map partitions to offsets, like {example}"
+            )
         for part, offset in partitions.items():
             try:
                 part_number = int(part)
             except ValueError:
-                raise ValueError(f"kafka-log option '{name}': partition {part!r} of topic {topic!r} "
-                                 "is not a number") from None
+                raise ValueError(
+                    f"kafka-log option '{name}': partition {part!r} of topic {topic!r} is not a number"
+                ) from None
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < -2:
-                raise ValueError(f"kafka-log option '{name}': offset {offset!r} for {topic}-{part} must be "
-                                 "an offset >= 0, -2 (earliest) or -1 (latest)")
+                raise ValueError(
+                    f"kafka-log option '{name}': offset {offset!r} for {topic}-{part} must be "
+                    "an offset >= 0, -2 (earliest) or -1 (latest)"
+                )
             if offset == (-1 if starting else -2):
-                raise ValueError(f"kafka-log option '{name}': {topic}-{part} can't "
-                                 f"{'start at latest (-1)' if starting else 'end at earliest (-2)'} "
-                                 "in a batch read")
+                raise ValueError(
+                    f"kafka-log option '{name}': {topic}-{part} can't "
+                    f"{'start at latest (-1)' if starting else 'end at earliest (-2)'} "
+                    "in a batch read"
+                )
             if offset >= 0:
                 bounds[(topic, part_number)] = offset
     return bounds
@@ -320,9 +339,16 @@ def _offsets_option(opts: dict[str, Any], name: str) -> dict[tuple[str, int], in
 class _LogSplit(InputPartition):
     """One Spark task: bytes ``[start, end)`` of one segment (a batch-aligned range)."""
 
-    def __init__(self, segment: Segment, start: int, end: int, bounds: _Bounds,
-                 transactions: list[Transaction] | None, check_start: bool = False,
-                 work: int | None = None) -> None:
+    def __init__(
+        self,
+        segment: Segment,
+        start: int,
+        end: int,
+        bounds: _Bounds,
+        transactions: list[Transaction] | None,
+        check_start: bool = False,
+        work: int | None = None,
+    ) -> None:
         super().__init__((segment.path, start, end))
         self.segment = segment
         self.start = start
@@ -467,8 +493,10 @@ class KafkaLogDataSource(DataSource):
 
     def reader(self, schema: StructType) -> "KafkaLogReader":
         if schema != KAFKA_SCHEMA:
-            raise ValueError("kafka-log has a fixed schema (Spark's Kafka source schema): "
-                             f"{KAFKA_SCHEMA.simpleString()}; got {schema.simpleString()}")
+            raise ValueError(
+                "kafka-log has a fixed schema (Spark's Kafka source schema): "
+                f"{KAFKA_SCHEMA.simpleString()}; got {schema.simpleString()}"
+            )
         return KafkaLogReader(self._options, self._segments)
 
     def _list(self) -> list[Segment]:
@@ -510,8 +538,17 @@ class KafkaLogReader(DataSourceReader):
                             if a >= end:
                                 break
                             b = min(b, end)
-                        splits.append(_LogSplit(seg, a, b, bounds, txns, check_start=from_index and a > 0,
-                                                work=_estimate_work(source, a, b) if local else None))
+                        splits.append(
+                            _LogSplit(
+                                seg,
+                                a,
+                                b,
+                                bounds,
+                                txns,
+                                check_start=from_index and a > 0,
+                                work=_estimate_work(source, a, b) if local else None,
+                            )
+                        )
                 finally:
                     source.close()
         return _pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
@@ -533,10 +570,16 @@ class KafkaLogReader(DataSourceReader):
             if partition.check_start:
                 _check_batch_start(source, seg, partition.start)
             for batch in logdir.decode_range(
-                source, seg, start=partition.start, end=partition.end,
+                source,
+                seg,
+                start=partition.start,
+                end=partition.end,
                 max_chunk_bytes=min(logdir.DEFAULT_MAX_CHUNK_BYTES, max(partition.end - partition.start, 1)),
-                bounds=partition.bounds, transactions=partition.transactions,
-                max_records_per_batch=opts.max_records_per_batch, result=result, **opts.decode_options(),
+                bounds=partition.bounds,
+                transactions=partition.transactions,
+                max_records_per_batch=opts.max_records_per_batch,
+                result=result,
+                **opts.decode_options(),
             ):
                 yield to_spark_arrow(batch)
         finally:
@@ -607,13 +650,15 @@ def _check_batch_start(source: Any, seg: Segment, position: int) -> None:
     if size is not None and position + size <= source.size:
         data = source.read(position, size)
         ok = kb.valid_bytes(data) == size and all(
-            b.is_valid for b in kb.iter_batches(data, validate_crc=True, on_error="keep"))
+            b.is_valid for b in kb.iter_batches(data, validate_crc=True, on_error="keep")
+        )
         del data
     source.release()
     if not ok:
         raise kb.CorruptBatchError(
             f"{seg.path}: byte {position} (from the segment's .index) is not the start of a valid batch; "
-            "the .index file may be stale. Read this segment in one task with option maxBytesPerPartition=0")
+            "the .index file may be stale. Read this segment in one task with option maxBytesPerPartition=0"
+        )
 
 
 def register(spark: Any = None) -> None:
@@ -637,15 +682,26 @@ def register(spark: Any = None) -> None:
 # UDFs over columns of raw batches
 # --------------------------------------------------------------------------
 
-_DECODE_KWARGS = ("topic", "partition", "validate_crc", "include_control", "isolation", "on_error",
-                  "max_decompressed_size", "aborted_transactions", "hide_open_transactions")
+_DECODE_KWARGS = (
+    "topic",
+    "partition",
+    "validate_crc",
+    "include_control",
+    "isolation",
+    "on_error",
+    "max_decompressed_size",
+    "aborted_transactions",
+    "hide_open_transactions",
+)
 
 
 def _check_decode_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(options) - set(_DECODE_KWARGS))
     if unknown:
-        raise TypeError(f"unexpected option(s) {', '.join(unknown)}; the options are those of "
-                        f"kafkabatch.decode(): {', '.join(_DECODE_KWARGS)}")
+        raise TypeError(
+            f"unexpected option(s) {', '.join(unknown)}; the options are those of "
+            f"kafkabatch.decode(): {', '.join(_DECODE_KWARGS)}"
+        )
     if options.get("on_error", "raise") not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {options['on_error']!r}")
     if options.get("isolation", "read_uncommitted") not in _ISOLATIONS:
@@ -681,14 +737,22 @@ def _decode_to_list(values: Iterable[Any], options: dict[str, Any]) -> pa.ListAr
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] > np.iinfo(np.int32).max:
-        raise ValueError("more than 2**31 records in one Arrow batch of input rows; "
-                         "lower spark.sql.execution.arrow.maxRecordsPerBatch")
+        raise ValueError(
+            "more than 2**31 records in one Arrow batch of input rows; "
+            "lower spark.sql.execution.arrow.maxRecordsPerBatch"
+        )
     batches = [to_spark_arrow(b) for t in tables for b in t.to_batches()]
     records = pa.Table.from_batches(batches, schema=SPARK_ARROW_SCHEMA).combine_chunks().to_struct_array()
-    values = records.chunk(0) if records.num_chunks == 1 else pa.concat_arrays(records.chunks) if records.num_chunks \
+    values = (
+        records.chunk(0)
+        if records.num_chunks == 1
+        else pa.concat_arrays(records.chunks)
+        if records.num_chunks
         else pa.array([], type=_SPARK_RECORD_STRUCT)
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, type=_SPARK_RECORDS_LIST,
-                                    mask=pa.array(nulls, type=pa.bool_()))
+    )
+    return pa.ListArray.from_arrays(
+        pa.array(offsets.astype(np.int32)), values, type=_SPARK_RECORDS_LIST, mask=pa.array(nulls, type=pa.bool_())
+    )
 
 
 def decode_batches(col: Any, **options: Any) -> Any:
@@ -729,8 +793,10 @@ def decode_batches_arrow(col: Any, **options: Any) -> Any:
     except ImportError:
         import pyspark
 
-        raise RuntimeError(f"decode_batches_arrow needs PySpark 4.1 or later (pyspark.sql.functions.arrow_udf); "
-                           f"this is PySpark {pyspark.__version__}: use decode_batches or explode_batches") from None
+        raise RuntimeError(
+            f"decode_batches_arrow needs PySpark 4.1 or later (pyspark.sql.functions.arrow_udf); "
+            f"this is PySpark {pyspark.__version__}: use decode_batches or explode_batches"
+        ) from None
 
     opts = _check_decode_kwargs(options)
 
@@ -740,8 +806,15 @@ def decode_batches_arrow(col: Any, **options: Any) -> Any:
     return arrow_udf(decode_kafka_batches, ArrayType(KAFKA_SCHEMA))(col)  # type: ignore[call-overload]
 
 
-def explode_batches(df: Any, column: str, *, keep: Iterable[str] = (), path_column: str | None = None,
-                    max_records_per_batch: int = DEFAULT_MAX_RECORDS_PER_BATCH, **options: Any) -> Any:
+def explode_batches(
+    df: Any,
+    column: str,
+    *,
+    keep: Iterable[str] = (),
+    path_column: str | None = None,
+    max_records_per_batch: int = DEFAULT_MAX_RECORDS_PER_BATCH,
+    **options: Any,
+) -> Any:
     """One row per record of the raw Kafka batches in ``df[column]``
     (``df.mapInArrow``: Arrow in, Arrow out), with the columns of
     :data:`KAFKA_SCHEMA` followed by the input columns named in ``keep``.
@@ -782,8 +855,11 @@ def explode_batches(df: Any, column: str, *, keep: Iterable[str] = (), path_colu
                 if data is None:
                     continue
                 row_opts = dict(opts)
-                if paths is not None and paths[i] is not None and (
-                        row_opts.get("topic") is None or row_opts.get("partition") is None):
+                if (
+                    paths is not None
+                    and paths[i] is not None
+                    and (row_opts.get("topic") is None or row_opts.get("partition") is None)
+                ):
                     found = kb.topic_partition_from_path(_path_text(paths[i]))
                     if found is not None:
                         if row_opts.get("topic") is None:
@@ -796,7 +872,8 @@ def explode_batches(df: Any, column: str, *, keep: Iterable[str] = (), path_colu
                     if kept:
                         repeat = pa.array(np.full(batch.num_rows, i, dtype=np.int64))
                         batch = pa.RecordBatch.from_arrays(
-                            list(batch.columns) + [col.take(repeat) for col in kept], schema=schema)
+                            list(batch.columns) + [col.take(repeat) for col in kept], schema=schema
+                        )
                     yield batch
 
     return df.select(*wanted).mapInArrow(explode, out_schema)

@@ -34,7 +34,10 @@ const MIN_GROW: usize = 32 * 1024;
 const DEFAULT_LEVEL: u32 = 6;
 
 fn invalid(message: impl Into<String>) -> CodecError {
-    CodecError::Invalid { codec: CODEC, message: message.into() }
+    CodecError::Invalid {
+        codec: CODEC,
+        message: message.into(),
+    }
 }
 
 /// Why reading a member stopped early.
@@ -131,7 +134,12 @@ fn read_some<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<usize, Stop> {
 /// `limit` bytes). On error `out` keeps only the bytes decoded so far.
 pub fn decompress(payload: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
     let start = out.len();
-    let mut sink = Sink { start, filled: start, limit, out };
+    let mut sink = Sink {
+        start,
+        filled: start,
+        limit,
+        out,
+    };
     let result = read_members(payload, &mut sink);
     let filled = sink.filled;
     out.truncate(filled);
@@ -151,7 +159,12 @@ fn read_members(payload: &[u8], sink: &mut Sink<'_>) -> Result<(), CodecError> {
     loop {
         match sink.read_all(&mut decoder) {
             Ok(()) => {}
-            Err(Stop::TooLarge) => return Err(CodecError::TooLarge { codec: CODEC, limit: sink.limit }),
+            Err(Stop::TooLarge) => {
+                return Err(CodecError::TooLarge {
+                    codec: CODEC,
+                    limit: sink.limit,
+                })
+            }
             // Not a gzip header after a complete member: the end, as in Java.
             Err(Stop::Io(_)) if !first && decoder.header().is_none() => return Ok(()),
             Err(Stop::Io(e)) => return Err(invalid(e.to_string())),
@@ -190,8 +203,18 @@ mod tests {
     const MIB: usize = 1 << 20;
 
     fn sample(n: usize, seed: u32) -> Vec<u8> {
-        let words: [&[u8]; 10] =
-            [b"kafka", b"record", b"batch", b"offset", b"topic", b"partition", b"lz4", b"frame", b"block", b"zstd"];
+        let words: [&[u8]; 10] = [
+            b"kafka",
+            b"record",
+            b"batch",
+            b"offset",
+            b"topic",
+            b"partition",
+            b"lz4",
+            b"frame",
+            b"block",
+            b"zstd",
+        ];
         let mut state = seed;
         let mut out = Vec::with_capacity(n + 16);
         while out.len() < n {
@@ -221,7 +244,10 @@ mod tests {
     }
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     fn dec(payload: &[u8], limit: usize) -> Result<Vec<u8>, CodecError> {
@@ -288,11 +314,22 @@ mod tests {
 
     #[test]
     fn round_trips_at_every_level() {
-        let inputs = [Vec::new(), b"x".to_vec(), sample(100_000, 1), noise(100_000, 2), vec![0; 1_000_000]];
+        let inputs = [
+            Vec::new(),
+            b"x".to_vec(),
+            sample(100_000, 1),
+            noise(100_000, 2),
+            vec![0; 1_000_000],
+        ];
         for input in &inputs {
             for level in [None, Some(-1), Some(1), Some(6), Some(9)] {
                 let gz = comp(input, level);
-                assert_eq!(&dec(&gz, input.len()).unwrap(), input, "len {} level {level:?}", input.len());
+                assert_eq!(
+                    &dec(&gz, input.len()).unwrap(),
+                    input,
+                    "len {} level {level:?}",
+                    input.len()
+                );
             }
         }
         // The default is level 6, as in Kafka.
@@ -305,7 +342,10 @@ mod tests {
     fn bad_levels_are_refused() {
         for level in [0, 10, -2, i32::MIN, i32::MAX] {
             let mut out = Vec::new();
-            assert!(matches!(compress(b"abc", Some(level), &mut out), Err(CodecError::Invalid { codec: "gzip", .. })));
+            assert!(matches!(
+                compress(b"abc", Some(level), &mut out),
+                Err(CodecError::Invalid { codec: "gzip", .. })
+            ));
         }
     }
 
@@ -318,14 +358,23 @@ mod tests {
         gz.extend_from_slice(&comp(&c, None));
         let all: Vec<u8> = [a, b, c].concat();
         assert_eq!(dec(&gz, all.len()).unwrap(), all);
-        assert!(matches!(dec(&gz, all.len() - 1), Err(CodecError::TooLarge { codec: "gzip", .. })));
+        assert!(matches!(
+            dec(&gz, all.len() - 1),
+            Err(CodecError::TooLarge { codec: "gzip", .. })
+        ));
     }
 
     #[test]
     fn trailing_bytes_after_a_member_are_ignored_like_java() {
         let input = sample(30_000, 7);
         let gz = comp(&input, None);
-        for trailer in [&b"\0"[..], b"\0\0\0\0\0\0\0\0", b"garbage that is no gzip header", b"\x1f\x8b", b"\x1f\x8b\x07\0"] {
+        for trailer in [
+            &b"\0"[..],
+            b"\0\0\0\0\0\0\0\0",
+            b"garbage that is no gzip header",
+            b"\x1f\x8b",
+            b"\x1f\x8b\x07\0",
+        ] {
             let mut padded = gz.clone();
             padded.extend_from_slice(trailer);
             assert_eq!(dec(&padded, MIB).unwrap(), input, "trailer {trailer:?}");
@@ -401,7 +450,13 @@ mod tests {
         assert_eq!(dec(&zero_bomb(3), 3 * MIB).unwrap(), vec![0; 3 * MIB]);
         let t = std::time::Instant::now();
         let mut out = Vec::new();
-        assert_eq!(decompress(&bomb, MIB, &mut out), Err(CodecError::TooLarge { codec: "gzip", limit: MIB }));
+        assert_eq!(
+            decompress(&bomb, MIB, &mut out),
+            Err(CodecError::TooLarge {
+                codec: "gzip",
+                limit: MIB
+            })
+        );
         assert!(out.capacity() <= MIB, "allocated {}", out.capacity());
         assert!(t.elapsed().as_secs() < 5);
         // A lying ISIZE (4 GiB - 1) does not allocate either.
@@ -421,9 +476,19 @@ mod tests {
         payload.extend(noise(100_000, 7));
         payload.extend([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
         let mut out = Vec::new();
-        let mut sink = Sink { out: &mut out, start: 0, filled: 0, limit: 256 << 20 };
+        let mut sink = Sink {
+            out: &mut out,
+            start: 0,
+            filled: 0,
+            limit: 256 << 20,
+        };
         assert!(read_members(&payload, &mut sink).is_err());
-        assert!(sink.out.len() <= sink.filled + 2 * MIN_GROW, "zeroed {} bytes for {} of output", sink.out.len(), sink.filled);
+        assert!(
+            sink.out.len() <= sink.filled + 2 * MIN_GROW,
+            "zeroed {} bytes for {} of output",
+            sink.out.len(),
+            sink.filled
+        );
         // An honest hint still sizes the buffer once: no reallocation.
         let data = sample(3 << 20, 3);
         let packed = comp(&data, None);

@@ -59,7 +59,10 @@ const WRITE_BD: u8 = 0x40;
 const WRITE_BLOCK_SIZE: usize = 64 * 1024;
 
 fn invalid(message: impl Into<String>) -> CodecError {
-    CodecError::Invalid { codec: CODEC, message: message.into() }
+    CodecError::Invalid {
+        codec: CODEC,
+        message: message.into(),
+    }
 }
 
 fn too_large(limit: usize) -> CodecError {
@@ -91,14 +94,24 @@ pub fn decompress(payload: &[u8], magic0: bool, limit: usize, out: &mut Vec<u8>)
 
 /// [`decompress`], returning how many bytes of `payload` the frame took
 /// (what follows it is ignored).
-pub fn decompress_first_frame(payload: &[u8], magic0: bool, limit: usize, out: &mut Vec<u8>) -> Result<usize, CodecError> {
-    let mut sink = Sink { start: out.len(), filled: out.len(), limit, out };
+pub fn decompress_first_frame(
+    payload: &[u8],
+    magic0: bool,
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<usize, CodecError> {
+    let mut sink = Sink {
+        start: out.len(),
+        filled: out.len(),
+        limit,
+        out,
+    };
     let result = match read_u32_le(payload, 0) {
         None => Err(invalid("payload too short for an lz4 frame")),
         Some(FRAME_MAGIC) => decompress_frame(payload, 0, magic0, &mut sink),
-        Some(magic) if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC => {
-            Err(invalid(format!("skippable frame {magic:#010x} where Kafka expects an lz4 frame")))
-        }
+        Some(magic) if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC => Err(invalid(format!(
+            "skippable frame {magic:#010x} where Kafka expects an lz4 frame"
+        ))),
         Some(magic) => Err(invalid(format!("bad frame magic number {magic:#010x}"))),
     };
     // `out` may hold zeroed room past `filled`; drop it, on success or not.
@@ -169,7 +182,9 @@ fn decompress_frame(payload: &[u8], frame_pos: usize, magic0: bool, sink: &mut S
         }
         let size = (word & !UNCOMPRESSED_BIT) as usize;
         if size > block_max {
-            return Err(invalid(format!("block of {size} bytes exceeds the frame's {block_max}-byte maximum")));
+            return Err(invalid(format!(
+                "block of {size} bytes exceeds the frame's {block_max}-byte maximum"
+            )));
         }
         let data = payload.get(pos..pos + size).ok_or_else(|| invalid("truncated block"))?;
         pos += size;
@@ -183,7 +198,11 @@ fn decompress_frame(payload: &[u8], frame_pos: usize, magic0: bool, sink: &mut S
         if word & UNCOMPRESSED_BIT != 0 {
             sink.append(data)?;
         } else {
-            let dict_start = if independent { sink.filled } else { sink.filled.saturating_sub(WINDOW).max(frame_start) };
+            let dict_start = if independent {
+                sink.filled
+            } else {
+                sink.filled.saturating_sub(WINDOW).max(frame_start)
+            };
             let last = read_u32_le(payload, pos) == Some(0);
             sink.decompress_block(data, dict_start, block_max, last)?;
         }
@@ -199,7 +218,10 @@ fn decompress_frame(payload: &[u8], frame_pos: usize, magic0: bool, sink: &mut S
     }
     if let Some(size) = content_size {
         if size != content.len() as u64 {
-            return Err(invalid(format!("frame declares {size} bytes of content but holds {}", content.len())));
+            return Err(invalid(format!(
+                "frame declares {size} bytes of content but holds {}",
+                content.len()
+            )));
         }
     }
     Ok(pos)
@@ -227,7 +249,9 @@ impl Sink<'_> {
         let cap_max = self.start.saturating_add(self.limit);
         let want = want.min(cap_max);
         if want > self.out.capacity() {
-            let doubled = self.start.saturating_add((self.filled - self.start).max(WINDOW).saturating_mul(2));
+            let doubled = self
+                .start
+                .saturating_add((self.filled - self.start).max(WINDOW).saturating_mul(2));
             let target = want.max(doubled.min(cap_max));
             self.out.reserve_exact(target - self.out.len());
         }
@@ -265,7 +289,13 @@ impl Sink<'_> {
     /// room would mostly be zeroed for nothing: a 16 KiB batch would zero
     /// 64 KiB. So the last block goes to a per-thread scratch buffer (zeroed
     /// once per thread) and is copied from there, which costs less.
-    fn decompress_block(&mut self, data: &[u8], dict_start: usize, block_max: usize, last: bool) -> Result<(), CodecError> {
+    fn decompress_block(
+        &mut self,
+        data: &[u8],
+        dict_start: usize,
+        block_max: usize,
+        last: bool,
+    ) -> Result<(), CodecError> {
         let room = block_max.min(self.room());
         let filled = self.filled;
         if last && self.out.len() - filled < room && room <= SCRATCH_MAX {
@@ -274,7 +304,13 @@ impl Sink<'_> {
                 if scratch.len() < room {
                     scratch.resize(room, 0);
                 }
-                let result = decode(data, &mut scratch[..room], &self.out[dict_start..filled], block_max, self.limit);
+                let result = decode(
+                    data,
+                    &mut scratch[..room],
+                    &self.out[dict_start..filled],
+                    block_max,
+                    self.limit,
+                );
                 Some(result.and_then(|n| self.append(&scratch[..n])))
             });
             // `None`: the scratch buffer is busy (re-entered); decode in place.
@@ -311,7 +347,9 @@ fn decode(data: &[u8], dst: &mut [u8], dict: &[u8], block_max: usize, limit: usi
     result.map_err(|e| match e {
         // The room was cut short by the limit: the block inflates past it.
         DecompressError::OutputTooSmall { .. } if room < block_max => too_large(limit),
-        DecompressError::OutputTooSmall { .. } => invalid(format!("block inflates past the frame's {block_max}-byte maximum")),
+        DecompressError::OutputTooSmall { .. } => {
+            invalid(format!("block inflates past the frame's {block_max}-byte maximum"))
+        }
         e => invalid(format!("corrupt block: {e}")),
     })
 }
@@ -348,7 +386,8 @@ pub fn compress(input: &[u8], magic0: bool, level: Option<i32>, out: &mut Vec<u8
         let size_pos = out.len();
         let data_pos = size_pos + 4;
         out.resize(data_pos + lz4_block::get_maximum_output_size(block.len()), 0);
-        let n = lz4_block::compress_into(block, &mut out[data_pos..]).map_err(|e| invalid(format!("compression failed: {e}")))?;
+        let n = lz4_block::compress_into(block, &mut out[data_pos..])
+            .map_err(|e| invalid(format!("compression failed: {e}")))?;
         if n < block.len() {
             out.truncate(data_pos + n);
             // n < 64 KiB: fits in u32 without the high bit.
@@ -374,7 +413,9 @@ const PRIME32_5: u32 = 0x1656_67B1;
 
 #[inline(always)]
 fn xxh32_round(acc: u32, lane: u32) -> u32 {
-    acc.wrapping_add(lane.wrapping_mul(PRIME32_2)).rotate_left(13).wrapping_mul(PRIME32_1)
+    acc.wrapping_add(lane.wrapping_mul(PRIME32_2))
+        .rotate_left(13)
+        .wrapping_mul(PRIME32_1)
 }
 
 #[inline(always)]
@@ -396,7 +437,10 @@ pub(crate) fn xxh32(data: &[u8], seed: u32) -> u32 {
             v3 = xxh32_round(v3, le32(&stripe[8..12]));
             v4 = xxh32_round(v4, le32(&stripe[12..16]));
         }
-        v1.rotate_left(1).wrapping_add(v2.rotate_left(7)).wrapping_add(v3.rotate_left(12)).wrapping_add(v4.rotate_left(18))
+        v1.rotate_left(1)
+            .wrapping_add(v2.rotate_left(7))
+            .wrapping_add(v3.rotate_left(12))
+            .wrapping_add(v4.rotate_left(18))
     } else {
         seed.wrapping_add(PRIME32_5)
     };
@@ -405,10 +449,16 @@ pub(crate) fn xxh32(data: &[u8], seed: u32) -> u32 {
     let tail = stripes.remainder();
     let mut words = tail.chunks_exact(4);
     for word in &mut words {
-        h = h.wrapping_add(le32(word).wrapping_mul(PRIME32_3)).rotate_left(17).wrapping_mul(PRIME32_4);
+        h = h
+            .wrapping_add(le32(word).wrapping_mul(PRIME32_3))
+            .rotate_left(17)
+            .wrapping_mul(PRIME32_4);
     }
     for &byte in words.remainder() {
-        h = h.wrapping_add(u32::from(byte).wrapping_mul(PRIME32_5)).rotate_left(11).wrapping_mul(PRIME32_1);
+        h = h
+            .wrapping_add(u32::from(byte).wrapping_mul(PRIME32_5))
+            .rotate_left(11)
+            .wrapping_mul(PRIME32_1);
     }
 
     h ^= h >> 15;
@@ -428,8 +478,18 @@ mod tests {
 
     /// Text-like test data (the same generator made the CLI fixtures).
     fn sample(n: usize, seed: u32) -> Vec<u8> {
-        let words: [&[u8]; 10] =
-            [b"kafka", b"record", b"batch", b"offset", b"topic", b"partition", b"lz4", b"frame", b"block", b"zstd"];
+        let words: [&[u8]; 10] = [
+            b"kafka",
+            b"record",
+            b"batch",
+            b"offset",
+            b"topic",
+            b"partition",
+            b"lz4",
+            b"frame",
+            b"block",
+            b"zstd",
+        ];
         let mut state = seed;
         let mut out = Vec::with_capacity(n + 16);
         while out.len() < n {
@@ -460,7 +520,10 @@ mod tests {
     }
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     fn dec(payload: &[u8], magic0: bool, limit: usize) -> Result<Vec<u8>, CodecError> {
@@ -664,7 +727,11 @@ mod tests {
         let input = sample(3 * 65536 - 1000, 13);
         let mut frame = header(FLG_VERSION_01, 0x40, None);
         for (i, block) in input.chunks(65536).enumerate() {
-            let dict = if i == 0 { &[][..] } else { &input[(i - 1) * 65536..i * 65536] };
+            let dict = if i == 0 {
+                &[][..]
+            } else {
+                &input[(i - 1) * 65536..i * 65536]
+            };
             push_block(&mut frame, &lz4_block::compress_with_dict(block, dict), false, false);
         }
         frame.extend_from_slice(&[0; 4]);
@@ -711,7 +778,11 @@ mod tests {
 
     #[test]
     fn content_size_claim_past_limit_is_too_large_without_work() {
-        let mut frame = header(FLG_VERSION_01 | FLG_BLOCK_INDEPENDENT | FLG_CONTENT_SIZE, 0x40, Some(u64::MAX));
+        let mut frame = header(
+            FLG_VERSION_01 | FLG_BLOCK_INDEPENDENT | FLG_CONTENT_SIZE,
+            0x40,
+            Some(u64::MAX),
+        );
         frame.extend_from_slice(&[0; 4]);
         assert!(is_too_large(&dec(&frame, false, MIB)));
         // With no effective limit the claim is still not trusted for allocation.
@@ -729,7 +800,11 @@ mod tests {
         assert_eq!(dec(&payload, false, MIB).unwrap(), a);
         // Whatever follows the first frame is ignored: garbage, a skippable
         // frame, a truncated second frame.
-        for tail in [&b"\x00\x01garbage"[..], &[0x53, 0x2A, 0x4D, 0x18, 5, 0, 0, 0, 1, 2, 3, 4, 5], &FRAME_MAGIC.to_le_bytes()] {
+        for tail in [
+            &b"\x00\x01garbage"[..],
+            &[0x53, 0x2A, 0x4D, 0x18, 5, 0, 0, 0, 1, 2, 3, 4, 5],
+            &FRAME_MAGIC.to_le_bytes(),
+        ] {
             let mut trailing = first.clone();
             trailing.extend_from_slice(tail);
             assert_eq!(dec(&trailing, false, MIB).unwrap(), a);
@@ -758,7 +833,13 @@ mod tests {
         let t = std::time::Instant::now();
         let mut out = Vec::new();
         let r = decompress(&frame, false, MIB, &mut out);
-        assert_eq!(r, Err(CodecError::TooLarge { codec: "lz4", limit: MIB }));
+        assert_eq!(
+            r,
+            Err(CodecError::TooLarge {
+                codec: "lz4",
+                limit: MIB
+            })
+        );
         assert!(out.capacity() <= MIB, "allocated {}", out.capacity());
         assert!(t.elapsed().as_secs() < 5);
     }

@@ -108,7 +108,13 @@ pub struct CompressOptions {
 
 /// Compress `input` with `codec`, appending to `out`. For lz4, `magic == 0`
 /// writes the KAFKA-3160 header checksum that old Kafka readers expect.
-pub fn compress(codec: Codec, input: &[u8], magic: i8, options: CompressOptions, out: &mut Vec<u8>) -> Result<(), CodecError> {
+pub fn compress(
+    codec: Codec,
+    input: &[u8],
+    magic: i8,
+    options: CompressOptions,
+    out: &mut Vec<u8>,
+) -> Result<(), CodecError> {
     match codec {
         Codec::None => {
             out.extend_from_slice(input);

@@ -40,7 +40,10 @@ const XERIAL_BLOCK_SIZE: usize = 32 * 1024;
 const MAX_RATIO: usize = 22;
 
 fn invalid(message: impl Into<String>) -> CodecError {
-    CodecError::Invalid { codec: CODEC, message: message.into() }
+    CodecError::Invalid {
+        codec: CODEC,
+        message: message.into(),
+    }
 }
 
 fn too_large(limit: usize) -> CodecError {
@@ -84,7 +87,11 @@ pub fn decompress(payload: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(),
 }
 
 /// Sizes `out` for `total` bytes once, then decompresses each block in place.
-fn decompress_blocks<'a>(blocks: impl Iterator<Item = &'a [u8]>, total: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
+fn decompress_blocks<'a>(
+    blocks: impl Iterator<Item = &'a [u8]>,
+    total: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), CodecError> {
     let start = out.len();
     out.reserve_exact(total);
     out.resize(start + total, 0);
@@ -178,7 +185,10 @@ pub fn compress(input: &[u8], xerial: bool, out: &mut Vec<u8>) -> Result<(), Cod
 fn compress_block(encoder: &mut Encoder, input: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
     let max = max_compress_len(input.len());
     if max == 0 {
-        return Err(invalid(format!("{} bytes is too large for one snappy block", input.len())));
+        return Err(invalid(format!(
+            "{} bytes is too large for one snappy block",
+            input.len()
+        )));
     }
     let start = out.len();
     out.resize(start + max, 0);
@@ -202,7 +212,16 @@ mod tests {
     const MIB: usize = 1 << 20;
 
     fn sample(n: usize, seed: u32) -> Vec<u8> {
-        let words: [&[u8]; 8] = [b"kafka", b"record", b"batch", b"offset", b"topic", b"partition", b"snappy", b"xerial"];
+        let words: [&[u8]; 8] = [
+            b"kafka",
+            b"record",
+            b"batch",
+            b"offset",
+            b"topic",
+            b"partition",
+            b"snappy",
+            b"xerial",
+        ];
         let mut state = seed;
         let mut out = Vec::with_capacity(n + 16);
         while out.len() < n {
@@ -265,8 +284,18 @@ mod tests {
 
     /// The generator of the Java fixture: `sample(300)` of these words, repeated.
     fn repeated(n: usize) -> Vec<u8> {
-        let words: [&[u8]; 10] =
-            [b"kafka", b"record", b"batch", b"offset", b"topic", b"partition", b"lz4", b"frame", b"block", b"zstd"];
+        let words: [&[u8]; 10] = [
+            b"kafka",
+            b"record",
+            b"batch",
+            b"offset",
+            b"topic",
+            b"partition",
+            b"lz4",
+            b"frame",
+            b"block",
+            b"zstd",
+        ];
         let mut state = 12345u32;
         let mut base = Vec::new();
         while base.len() < 300 {
@@ -279,7 +308,10 @@ mod tests {
     }
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     // snappy-java 1.1.10.8 `SnappyOutputStream` (defaults) of `repeated(33000)`.
@@ -333,12 +365,24 @@ mod tests {
 
     #[test]
     fn round_trips_raw_and_xerial() {
-        let inputs = [Vec::new(), b"x".to_vec(), sample(1000, 1), sample(100_000, 2), noise(100_000, 3), vec![0; 300_000]];
+        let inputs = [
+            Vec::new(),
+            b"x".to_vec(),
+            sample(1000, 1),
+            sample(100_000, 2),
+            noise(100_000, 3),
+            vec![0; 300_000],
+        ];
         for input in &inputs {
             for framed in [false, true] {
                 let payload = comp(input, framed);
                 assert_eq!(payload.starts_with(&XERIAL_MAGIC), framed);
-                assert_eq!(&dec(&payload, input.len()).unwrap(), input, "len {} xerial {framed}", input.len());
+                assert_eq!(
+                    &dec(&payload, input.len()).unwrap(),
+                    input,
+                    "len {} xerial {framed}",
+                    input.len()
+                );
             }
         }
     }
@@ -410,7 +454,10 @@ mod tests {
             let s = comp(&input, framed);
             assert_eq!(dec(&s, input.len()).unwrap(), input);
             let mut out = Vec::new();
-            assert_eq!(decompress(&s, input.len() - 1, &mut out), Err(too_large(input.len() - 1)));
+            assert_eq!(
+                decompress(&s, input.len() - 1, &mut out),
+                Err(too_large(input.len() - 1))
+            );
             assert!(out.is_empty() && out.capacity() == 0, "nothing allocated");
         }
     }
@@ -457,7 +504,10 @@ mod tests {
                 match dec(&s[..cut], MIB) {
                     Err(e) => assert!(matches!(e, CodecError::Invalid { .. }), "cut at {cut}: {e}"),
                     // Cut at a xerial block boundary: a shorter valid stream.
-                    Ok(out) => assert!(framed && out.len() < input.len() && input.starts_with(&out), "cut at {cut}"),
+                    Ok(out) => assert!(
+                        framed && out.len() < input.len() && input.starts_with(&out),
+                        "cut at {cut}"
+                    ),
                 }
             }
             let mut x = 0x2545_F491u32;

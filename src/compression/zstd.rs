@@ -41,7 +41,10 @@ const BLOCK_MAX: u64 = 128 * 1024;
 const MIN_GROW: usize = 64 * 1024;
 
 fn invalid(message: impl Into<String>) -> CodecError {
-    CodecError::Invalid { codec: CODEC, message: message.into() }
+    CodecError::Invalid {
+        codec: CODEC,
+        message: message.into(),
+    }
 }
 
 fn zstd_error(code: zstd_safe::ErrorCode) -> CodecError {
@@ -147,7 +150,11 @@ fn stream(dctx: &mut DCtx<'_>, payload: &[u8], limit: usize, out: &mut Vec<u8>) 
         } else if written == 0 && input.pos() == in_before {
             // There was output room and input left to offer (or none at all):
             // no progress means the input ends mid-frame.
-            return Err(invalid(if input.pos() == payload.len() { "truncated frame" } else { "decompression made no progress" }));
+            return Err(invalid(if input.pos() == payload.len() {
+                "truncated frame"
+            } else {
+                "decompression made no progress"
+            }));
         }
     }
 }
@@ -244,7 +251,10 @@ fn content_bound(payload: &[u8]) -> Option<u64> {
 pub fn compress(input: &[u8], level: Option<i32>, out: &mut Vec<u8>) -> Result<(), CodecError> {
     let level = level.unwrap_or(DEFAULT_LEVEL);
     if !zstd::compression_level_range().contains(&level) {
-        return Err(invalid(format!("compression level {level} is outside {:?}", zstd::compression_level_range())));
+        return Err(invalid(format!(
+            "compression level {level} is outside {:?}",
+            zstd::compression_level_range()
+        )));
     }
     let start = out.len();
     out.reserve(zstd_safe::compress_bound(input.len()));
@@ -255,12 +265,15 @@ pub fn compress(input: &[u8], level: Option<i32>, out: &mut Vec<u8>) -> Result<(
         let mut slot = cell.try_borrow_mut().ok();
         let cctx = match slot.as_deref_mut() {
             Some(Some(cctx)) => cctx,
-            Some(empty) => empty.insert(CCtx::try_create().ok_or_else(|| invalid("cannot allocate a compression context"))?),
+            Some(empty) => {
+                empty.insert(CCtx::try_create().ok_or_else(|| invalid("cannot allocate a compression context"))?)
+            }
             // Re-entered (not expected): use a context of our own.
             None => own.insert(CCtx::try_create().ok_or_else(|| invalid("cannot allocate a compression context"))?),
         };
         cctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
-        cctx.set_parameter(CParameter::CompressionLevel(level)).map_err(zstd_error)?;
+        cctx.set_parameter(CParameter::CompressionLevel(level))
+            .map_err(zstd_error)?;
         let mut cursor = Cursor::new(&mut *out);
         cursor.set_position(start as u64);
         cctx.compress2(&mut cursor, input).map_err(zstd_error)?;
@@ -277,8 +290,18 @@ mod tests {
     const MIB: usize = 1 << 20;
 
     fn sample(n: usize, seed: u32) -> Vec<u8> {
-        let words: [&[u8]; 10] =
-            [b"kafka", b"record", b"batch", b"offset", b"topic", b"partition", b"lz4", b"frame", b"block", b"zstd"];
+        let words: [&[u8]; 10] = [
+            b"kafka",
+            b"record",
+            b"batch",
+            b"offset",
+            b"topic",
+            b"partition",
+            b"lz4",
+            b"frame",
+            b"block",
+            b"zstd",
+        ];
         let mut state = seed;
         let mut out = Vec::with_capacity(n + 16);
         while out.len() < n {
@@ -308,7 +331,10 @@ mod tests {
     }
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     fn dec(payload: &[u8], limit: usize) -> Result<Vec<u8>, CodecError> {
@@ -374,15 +400,31 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let inputs = [Vec::new(), b"x".to_vec(), sample(100_000, 1), noise(100_000, 2), vec![0; 1_000_000]];
+        let inputs = [
+            Vec::new(),
+            b"x".to_vec(),
+            sample(100_000, 1),
+            noise(100_000, 2),
+            vec![0; 1_000_000],
+        ];
         for input in &inputs {
             for level in [None, Some(1), Some(-5)] {
                 let frame = comp(input, level);
                 assert!(has_content_size(&frame));
-                assert_eq!(&dec(&frame, input.len()).unwrap(), input, "len {} level {level:?}", input.len());
+                assert_eq!(
+                    &dec(&frame, input.len()).unwrap(),
+                    input,
+                    "len {} level {level:?}",
+                    input.len()
+                );
             }
             let frame = streamed(input, 3);
-            assert_eq!(&dec(&frame, input.len()).unwrap(), input, "streamed, len {}", input.len());
+            assert_eq!(
+                &dec(&frame, input.len()).unwrap(),
+                input,
+                "streamed, len {}",
+                input.len()
+            );
         }
         let small = sample(5000, 3);
         for level in [0, 19, 22, zstd_safe::min_c_level()] {
@@ -470,7 +512,13 @@ mod tests {
         for bomb in [bomb, declared] {
             let t = std::time::Instant::now();
             let mut out = Vec::new();
-            assert_eq!(decompress(&bomb, MIB, &mut out), Err(CodecError::TooLarge { codec: "zstd", limit: MIB }));
+            assert_eq!(
+                decompress(&bomb, MIB, &mut out),
+                Err(CodecError::TooLarge {
+                    codec: "zstd",
+                    limit: MIB
+                })
+            );
             assert!(out.capacity() <= MIB + 1, "allocated {}", out.capacity());
             assert!(t.elapsed().as_secs() < 5);
         }

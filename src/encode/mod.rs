@@ -79,7 +79,12 @@ pub struct RecordRef<'a> {
 impl<'a> RecordRef<'a> {
     /// A record without headers.
     pub const fn new(key: Option<&'a [u8]>, value: Option<&'a [u8]>, timestamp: i64) -> Self {
-        RecordRef { key, value, timestamp, headers: &[] }
+        RecordRef {
+            key,
+            value,
+            timestamp,
+            headers: &[],
+        }
     }
 }
 
@@ -172,7 +177,11 @@ pub enum EncodeError {
     /// A record cannot be written with these options. `index` counts records
     /// from 0 (in the slice for `encode`, since creation for an `Encoder`).
     #[error("record {index}: invalid {field}: {reason}")]
-    InvalidRecord { index: u64, field: &'static str, reason: String },
+    InvalidRecord {
+        index: u64,
+        field: &'static str,
+        reason: String,
+    },
     /// The codec failed; the batch was not written.
     #[error("cannot compress the batch at base offset {base_offset}: {source}")]
     Compression {
@@ -198,11 +207,18 @@ impl EncodeError {
 }
 
 fn invalid_option(argument: &'static str, reason: impl Into<String>) -> EncodeError {
-    EncodeError::InvalidOption { argument, reason: reason.into() }
+    EncodeError::InvalidOption {
+        argument,
+        reason: reason.into(),
+    }
 }
 
 fn invalid_record(index: u64, field: &'static str, reason: impl Into<String>) -> EncodeError {
-    EncodeError::InvalidRecord { index, field, reason: reason.into() }
+    EncodeError::InvalidRecord {
+        index,
+        field,
+        reason: reason.into(),
+    }
 }
 
 /// The largest value of a Kafka int32 length field.
@@ -211,26 +227,41 @@ const MAX_LEN: usize = i32::MAX as usize;
 /// Check options on their own and together.
 fn check_options(o: &EncodeOptions) -> Result<(), EncodeError> {
     if !(0..=2).contains(&o.magic) {
-        return Err(invalid_option("magic", format!("{} is not a Kafka message format; use 0, 1 or 2", o.magic)));
+        return Err(invalid_option(
+            "magic",
+            format!("{} is not a Kafka message format; use 0, 1 or 2", o.magic),
+        ));
     }
     if o.base_offset < 0 {
-        return Err(invalid_option("base_offset", format!("{} is negative; offsets start at 0", o.base_offset)));
+        return Err(invalid_option(
+            "base_offset",
+            format!("{} is negative; offsets start at 0", o.base_offset),
+        ));
     }
     match o.records_per_batch {
         Some(0) => return Err(invalid_option("records_per_batch", "must be at least 1 (got 0)")),
         Some(n) if n > MAX_LEN => {
-            return Err(invalid_option("records_per_batch", format!("{n} is more than a batch can count ({MAX_LEN})")));
+            return Err(invalid_option(
+                "records_per_batch",
+                format!("{n} is more than a batch can count ({MAX_LEN})"),
+            ));
         }
         _ => {}
     }
     if o.codec == Codec::Zstd && o.magic < 2 {
-        return Err(invalid_option("codec", format!("zstd needs magic 2 (magic is {})", o.magic)));
+        return Err(invalid_option(
+            "codec",
+            format!("zstd needs magic 2 (magic is {})", o.magic),
+        ));
     }
     if o.magic < 2 {
         let legacy = |argument: &'static str, value: String| {
             invalid_option(
                 argument,
-                format!("{value} needs magic 2 (magic is {}); v0/v1 messages carry no producer state", o.magic),
+                format!(
+                    "{value} needs magic 2 (magic is {}); v0/v1 messages carry no producer state",
+                    o.magic
+                ),
             )
         };
         if o.producer_id != -1 {
@@ -246,39 +277,69 @@ fn check_options(o: &EncodeOptions) -> Result<(), EncodeError> {
             return Err(legacy("transactional", "transactional=true".into()));
         }
         if o.partition_leader_epoch != -1 {
-            return Err(legacy("partition_leader_epoch", format!("partition_leader_epoch {}", o.partition_leader_epoch)));
+            return Err(legacy(
+                "partition_leader_epoch",
+                format!("partition_leader_epoch {}", o.partition_leader_epoch),
+            ));
         }
     }
     if o.magic == 0 && o.timestamp_type == TimestampType::LogAppendTime {
-        return Err(invalid_option("timestamp_type", "LogAppendTime needs magic 1 or 2; magic 0 has no timestamps"));
+        return Err(invalid_option(
+            "timestamp_type",
+            "LogAppendTime needs magic 1 or 2; magic 0 has no timestamps",
+        ));
     }
     if let Some(t) = o.log_append_time {
         if o.timestamp_type != TimestampType::LogAppendTime {
-            return Err(invalid_option("log_append_time", "is only used with timestamp_type LogAppendTime"));
+            return Err(invalid_option(
+                "log_append_time",
+                "is only used with timestamp_type LogAppendTime",
+            ));
         }
         if t < -1 {
-            return Err(invalid_option("log_append_time", format!("{t} is negative (use -1 for none, or >= 0)")));
+            return Err(invalid_option(
+                "log_append_time",
+                format!("{t} is negative (use -1 for none, or >= 0)"),
+            ));
         }
     }
     if o.producer_id < -1 {
-        return Err(invalid_option("producer_id", format!("{} must be -1 (none) or >= 0", o.producer_id)));
+        return Err(invalid_option(
+            "producer_id",
+            format!("{} must be -1 (none) or >= 0", o.producer_id),
+        ));
     }
     if o.producer_epoch < -1 {
-        return Err(invalid_option("producer_epoch", format!("{} must be -1 (none) or >= 0", o.producer_epoch)));
+        return Err(invalid_option(
+            "producer_epoch",
+            format!("{} must be -1 (none) or >= 0", o.producer_epoch),
+        ));
     }
     if o.base_sequence < -1 {
-        return Err(invalid_option("base_sequence", format!("{} must be -1 (none) or >= 0", o.base_sequence)));
+        return Err(invalid_option(
+            "base_sequence",
+            format!("{} must be -1 (none) or >= 0", o.base_sequence),
+        ));
     }
     if o.transactional && o.producer_id < 0 {
-        return Err(invalid_option("transactional", "transactional batches need a producer_id >= 0"));
+        return Err(invalid_option(
+            "transactional",
+            "transactional batches need a producer_id >= 0",
+        ));
     }
     if o.producer_id >= 0 {
         // As Java's MemoryRecordsBuilder.validateProducerState.
         if o.producer_epoch < 0 {
-            return Err(invalid_option("producer_epoch", format!("producer_id {} needs a producer_epoch >= 0", o.producer_id)));
+            return Err(invalid_option(
+                "producer_epoch",
+                format!("producer_id {} needs a producer_epoch >= 0", o.producer_id),
+            ));
         }
         if o.base_sequence < 0 {
-            return Err(invalid_option("base_sequence", format!("producer_id {} needs a base_sequence >= 0", o.producer_id)));
+            return Err(invalid_option(
+                "base_sequence",
+                format!("producer_id {} needs a base_sequence >= 0", o.producer_id),
+            ));
         }
     }
     Ok(())
@@ -292,47 +353,81 @@ fn check_record(o: &EncodeOptions, index: u64, r: &RecordRef<'_>) -> Result<usiz
         return Err(invalid_record(
             index,
             "timestamp",
-            format!("{} is out of range for magic {} (must be -1, meaning none, or >= 0)", r.timestamp, o.magic),
+            format!(
+                "{} is out of range for magic {} (must be -1, meaning none, or >= 0)",
+                r.timestamp, o.magic
+            ),
         ));
     }
     let key_len = r.key.map_or(0, <[u8]>::len);
     let value_len = r.value.map_or(0, <[u8]>::len);
     if key_len > MAX_LEN {
-        return Err(invalid_record(index, "key", format!("{key_len} bytes; at most {MAX_LEN}")));
+        return Err(invalid_record(
+            index,
+            "key",
+            format!("{key_len} bytes; at most {MAX_LEN}"),
+        ));
     }
     if value_len > MAX_LEN {
-        return Err(invalid_record(index, "value", format!("{value_len} bytes; at most {MAX_LEN}")));
+        return Err(invalid_record(
+            index,
+            "value",
+            format!("{value_len} bytes; at most {MAX_LEN}"),
+        ));
     }
     if o.magic < 2 {
         if !r.headers.is_empty() {
             return Err(invalid_record(
                 index,
                 "headers",
-                format!("{} header(s), but headers need magic 2 (magic is {})", r.headers.len(), o.magic),
+                format!(
+                    "{} header(s), but headers need magic 2 (magic is {})",
+                    r.headers.len(),
+                    o.magic
+                ),
             ));
         }
         let size = legacy::message_size(o.magic, key_len, value_len);
         if size > legacy::MAX_MESSAGE {
-            return Err(invalid_record(index, "size", format!("the message would be {size} bytes; at most {}", legacy::MAX_MESSAGE)));
+            return Err(invalid_record(
+                index,
+                "size",
+                format!("the message would be {size} bytes; at most {}", legacy::MAX_MESSAGE),
+            ));
         }
         return Ok(0);
     }
     if r.headers.len() > MAX_LEN {
-        return Err(invalid_record(index, "headers", format!("{} headers; at most {MAX_LEN}", r.headers.len())));
+        return Err(invalid_record(
+            index,
+            "headers",
+            format!("{} headers; at most {MAX_LEN}", r.headers.len()),
+        ));
     }
     let mut headers_size = 0usize;
     for (k, v) in r.headers {
         let v_len = v.map_or(0, <[u8]>::len);
         if k.len() > MAX_LEN || v_len > MAX_LEN {
-            return Err(invalid_record(index, "headers", format!("header {k:?} is longer than {MAX_LEN} bytes")));
+            return Err(invalid_record(
+                index,
+                "headers",
+                format!("header {k:?} is longer than {MAX_LEN} bytes"),
+            ));
         }
         headers_size = headers_size.saturating_add(v2::header_size(k, *v));
     }
     // Upper bound of the record with the widest varints, so that any record
     // that passes fits in an empty batch.
-    let bound = (40usize).saturating_add(key_len).saturating_add(value_len).saturating_add(headers_size);
+    let bound = (40usize)
+        .saturating_add(key_len)
+        .saturating_add(value_len)
+        .saturating_add(headers_size);
     if bound > v2::MAX_RECORD {
-        return Err(invalid_record(index, "size", format!("the record would be up to {bound} bytes; at most {}", v2::MAX_RECORD)));
+        return Err(invalid_record(
+            index,
+            "size",
+            format!("the record would be up to {bound} bytes; at most {}", v2::MAX_RECORD),
+        ));
     }
     Ok(headers_size)
 }
@@ -379,7 +474,11 @@ impl Core {
         if o.magic < 2 {
             copts.snappy_xerial = true;
         }
-        let hard = if o.magic == 2 { v2::MAX_BATCH } else { legacy::MAX_WRAPPER_CONTENT };
+        let hard = if o.magic == 2 {
+            v2::MAX_BATCH
+        } else {
+            legacy::MAX_WRAPPER_CONTENT
+        };
         let (max_records, max_bytes) = match o.records_per_batch {
             Some(n) => (n, hard),
             None => (MAX_LEN, o.max_batch_bytes.map_or(hard, |b| b.min(hard))),
@@ -394,7 +493,11 @@ impl Core {
             pushed: 0,
             open: None,
             scratch: Vec::new(),
-            summary: EncodeSummary { next_offset: o.base_offset, next_sequence: o.base_sequence, ..Default::default() },
+            summary: EncodeSummary {
+                next_offset: o.base_offset,
+                next_sequence: o.base_sequence,
+                ..Default::default()
+            },
         })
     }
 
@@ -409,7 +512,11 @@ impl Core {
     #[inline]
     fn push_checked(&mut self, out: &mut Vec<u8>, r: &RecordRef<'_>, headers_size: usize) -> Result<(), EncodeError> {
         if self.next_offset == i64::MAX {
-            return Err(invalid_record(self.pushed, "offset", "the next offset would pass i64::MAX"));
+            return Err(invalid_record(
+                self.pushed,
+                "offset",
+                "the next offset would pass i64::MAX",
+            ));
         }
         if self.o.magic == 2 {
             self.push_v2(out, r, headers_size)?;
@@ -425,7 +532,12 @@ impl Core {
     #[inline]
     fn push_v2(&mut self, out: &mut Vec<u8>, r: &RecordRef<'_>, headers_size: usize) -> Result<(), EncodeError> {
         if let Some(open) = &self.open {
-            let size = v2::record_size(r, open.count as i32, r.timestamp.wrapping_sub(open.first_timestamp), headers_size);
+            let size = v2::record_size(
+                r,
+                open.count as i32,
+                r.timestamp.wrapping_sub(open.first_timestamp),
+                headers_size,
+            );
             if open.size + size > self.max_bytes {
                 self.close(out)?;
             }
@@ -449,7 +561,11 @@ impl Core {
         let Some(open) = &mut self.open else { unreachable!() };
         let offset_delta = open.count as i32;
         let timestamp_delta = r.timestamp.wrapping_sub(open.first_timestamp);
-        let target = if self.o.codec == Codec::None { &mut *out } else { &mut self.scratch };
+        let target = if self.o.codec == Codec::None {
+            &mut *out
+        } else {
+            &mut self.scratch
+        };
         open.size += v2::write_record(target, r, offset_delta, timestamp_delta, headers_size);
         open.count += 1;
         open.max_timestamp = open.max_timestamp.max(r.timestamp);
@@ -463,9 +579,20 @@ impl Core {
     fn push_legacy_plain(&mut self, out: &mut Vec<u8>, r: &RecordRef<'_>) {
         let (attributes, timestamp) = match self.o.timestamp_type {
             TimestampType::CreateTime => (0, r.timestamp),
-            TimestampType::LogAppendTime => (legacy::TIMESTAMP_TYPE_BIT, self.o.log_append_time.unwrap_or(r.timestamp)),
+            TimestampType::LogAppendTime => (
+                legacy::TIMESTAMP_TYPE_BIT,
+                self.o.log_append_time.unwrap_or(r.timestamp),
+            ),
         };
-        let n = legacy::write_message(out, self.next_offset, self.o.magic, attributes, timestamp, r.key, r.value);
+        let n = legacy::write_message(
+            out,
+            self.next_offset,
+            self.o.magic,
+            attributes,
+            timestamp,
+            r.key,
+            r.value,
+        );
         self.next_offset += 1;
         self.summary.records += 1;
         self.summary.batches += 1;
@@ -611,14 +738,22 @@ impl Core {
             Some(open) => (open.base_offset, open.base_sequence),
             None => (self.next_offset, self.next_sequence),
         };
-        EncodeSummary { next_offset, next_sequence, ..self.summary }
+        EncodeSummary {
+            next_offset,
+            next_sequence,
+            ..self.summary
+        }
     }
 }
 
 /// Encode `records` into `out` (appended) as `opts` says. All or nothing:
 /// options and records are checked before anything is written, and on a codec
 /// failure `out` is truncated back to its length on entry.
-pub fn encode(records: &[RecordRef<'_>], opts: &EncodeOptions, out: &mut Vec<u8>) -> Result<EncodeSummary, EncodeError> {
+pub fn encode(
+    records: &[RecordRef<'_>],
+    opts: &EncodeOptions,
+    out: &mut Vec<u8>,
+) -> Result<EncodeSummary, EncodeError> {
     let mut core = Core::new(opts)?;
     let mut payload = 0usize;
     for (i, r) in records.iter().enumerate() {
@@ -631,23 +766,39 @@ pub fn encode(records: &[RecordRef<'_>], opts: &EncodeOptions, out: &mut Vec<u8>
     if (records.len() as u64) > (i64::MAX - opts.base_offset) as u64 {
         return Err(invalid_option(
             "base_offset",
-            format!("{} + {} records passes the largest offset", opts.base_offset, records.len()),
+            format!(
+                "{} + {} records passes the largest offset",
+                opts.base_offset,
+                records.len()
+            ),
         ));
     }
     if opts.codec == Codec::None {
         // Exact for v2 records whose varints take one byte, and for legacy
         // messages; a batch header per batch on top.
-        let per_record = if opts.magic == 2 { 11 } else { legacy::LOG_OVERHEAD + legacy::message_size(opts.magic, 0, 0) };
+        let per_record = if opts.magic == 2 {
+            11
+        } else {
+            legacy::LOG_OVERHEAD + legacy::message_size(opts.magic, 0, 0)
+        };
         let batches = match opts.records_per_batch {
             Some(n) if opts.magic == 2 => records.len().div_ceil(n),
             _ => 1,
         };
-        out.reserve(payload.saturating_add(per_record * records.len()).saturating_add(v2::HEADER_SIZE * batches));
+        out.reserve(
+            payload
+                .saturating_add(per_record * records.len())
+                .saturating_add(v2::HEADER_SIZE * batches),
+        );
     }
     let start = out.len();
     let result = (|| {
         for r in records {
-            let headers_size = if r.headers.is_empty() { 0 } else { v2::headers_size(r.headers) };
+            let headers_size = if r.headers.is_empty() {
+                0
+            } else {
+                v2::headers_size(r.headers)
+            };
             core.push_checked(out, r, headers_size)?;
         }
         core.close(out)
@@ -695,7 +846,10 @@ impl Encoder {
     /// As [`new`](Self::new), reusing `buf`'s allocation (it is cleared).
     pub fn with_buffer(opts: &EncodeOptions, mut buf: Vec<u8>) -> Result<Encoder, EncodeError> {
         buf.clear();
-        Ok(Encoder { core: Core::new(opts)?, buf })
+        Ok(Encoder {
+            core: Core::new(opts)?,
+            buf,
+        })
     }
 
     /// Add a record at the next offset. It goes into the open batch (closing

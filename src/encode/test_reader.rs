@@ -139,7 +139,14 @@ pub fn read_records(buf: &[u8], count: usize) -> Vec<Record> {
             headers.push((String::from_utf8(k).unwrap(), v));
         }
         assert_eq!(pos, end, "record length field");
-        records.push(Record { attributes, timestamp_delta, offset_delta, key, value, headers });
+        records.push(Record {
+            attributes,
+            timestamp_delta,
+            offset_delta,
+            key,
+            value,
+            headers,
+        });
     }
     assert_eq!(pos, buf.len(), "bytes after the last record");
     records
@@ -193,7 +200,16 @@ pub fn read_messages(buf: &[u8]) -> Vec<Message> {
         let key = read_nullable_i32_bytes(m, &mut at);
         let value = read_nullable_i32_bytes(m, &mut at);
         assert_eq!(at, m.len(), "message size field");
-        messages.push(Message { offset, size, crc, magic, attributes, timestamp, key, value });
+        messages.push(Message {
+            offset,
+            size,
+            crc,
+            magic,
+            attributes,
+            timestamp,
+            key,
+            value,
+        });
         pos = end;
     }
     messages

@@ -27,7 +27,11 @@ fn values(n: usize, len: usize) -> Vec<Vec<u8>> {
 }
 
 fn plain_records(values: &[Vec<u8>], ts0: i64) -> Vec<RecordRef<'_>> {
-    values.iter().enumerate().map(|(i, v)| RecordRef::new(None, Some(v), ts0 + i as i64)).collect()
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| RecordRef::new(None, Some(v), ts0 + i as i64))
+        .collect()
 }
 
 fn v2_opts(f: impl FnOnce(&mut EncodeOptions)) -> EncodeOptions {
@@ -37,7 +41,10 @@ fn v2_opts(f: impl FnOnce(&mut EncodeOptions)) -> EncodeOptions {
 }
 
 fn legacy_opts(magic: i8, f: impl FnOnce(&mut EncodeOptions)) -> EncodeOptions {
-    let mut o = EncodeOptions { magic, ..Default::default() };
+    let mut o = EncodeOptions {
+        magic,
+        ..Default::default()
+    };
     f(&mut o);
     o
 }
@@ -48,7 +55,12 @@ fn legacy_opts(magic: i8, f: impl FnOnce(&mut EncodeOptions)) -> EncodeOptions {
 fn v2_small_batch_is_byte_exact() {
     let headers: [HeaderRef; 1] = [("h", Some(b"x"))];
     let records = [
-        RecordRef { key: Some(b"k"), value: Some(b"v1"), timestamp: 1000, headers: &headers },
+        RecordRef {
+            key: Some(b"k"),
+            value: Some(b"v1"),
+            timestamp: 1000,
+            headers: &headers,
+        },
         RecordRef::new(None, None, 1003),
     ];
     let opts = v2_opts(|o| {
@@ -78,7 +90,9 @@ fn v2_small_batch_is_byte_exact() {
     assert_eq!(expected.len(), 61);
     // Record 0: length 13 (zig-zag 0x1a), attributes, tsDelta 0, offsetDelta 0,
     // key "k" (len 1 → 0x02), value "v1" (len 2 → 0x04), 1 header: "h" → "x".
-    expected.extend([0x1a, 0x00, 0x00, 0x00, 0x02, b'k', 0x04, b'v', b'1', 0x02, 0x02, b'h', 0x02, b'x']);
+    expected.extend([
+        0x1a, 0x00, 0x00, 0x00, 0x02, b'k', 0x04, b'v', b'1', 0x02, 0x02, b'h', 0x02, b'x',
+    ]);
     // Record 1: length 6, attributes, tsDelta 3 (0x06), offsetDelta 1 (0x02), null key, null value, 0 headers.
     expected.extend([0x0c, 0x00, 0x06, 0x02, 0x01, 0x01, 0x00]);
     let expected = with_crc32c(expected);
@@ -88,7 +102,13 @@ fn v2_small_batch_is_byte_exact() {
     assert_eq!(&out[57..61], &2i32.to_be_bytes(), "record count at byte 57");
     assert_eq!(
         summary,
-        EncodeSummary { records: 2, batches: 1, bytes: 82, next_offset: 7, next_sequence: 5 }
+        EncodeSummary {
+            records: 2,
+            batches: 1,
+            bytes: 82,
+            next_offset: 7,
+            next_sequence: 5
+        }
     );
 }
 
@@ -96,7 +116,12 @@ fn v2_small_batch_is_byte_exact() {
 fn v2_crc_is_crc32c_of_attributes_to_end() {
     let vals = values(20, 33);
     let mut out = Vec::new();
-    encode(&plain_records(&vals, 1_700_000_000_000), &v2_opts(|o| o.records_per_batch = Some(7)), &mut out).unwrap();
+    encode(
+        &plain_records(&vals, 1_700_000_000_000),
+        &v2_opts(|o| o.records_per_batch = Some(7)),
+        &mut out,
+    )
+    .unwrap();
     let mut pos = 0;
     let mut n = 0;
     while pos < out.len() {
@@ -121,7 +146,12 @@ fn v2_varint_edge_cases() {
     let big = vec![7u8; 200];
     let headers: [HeaderRef; 2] = [("a", None), ("", Some(b""))];
     let records = [
-        RecordRef { key: Some(b""), value: Some(&big), timestamp: 1000, headers: &headers },
+        RecordRef {
+            key: Some(b""),
+            value: Some(&big),
+            timestamp: 1000,
+            headers: &headers,
+        },
         RecordRef::new(Some(&big[..64]), Some(b"v"), 990),
         RecordRef::new(None, Some(b"w"), -1),
     ];
@@ -134,7 +164,10 @@ fn v2_varint_edge_cases() {
     let r = b.records();
     assert_eq!(r[0].key.as_deref(), Some(&b""[..]));
     assert_eq!(r[0].value.as_deref(), Some(&big[..]));
-    assert_eq!(r[0].headers, vec![("a".to_string(), None), (String::new(), Some(vec![]))]);
+    assert_eq!(
+        r[0].headers,
+        vec![("a".to_string(), None), (String::new(), Some(vec![]))]
+    );
     assert_eq!((r[1].timestamp_delta, r[1].offset_delta), (-10, 1));
     assert_eq!(r[1].key.as_deref(), Some(&big[..64]));
     assert_eq!((r[2].timestamp_delta, r[2].offset_delta), (-1001, 2));
@@ -153,13 +186,27 @@ fn v2_empty_input_writes_nothing() {
     let mut out = b"keep".to_vec();
     let s = encode(&[], &v2_opts(|o| o.base_offset = 42), &mut out).unwrap();
     assert_eq!(out, b"keep");
-    assert_eq!(s, EncodeSummary { records: 0, batches: 0, bytes: 0, next_offset: 42, next_sequence: -1 });
+    assert_eq!(
+        s,
+        EncodeSummary {
+            records: 0,
+            batches: 0,
+            bytes: 0,
+            next_offset: 42,
+            next_sequence: -1
+        }
+    );
 }
 
 #[test]
 fn v2_appends_after_existing_bytes() {
     let mut out = b"prefix".to_vec();
-    encode(&[RecordRef::new(None, Some(b"v"), 1)], &EncodeOptions::default(), &mut out).unwrap();
+    encode(
+        &[RecordRef::new(None, Some(b"v"), 1)],
+        &EncodeOptions::default(),
+        &mut out,
+    )
+    .unwrap();
     assert_eq!(&out[..6], b"prefix");
     assert_eq!(read_batches(&out[6..]).len(), 1);
 }
@@ -211,8 +258,15 @@ fn v2_sequence_wraps_like_java() {
 fn v2_non_idempotent_sequence_stays_minus_one() {
     let vals = values(4, 1);
     let mut out = Vec::new();
-    let s = encode(&plain_records(&vals, 0), &v2_opts(|o| o.records_per_batch = Some(1)), &mut out).unwrap();
-    assert!(read_batches(&out).iter().all(|b| (b.producer_id, b.producer_epoch, b.base_sequence) == (-1, -1, -1)));
+    let s = encode(
+        &plain_records(&vals, 0),
+        &v2_opts(|o| o.records_per_batch = Some(1)),
+        &mut out,
+    )
+    .unwrap();
+    assert!(read_batches(&out)
+        .iter()
+        .all(|b| (b.producer_id, b.producer_epoch, b.base_sequence) == (-1, -1, -1)));
     assert_eq!(s.next_sequence, -1);
 }
 
@@ -225,12 +279,21 @@ fn v2_log_append_time() {
     ];
     // Without an explicit append time: the batch's largest timestamp.
     let mut out = Vec::new();
-    encode(&records, &v2_opts(|o| o.timestamp_type = TimestampType::LogAppendTime), &mut out).unwrap();
+    encode(
+        &records,
+        &v2_opts(|o| o.timestamp_type = TimestampType::LogAppendTime),
+        &mut out,
+    )
+    .unwrap();
     let b = &read_batches(&out)[0];
     assert_eq!(b.attributes, 0x08);
     assert_eq!((b.base_timestamp, b.max_timestamp), (1000, 1100));
     let deltas: Vec<i64> = b.records().iter().map(|r| r.timestamp_delta).collect();
-    assert_eq!(deltas, [0, -100, 100], "records keep their own timestamps, as Java writes them");
+    assert_eq!(
+        deltas,
+        [0, -100, 100],
+        "records keep their own timestamps, as Java writes them"
+    );
 
     // With one: it is the max timestamp; the record deltas do not change.
     let mut out2 = Vec::new();
@@ -264,24 +327,52 @@ fn v2_max_timestamp_of_no_timestamps_is_minus_one() {
 fn batching_by_records_per_batch() {
     let vals = values(10, 5);
     let mut out = Vec::new();
-    let s = encode(&plain_records(&vals, 100), &v2_opts(|o| {
-        o.base_offset = 1000;
-        o.records_per_batch = Some(4);
-        o.max_batch_bytes = Some(1); // ignored: records_per_batch wins
-    }), &mut out)
+    let s = encode(
+        &plain_records(&vals, 100),
+        &v2_opts(|o| {
+            o.base_offset = 1000;
+            o.records_per_batch = Some(4);
+            o.max_batch_bytes = Some(1); // ignored: records_per_batch wins
+        }),
+        &mut out,
+    )
     .unwrap();
     let batches = read_batches(&out);
     let shape: Vec<(i64, i32, i32, i64, i64)> = batches
         .iter()
-        .map(|b| (b.base_offset, b.record_count, b.last_offset_delta, b.base_timestamp, b.max_timestamp))
+        .map(|b| {
+            (
+                b.base_offset,
+                b.record_count,
+                b.last_offset_delta,
+                b.base_timestamp,
+                b.max_timestamp,
+            )
+        })
         .collect();
-    assert_eq!(shape, [(1000, 4, 3, 100, 103), (1004, 4, 3, 104, 107), (1008, 2, 1, 108, 109)]);
+    assert_eq!(
+        shape,
+        [(1000, 4, 3, 100, 103), (1004, 4, 3, 104, 107), (1008, 2, 1, 108, 109)]
+    );
     for b in &batches {
         let offset_deltas: Vec<i32> = b.records().iter().map(|r| r.offset_delta).collect();
         assert_eq!(offset_deltas, (0..b.record_count).collect::<Vec<_>>());
-        assert!(b.records().iter().enumerate().all(|(i, r)| r.timestamp_delta == i as i64));
+        assert!(b
+            .records()
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.timestamp_delta == i as i64));
     }
-    assert_eq!(s, EncodeSummary { records: 10, batches: 3, bytes: out.len() as u64, next_offset: 1010, next_sequence: -1 });
+    assert_eq!(
+        s,
+        EncodeSummary {
+            records: 10,
+            batches: 3,
+            bytes: out.len() as u64,
+            next_offset: 1010,
+            next_sequence: -1
+        }
+    );
 }
 
 #[test]
@@ -297,11 +388,22 @@ fn batching_by_max_batch_bytes() {
         for b in &batches {
             assert!(max.is_none_or(|m| b.batch_length as usize + 12 <= m.max(61 + 109)));
         }
-        batches.iter().map(|b| (b.base_offset, b.record_count)).collect::<Vec<_>>()
+        batches
+            .iter()
+            .map(|b| (b.base_offset, b.record_count))
+            .collect::<Vec<_>>()
     };
-    assert_eq!(count_shape(Some(61 + 3 * 109)), [(0, 3), (3, 3), (6, 1)], "exactly 3 fit");
+    assert_eq!(
+        count_shape(Some(61 + 3 * 109)),
+        [(0, 3), (3, 3), (6, 1)],
+        "exactly 3 fit"
+    );
     assert_eq!(count_shape(Some(61 + 3 * 109 - 1)), [(0, 2), (2, 2), (4, 2), (6, 1)]);
-    assert_eq!(count_shape(Some(0)), (0..7).map(|i| (i, 1)).collect::<Vec<_>>(), "at least one record per batch");
+    assert_eq!(
+        count_shape(Some(0)),
+        (0..7).map(|i| (i, 1)).collect::<Vec<_>>(),
+        "at least one record per batch"
+    );
     assert_eq!(count_shape(None), [(0, 7)], "no limit: one batch");
     assert_eq!(count_shape(Some(16384)), [(0, 7)]);
 }
@@ -322,8 +424,10 @@ fn offsets_continue_across_calls() {
     opts.base_offset = s1.next_offset;
     opts.base_sequence = s1.next_sequence;
     let s2 = encode(&recs[3..], &opts, &mut out).unwrap();
-    let shape: Vec<(i64, i32, i32)> =
-        read_batches(&out).iter().map(|b| (b.base_offset, b.record_count, b.base_sequence)).collect();
+    let shape: Vec<(i64, i32, i32)> = read_batches(&out)
+        .iter()
+        .map(|b| (b.base_offset, b.record_count, b.base_sequence))
+        .collect();
     assert_eq!(shape, [(10, 2, 0), (12, 1, 2), (13, 2, 3), (15, 1, 5)]);
     assert_eq!((s2.next_offset, s2.next_sequence), (16, 6));
 }
@@ -363,7 +467,10 @@ fn encoder_writes_what_encode_writes() {
         (v2_opts(|o| o.records_per_batch = Some(7)), &with_headers),
         (v2_opts(|o| o.max_batch_bytes = Some(300)), &with_headers),
         (legacy_opts(0, |_| {}), &records),
-        (legacy_opts(1, |o| o.timestamp_type = TimestampType::LogAppendTime), &records),
+        (
+            legacy_opts(1, |o| o.timestamp_type = TimestampType::LogAppendTime),
+            &records,
+        ),
     ];
     for (opts, recs) in cases {
         let mut expected = Vec::new();
@@ -395,7 +502,16 @@ fn encoder_state_and_batch_control() {
     let (rest, s) = enc.finish().unwrap();
     let b = read_batches(&rest);
     assert_eq!((b.len(), b[0].base_offset, b[0].record_count), (1, 102, 1));
-    assert_eq!(s, EncodeSummary { records: 3, batches: 2, bytes: (first.len() + rest.len()) as u64, next_offset: 103, next_sequence: -1 });
+    assert_eq!(
+        s,
+        EncodeSummary {
+            records: 3,
+            batches: 2,
+            bytes: (first.len() + rest.len()) as u64,
+            next_offset: 103,
+            next_sequence: -1
+        }
+    );
 }
 
 #[test]
@@ -404,10 +520,37 @@ fn encoder_rejects_a_bad_record_without_writing() {
     enc.push(&RecordRef::new(None, Some(b"a"), 1)).unwrap();
     let before = enc.completed().to_vec();
     let headers: [HeaderRef; 1] = [("h", None)];
-    let err = enc.push(&RecordRef { key: None, value: None, timestamp: 1, headers: &headers }).unwrap_err();
-    assert!(matches!(err, EncodeError::InvalidRecord { index: 1, field: "headers", .. }), "{err:?}");
+    let err = enc
+        .push(&RecordRef {
+            key: None,
+            value: None,
+            timestamp: 1,
+            headers: &headers,
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EncodeError::InvalidRecord {
+                index: 1,
+                field: "headers",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     let err = enc.push(&RecordRef::new(None, None, -7)).unwrap_err();
-    assert!(matches!(err, EncodeError::InvalidRecord { index: 1, field: "timestamp", .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            EncodeError::InvalidRecord {
+                index: 1,
+                field: "timestamp",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert_eq!(enc.completed(), &before[..]);
     assert_eq!(enc.next_offset(), 1);
     enc.push(&RecordRef::new(None, Some(b"b"), 2)).unwrap();
@@ -433,7 +576,10 @@ fn encoder_with_buffer_reuses_and_clears() {
 
 #[test]
 fn legacy_v0_message_is_byte_exact() {
-    let records = [RecordRef::new(Some(b"ab"), Some(b"xyz"), 123), RecordRef::new(None, Some(b""), 456)];
+    let records = [
+        RecordRef::new(Some(b"ab"), Some(b"xyz"), 123),
+        RecordRef::new(None, Some(b""), 456),
+    ];
     let mut out = Vec::new();
     let s = encode(&records, &legacy_opts(0, |o| o.base_offset = 3), &mut out).unwrap();
 
@@ -461,13 +607,27 @@ fn legacy_v0_message_is_byte_exact() {
         crate::crc::crc32(&out[16..31]),
         "CRC32 (IEEE) over magic..end"
     );
-    assert_eq!(s, EncodeSummary { records: 2, batches: 2, bytes: 57, next_offset: 5, next_sequence: -1 });
+    assert_eq!(
+        s,
+        EncodeSummary {
+            records: 2,
+            batches: 2,
+            bytes: 57,
+            next_offset: 5,
+            next_sequence: -1
+        }
+    );
 }
 
 #[test]
 fn legacy_v1_message_is_byte_exact() {
     let mut out = Vec::new();
-    encode(&[RecordRef::new(None, Some(b"hello"), 1_500_000_000_000)], &legacy_opts(1, |o| o.base_offset = 77), &mut out).unwrap();
+    encode(
+        &[RecordRef::new(None, Some(b"hello"), 1_500_000_000_000)],
+        &legacy_opts(1, |o| o.base_offset = 77),
+        &mut out,
+    )
+    .unwrap();
     let mut m = Vec::new();
     m.extend(be(77i64.to_be_bytes()));
     m.extend(be(27i32.to_be_bytes())); // 4 + 1 + 1 + 8 + 4 + 4 + 5
@@ -487,28 +647,49 @@ fn legacy_uncompressed_offsets_and_log_append_time() {
     // records_per_batch changes nothing for uncompressed legacy: every message stands alone.
     for rpb in [None, Some(2)] {
         let mut out = Vec::new();
-        encode(&recs, &legacy_opts(1, |o| {
-            o.base_offset = 50;
-            o.records_per_batch = rpb;
-        }), &mut out)
+        encode(
+            &recs,
+            &legacy_opts(1, |o| {
+                o.base_offset = 50;
+                o.records_per_batch = rpb;
+            }),
+            &mut out,
+        )
         .unwrap();
         let msgs = read_messages(&out);
         assert_eq!(msgs.iter().map(|m| m.offset).collect::<Vec<_>>(), [50, 51, 52, 53, 54]);
-        assert_eq!(msgs.iter().map(|m| m.timestamp.unwrap()).collect::<Vec<_>>(), [1000, 1001, 1002, 1003, 1004]);
+        assert_eq!(
+            msgs.iter().map(|m| m.timestamp.unwrap()).collect::<Vec<_>>(),
+            [1000, 1001, 1002, 1003, 1004]
+        );
         assert!(msgs.iter().all(|m| m.attributes == 0 && m.magic == 1));
     }
     let mut out = Vec::new();
-    encode(&recs, &legacy_opts(1, |o| o.timestamp_type = TimestampType::LogAppendTime), &mut out).unwrap();
+    encode(
+        &recs,
+        &legacy_opts(1, |o| o.timestamp_type = TimestampType::LogAppendTime),
+        &mut out,
+    )
+    .unwrap();
     let msgs = read_messages(&out);
     assert!(msgs.iter().all(|m| m.attributes == 0x08));
-    assert_eq!(msgs.iter().map(|m| m.timestamp.unwrap()).collect::<Vec<_>>(), [1000, 1001, 1002, 1003, 1004]);
+    assert_eq!(
+        msgs.iter().map(|m| m.timestamp.unwrap()).collect::<Vec<_>>(),
+        [1000, 1001, 1002, 1003, 1004]
+    );
     let mut out = Vec::new();
-    encode(&recs, &legacy_opts(1, |o| {
-        o.timestamp_type = TimestampType::LogAppendTime;
-        o.log_append_time = Some(9999);
-    }), &mut out)
+    encode(
+        &recs,
+        &legacy_opts(1, |o| {
+            o.timestamp_type = TimestampType::LogAppendTime;
+            o.log_append_time = Some(9999);
+        }),
+        &mut out,
+    )
     .unwrap();
-    assert!(read_messages(&out).iter().all(|m| m.attributes == 0x08 && m.timestamp == Some(9999)));
+    assert!(read_messages(&out)
+        .iter()
+        .all(|m| m.attributes == 0x08 && m.timestamp == Some(9999)));
 }
 
 #[test]
@@ -516,12 +697,23 @@ fn legacy_v0_ignores_timestamps() {
     let mut out = Vec::new();
     encode(&[RecordRef::new(None, None, -12345)], &legacy_opts(0, |_| {}), &mut out).unwrap();
     let m = &read_messages(&out)[0];
-    assert_eq!((m.magic, m.timestamp, m.key.clone(), m.value.clone()), (0, None, None, None));
+    assert_eq!(
+        (m.magic, m.timestamp, m.key.clone(), m.value.clone()),
+        (0, None, None, None)
+    );
 }
 
 // ----------------------------------------------------------------- control
 
-fn control_expected(kind_id: u8, base_offset: i64, pid: i64, epoch: i16, coordinator_epoch: i32, ts: i64, ple: i32) -> Vec<u8> {
+fn control_expected(
+    kind_id: u8,
+    base_offset: i64,
+    pid: i64,
+    epoch: i16,
+    coordinator_epoch: i32,
+    ts: i64,
+    ple: i32,
+) -> Vec<u8> {
     let mut e = Vec::new();
     e.extend(be(base_offset.to_be_bytes()));
     e.extend(be(66i32.to_be_bytes())); // 61 + 17 - 12
@@ -538,7 +730,9 @@ fn control_expected(kind_id: u8, base_offset: i64, pid: i64, epoch: i16, coordin
     e.extend(be(1i32.to_be_bytes()));
     // Record: length 16 (0x20), attributes, tsDelta 0, offsetDelta 0,
     // key len 4 (0x08) = version 0 + type, value len 6 (0x0c) = version 0 + coordinator epoch, no headers.
-    e.extend([0x20, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, kind_id, 0x0c, 0x00, 0x00]);
+    e.extend([
+        0x20, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, kind_id, 0x0c, 0x00, 0x00,
+    ]);
     e.extend(be(coordinator_epoch.to_be_bytes()));
     e.push(0x00);
     with_crc32c(e)
@@ -552,7 +746,16 @@ fn control_batches_are_byte_exact() {
     assert_eq!(out.len(), 1 + 78);
 
     let mut out = Vec::new();
-    control_batch(ControlKind::Abort, 9_000_000_000, 0, 0, -1, 1_700_000_000_000, -1, &mut out);
+    control_batch(
+        ControlKind::Abort,
+        9_000_000_000,
+        0,
+        0,
+        -1,
+        1_700_000_000_000,
+        -1,
+        &mut out,
+    );
     assert_eq!(out, control_expected(0, 0, 9_000_000_000, 0, -1, 1_700_000_000_000, -1));
     let b = &read_batches(&out)[0];
     let r = &b.records()[0];
@@ -574,7 +777,13 @@ fn transaction_then_marker_offsets_line_up() {
     let s = encode(&plain_records(&vals, 10), &opts, &mut out).unwrap();
     control_batch(ControlKind::Commit, 5, 2, s.next_offset, 0, 20, -1, &mut out);
     let batches = read_batches(&out);
-    assert_eq!(batches.iter().map(|b| (b.base_offset, b.attributes)).collect::<Vec<_>>(), [(0, 0x10), (3, 0x30)]);
+    assert_eq!(
+        batches
+            .iter()
+            .map(|b| (b.base_offset, b.attributes))
+            .collect::<Vec<_>>(),
+        [(0, 0x10), (3, 0x30)]
+    );
 }
 
 // -------------------------------------------------------------- validation
@@ -594,26 +803,38 @@ fn option_errors_name_the_argument_and_write_nothing() {
         (legacy_opts(1, |o| o.producer_epoch = 0), "producer_epoch"),
         (legacy_opts(0, |o| o.base_sequence = 0), "base_sequence"),
         (legacy_opts(1, |o| o.transactional = true), "transactional"),
-        (legacy_opts(1, |o| o.partition_leader_epoch = 0), "partition_leader_epoch"),
+        (
+            legacy_opts(1, |o| o.partition_leader_epoch = 0),
+            "partition_leader_epoch",
+        ),
         (legacy_opts(0, |o| o.timestamp_type = LogAppendTime), "timestamp_type"),
         (v2_opts(|o| o.log_append_time = Some(5)), "log_append_time"),
-        (v2_opts(|o| {
-            o.timestamp_type = LogAppendTime;
-            o.log_append_time = Some(-2);
-        }), "log_append_time"),
+        (
+            v2_opts(|o| {
+                o.timestamp_type = LogAppendTime;
+                o.log_append_time = Some(-2);
+            }),
+            "log_append_time",
+        ),
         (v2_opts(|o| o.base_offset = -1), "base_offset"),
         (v2_opts(|o| o.producer_id = -2), "producer_id"),
         (v2_opts(|o| o.producer_epoch = -2), "producer_epoch"),
         (v2_opts(|o| o.base_sequence = -2), "base_sequence"),
         (v2_opts(|o| o.transactional = true), "transactional"),
-        (v2_opts(|o| {
-            o.producer_id = 1;
-            o.base_sequence = 0;
-        }), "producer_epoch"),
-        (v2_opts(|o| {
-            o.producer_id = 1;
-            o.producer_epoch = 0;
-        }), "base_sequence"),
+        (
+            v2_opts(|o| {
+                o.producer_id = 1;
+                o.base_sequence = 0;
+            }),
+            "producer_epoch",
+        ),
+        (
+            v2_opts(|o| {
+                o.producer_id = 1;
+                o.producer_epoch = 0;
+            }),
+            "base_sequence",
+        ),
         (v2_opts(|o| o.base_offset = i64::MAX), "base_offset"),
     ];
     for (opts, argument) in cases {
@@ -633,12 +854,19 @@ fn option_errors_name_the_argument_and_write_nothing() {
 fn record_errors_name_the_record_and_write_nothing() {
     let headers: [HeaderRef; 1] = [("h", Some(b"v"))];
     let good = RecordRef::new(None, Some(b"v"), 1);
-    let with_headers = RecordRef { headers: &headers, ..good };
+    let with_headers = RecordRef {
+        headers: &headers,
+        ..good
+    };
     let cases = [
         (legacy_opts(1, |_| {}), with_headers, "headers"),
         (legacy_opts(0, |_| {}), with_headers, "headers"),
         (v2_opts(|_| {}), RecordRef::new(None, None, -2), "timestamp"),
-        (legacy_opts(1, |_| {}), RecordRef::new(None, None, i64::MIN), "timestamp"),
+        (
+            legacy_opts(1, |_| {}),
+            RecordRef::new(None, None, i64::MIN),
+            "timestamp",
+        ),
     ];
     for (opts, bad, field) in cases {
         let mut out = b"keep".to_vec();
@@ -652,7 +880,12 @@ fn record_errors_name_the_record_and_write_nothing() {
     // Limits of the formats that hold for every magic.
     for magic in [0, 1, 2] {
         let mut out = Vec::new();
-        encode(&[RecordRef::new(None, None, -1), RecordRef::new(None, None, 0)], &legacy_opts(magic, |_| {}), &mut out).unwrap();
+        encode(
+            &[RecordRef::new(None, None, -1), RecordRef::new(None, None, 0)],
+            &legacy_opts(magic, |_| {}),
+            &mut out,
+        )
+        .unwrap();
     }
     let mut out = Vec::new();
     encode(&[good], &v2_opts(|o| o.base_offset = i64::MAX - 1), &mut out).unwrap();
@@ -667,9 +900,17 @@ fn error_messages_read_well() {
     let err = encode(&[], &v2_opts(|o| o.records_per_batch = Some(0)), &mut Vec::new()).unwrap_err();
     assert_eq!(err.to_string(), "invalid records_per_batch: must be at least 1 (got 0)");
     let headers: [HeaderRef; 1] = [("h", None)];
-    let r = RecordRef { key: None, value: None, timestamp: 0, headers: &headers };
+    let r = RecordRef {
+        key: None,
+        value: None,
+        timestamp: 0,
+        headers: &headers,
+    };
     let err = encode(&[r], &legacy_opts(0, |_| {}), &mut Vec::new()).unwrap_err();
-    assert_eq!(err.to_string(), "record 0: invalid headers: 1 header(s), but headers need magic 2 (magic is 0)");
+    assert_eq!(
+        err.to_string(),
+        "record 0: invalid headers: 1 header(s), but headers need magic 2 (magic is 0)"
+    );
 }
 
 // ------------------------------------------------------ compressed (codecs)
@@ -723,7 +964,13 @@ fn v2_compressed_batches_hold_the_uncompressed_records() {
     let mut plain = Vec::new();
     encode(&recs, &v2_opts(|o| o.records_per_batch = Some(12)), &mut plain).unwrap();
     let plain = read_batches(&plain);
-    for (codec, xerial) in [(Codec::Gzip, false), (Codec::Snappy, false), (Codec::Snappy, true), (Codec::Lz4, false), (Codec::Zstd, false)] {
+    for (codec, xerial) in [
+        (Codec::Gzip, false),
+        (Codec::Snappy, false),
+        (Codec::Snappy, true),
+        (Codec::Lz4, false),
+        (Codec::Zstd, false),
+    ] {
         let opts = v2_opts(|o| {
             o.codec = codec;
             o.compress.snappy_xerial = xerial;
@@ -737,8 +984,20 @@ fn v2_compressed_batches_hold_the_uncompressed_records() {
         for (c, p) in batches.iter().zip(&plain) {
             assert_eq!(c.attributes, codec.id() as i16);
             assert_eq!(
-                (c.base_offset, c.last_offset_delta, c.base_timestamp, c.max_timestamp, c.record_count),
-                (p.base_offset, p.last_offset_delta, p.base_timestamp, p.max_timestamp, p.record_count)
+                (
+                    c.base_offset,
+                    c.last_offset_delta,
+                    c.base_timestamp,
+                    c.max_timestamp,
+                    c.record_count
+                ),
+                (
+                    p.base_offset,
+                    p.last_offset_delta,
+                    p.base_timestamp,
+                    p.max_timestamp,
+                    p.record_count
+                )
             );
             if codec == Codec::Snappy {
                 assert_eq!(c.payload.starts_with(b"\x82SNAPPY\x00"), xerial, "snappy framing");
@@ -779,7 +1038,11 @@ fn legacy_compressed_wrappers() {
             assert_eq!((s.batches, s.records, s.next_offset), (2, 5, 105));
             assert_eq!(wrappers.len(), 2);
             for (w, (chunk, base)) in wrappers.iter().zip([(&recs[..3], 100i64), (&recs[3..], 103)]) {
-                assert_eq!(w.offset, base + chunk.len() as i64 - 1, "wrapper offset = last inner offset");
+                assert_eq!(
+                    w.offset,
+                    base + chunk.len() as i64 - 1,
+                    "wrapper offset = last inner offset"
+                );
                 assert_eq!((w.magic, w.attributes, w.key.clone()), (magic, codec.id() as i8, None));
                 let max = chunk.iter().map(|r| r.timestamp).max().unwrap();
                 assert_eq!(w.timestamp, (magic == 1).then_some(max));
@@ -811,10 +1074,17 @@ fn legacy_v1_compressed_log_append_time() {
         let mut out = Vec::new();
         encode(&recs, &opts, &mut out).unwrap();
         let w = &read_messages(&out)[0];
-        assert_eq!((w.attributes, w.timestamp), (Codec::Gzip.id() as i8 | 0x08, Some(expected)));
+        assert_eq!(
+            (w.attributes, w.timestamp),
+            (Codec::Gzip.id() as i8 | 0x08, Some(expected))
+        );
         let inner = read_messages(&decompress(Codec::Gzip, w.value.as_ref().unwrap(), 1));
         let inner: Vec<(i8, Option<i64>)> = inner.iter().map(|m| (m.attributes, m.timestamp)).collect();
-        assert_eq!(inner, [(0, Some(1_000)), (0, Some(1_001)), (0, Some(1_002))], "inner messages keep their own");
+        assert_eq!(
+            inner,
+            [(0, Some(1_000)), (0, Some(1_001)), (0, Some(1_002))],
+            "inner messages keep their own"
+        );
     }
 }
 
@@ -824,19 +1094,27 @@ fn compressed_batching_by_bytes_uses_uncompressed_sizes() {
     let vals = values(7, 100);
     let recs: Vec<RecordRef> = vals.iter().map(|v| RecordRef::new(None, Some(v), 5)).collect();
     let mut out = Vec::new();
-    encode(&recs, &v2_opts(|o| {
-        o.codec = Codec::Lz4;
-        o.max_batch_bytes = Some(61 + 3 * 109);
-    }), &mut out)
+    encode(
+        &recs,
+        &v2_opts(|o| {
+            o.codec = Codec::Lz4;
+            o.max_batch_bytes = Some(61 + 3 * 109);
+        }),
+        &mut out,
+    )
     .unwrap();
     let counts: Vec<i32> = read_batches(&out).iter().map(|b| b.record_count).collect();
     assert_eq!(counts, [3, 3, 1]);
     // Legacy: wrapper (12 + 22) + messages of 12 + 22 + 100.
     let mut out = Vec::new();
-    encode(&recs, &legacy_opts(1, |o| {
-        o.codec = Codec::Gzip;
-        o.max_batch_bytes = Some(34 + 2 * 134);
-    }), &mut out)
+    encode(
+        &recs,
+        &legacy_opts(1, |o| {
+            o.codec = Codec::Gzip;
+            o.max_batch_bytes = Some(34 + 2 * 134);
+        }),
+        &mut out,
+    )
     .unwrap();
     let offsets: Vec<i64> = read_messages(&out).iter().map(|m| m.offset).collect();
     assert_eq!(offsets, [1, 3, 5, 6]);
@@ -846,7 +1124,15 @@ fn compressed_batching_by_bytes_uses_uncompressed_sizes() {
 fn test_reader_reads_records_it_is_given() {
     // Guard against the reader agreeing with the writer by accident: feed it hand bytes.
     let r = read_records(&[0x0c, 0x00, 0x06, 0x02, 0x01, 0x01, 0x00], 1);
-    assert_eq!((r[0].timestamp_delta, r[0].offset_delta, r[0].key.clone(), r[0].value.clone()), (3, 1, None, None));
+    assert_eq!(
+        (
+            r[0].timestamp_delta,
+            r[0].offset_delta,
+            r[0].key.clone(),
+            r[0].value.clone()
+        ),
+        (3, 1, None, None)
+    );
     assert_eq!(reference_crc32c(b"123456789"), 0xe306_9283);
     assert_eq!(reference_crc32(b"123456789"), 0xcbf4_3926);
 }
@@ -876,7 +1162,10 @@ fn throughput_uncompressed_v2() {
     for (name, opts) in [
         ("encode, one batch", EncodeOptions::default()),
         ("encode, 16 KiB batches", v2_opts(|o| o.max_batch_bytes = Some(16384))),
-        ("encode, 1000-record batches", v2_opts(|o| o.records_per_batch = Some(1000))),
+        (
+            "encode, 1000-record batches",
+            v2_opts(|o| o.records_per_batch = Some(1000)),
+        ),
     ] {
         let mut best = f64::MAX;
         let mut len = 0;

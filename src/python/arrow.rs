@@ -81,7 +81,11 @@ impl DecodedStream {
 #[pymethods]
 impl DecodedStream {
     #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
         // The protocol lets a producer ignore the requested schema; ours is fixed.
         let _ = requested_schema;
         let chunks = self.take_chunks()?;
@@ -100,9 +104,18 @@ impl DecodedStream {
     /// (the struct is marked released); the rest are released with the stream.
     fn _export_arrays(&self) -> PyResult<Vec<usize>> {
         let chunks = self.take_chunks()?;
-        let mut exported = self.exported.lock().map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?;
-        *exported = chunks.into_iter().map(|batch| FFI_ArrowArray::new(&StructArray::from(batch).into_data())).collect();
-        Ok(exported.iter().map(|array| std::ptr::from_ref::<FFI_ArrowArray>(array).addr()).collect())
+        let mut exported = self
+            .exported
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?;
+        *exported = chunks
+            .into_iter()
+            .map(|batch| FFI_ArrowArray::new(&StructArray::from(batch).into_data()))
+            .collect();
+        Ok(exported
+            .iter()
+            .map(|array| std::ptr::from_ref::<FFI_ArrowArray>(array).addr())
+            .collect())
     }
 }
 
@@ -128,20 +141,36 @@ fn decode_py(
     end: Option<usize>,
     binary_view: bool,
 ) -> PyResult<DecodedStream> {
-    let (mut options, mode) = super::options(validate_crc, include_control, on_error, max_decompressed_size, isolation, aborted_transactions, hide_open_transactions)?;
+    let (mut options, mode) = super::options(
+        validate_crc,
+        include_control,
+        on_error,
+        max_decompressed_size,
+        isolation,
+        aborted_transactions,
+        hide_open_transactions,
+    )?;
     options.threads = match threads {
-        Some(0) => return Err(PyValueError::new_err("threads must be at least 1 (or None for automatic)")),
+        Some(0) => {
+            return Err(PyValueError::new_err(
+                "threads must be at least 1 (or None for automatic)",
+            ))
+        }
         Some(n) => n,
         None => 0,
     };
     if mode == "keep" {
-        return Err(PyValueError::new_err("decode() takes on_error='raise' or 'skip'; 'keep' is for iter_batches()"));
+        return Err(PyValueError::new_err(
+            "decode() takes on_error='raise' or 'skip'; 'keep' is for iter_batches()",
+        ));
     }
     let input = Input::new(data)?;
     let len = input.as_slice().len();
     let end = end.unwrap_or(len);
     if start > end || end > len {
-        return Err(PyValueError::new_err(format!("start {start} and end {end} must satisfy 0 <= start <= end <= {len}")));
+        return Err(PyValueError::new_err(format!(
+            "start {start} and end {end} must satisfy 0 <= start <= end <= {len}"
+        )));
     }
     let result = if binary_view {
         let buffer = input.into_arrow_buffer();
@@ -162,7 +191,11 @@ fn decode_py(
         batches: out.batches,
         records: out.records,
         hidden_batches: out.hidden_batches,
-        skipped: out.skipped.iter().map(|e| to_py(py, e).into_value(py).into_any()).collect(),
+        skipped: out
+            .skipped
+            .iter()
+            .map(|e| to_py(py, e).into_value(py).into_any())
+            .collect(),
         skipped_bytes: out.skipped_bytes,
         trailing_bytes,
         end: match out.end {

@@ -12,8 +12,8 @@ use crate::batch::{be_i64, BatchHeader, BatchWalker, RawBatch, WalkEnd};
 use crate::compression::Codec;
 use crate::control::parse_control;
 use crate::decode::{decode_batch, DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
-use crate::txn::{hidden_batches, Hidden};
 use crate::record::{OwnedRecord, OwnedRecords};
+use crate::txn::{hidden_batches, Hidden};
 
 /// One record, for small jobs (`Batch.records()`).
 #[pyclass(frozen, module = "kafkabatch._kafkabatch", eq)]
@@ -53,7 +53,15 @@ impl Record {
             .inner
             .headers
             .iter()
-            .map(|(k, v)| PyTuple::new(py, [k.into_pyobject(py)?.into_any(), v.as_deref().map(|v| PyBytes::new(py, v).into_any()).into_pyobject(py)?]))
+            .map(|(k, v)| {
+                PyTuple::new(
+                    py,
+                    [
+                        k.into_pyobject(py)?.into_any(),
+                        v.as_deref().map(|v| PyBytes::new(py, v).into_any()).into_pyobject(py)?,
+                    ],
+                )
+            })
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
     }
@@ -97,8 +105,13 @@ pub struct ControlRecord {
 #[pymethods]
 impl ControlRecord {
     fn __repr__(&self) -> String {
-        let epoch = self.coordinator_epoch.map_or_else(|| "None".to_string(), |e| e.to_string());
-        format!("ControlRecord(type={:?}, version={}, coordinator_epoch={epoch})", self.type_name, self.version)
+        let epoch = self
+            .coordinator_epoch
+            .map_or_else(|| "None".to_string(), |e| e.to_string());
+        format!(
+            "ControlRecord(type={:?}, version={}, coordinator_epoch={epoch})",
+            self.type_name, self.version
+        )
     }
 }
 
@@ -215,7 +228,11 @@ impl Batch {
 
     /// The batch's records (control records included), decoded now.
     fn records(&self, py: Python<'_>) -> PyResult<Vec<Record>> {
-        Ok(self.owned_records(py)?.into_iter().map(|inner| Record { inner }).collect())
+        Ok(self
+            .owned_records(py)?
+            .into_iter()
+            .map(|inner| Record { inner })
+            .collect())
     }
 
     /// The control record of a control batch, else None.
@@ -226,10 +243,23 @@ impl Batch {
         }
         let records = self.owned_records(py)?;
         let first = records.first().ok_or_else(|| {
-            to_py(py, &self.header.error(crate::error::ErrorKind::Corrupt, self.header.position, "control batch has no records"))
+            to_py(
+                py,
+                &self.header.error(
+                    crate::error::ErrorKind::Corrupt,
+                    self.header.position,
+                    "control batch has no records",
+                ),
+            )
         })?;
-        let control = parse_control(first.key.as_deref(), first.value.as_deref())
-            .map_err(|why| to_py(py, &self.header.error(crate::error::ErrorKind::Corrupt, self.header.position, why)))?;
+        let control = parse_control(first.key.as_deref(), first.value.as_deref()).map_err(|why| {
+            to_py(
+                py,
+                &self
+                    .header
+                    .error(crate::error::ErrorKind::Corrupt, self.header.position, why),
+            )
+        })?;
         Ok(Some(ControlRecord {
             version: control.version,
             type_name: control.type_name(),
@@ -260,8 +290,14 @@ impl Batch {
 impl Batch {
     fn owned_records(&self, py: Python<'_>) -> PyResult<Vec<OwnedRecord>> {
         let data = self.input.as_slice();
-        let raw = RawBatch { position: self.header.position, bytes: &data[self.header.position..self.header.position + self.header.size_in_bytes] };
-        let options = DecodeOptions { include_control: true, ..self.options.clone() };
+        let raw = RawBatch {
+            position: self.header.position,
+            bytes: &data[self.header.position..self.header.position + self.header.size_in_bytes],
+        };
+        let options = DecodeOptions {
+            include_control: true,
+            ..self.options.clone()
+        };
         let result = py.detach(|| {
             let mut sink = OwnedRecords::default();
             decode_batch(&raw, &options, &mut Vec::new(), Some(&mut sink)).map(|_| sink.records)
@@ -282,11 +318,21 @@ fn fallback_header(raw: &RawBatch) -> BatchHeader {
     let offset = be_i64(b, 0);
     // Legacy: crc at 12, attributes at 17, v1 timestamp at 18 (spec "Message Set").
     let legacy = matches!(magic, 0 | 1);
-    let attributes = if legacy { b[17] as i16 } else if b.len() > 22 { crate::batch::be_i16(b, 21) } else { 0 };
+    let attributes = if legacy {
+        b[17] as i16
+    } else if b.len() > 22 {
+        crate::batch::be_i16(b, 21)
+    } else {
+        0
+    };
     let timestamp = if magic == 1 && b.len() >= 26 { be_i64(b, 18) } else { -1 };
     let (crc_at, crc_from) = if legacy { (12, 16) } else { (17, 21) };
     let crc = crate::batch::be_u32(b, crc_at);
-    let computed = if legacy { crate::crc::crc32(&b[crc_from..]) } else { crate::crc::crc32c(b.get(crc_from..).unwrap_or_default()) };
+    let computed = if legacy {
+        crate::crc::crc32(&b[crc_from..])
+    } else {
+        crate::crc::crc32c(b.get(crc_from..).unwrap_or_default())
+    };
     BatchHeader {
         position: raw.position,
         size_in_bytes: b.len(),
@@ -360,11 +406,23 @@ impl BatchIterator {
             let scratch = &mut this.scratch;
             let result = py.detach(|| decode_batch::<OwnedRecords>(&raw, options, scratch, None));
             match result {
-                Ok(header) => return Ok(Some(Batch { input: this.input.clone(), header, options: this.options.clone(), error: None })),
+                Ok(header) => {
+                    return Ok(Some(Batch {
+                        input: this.input.clone(),
+                        header,
+                        options: this.options.clone(),
+                        error: None,
+                    }))
+                }
                 Err(e) if this.options.on_error == OnError::Raise => return Err(to_py(py, &e)),
                 Err(e) if this.keep => {
                     let error = Some(to_py(py, &e).into_value(py).into_any());
-                    return Ok(Some(Batch { input: this.input.clone(), header: fallback_header(&raw), options: this.options.clone(), error }));
+                    return Ok(Some(Batch {
+                        input: this.input.clone(),
+                        header: fallback_header(&raw),
+                        options: this.options.clone(),
+                        error,
+                    }));
                 }
                 Err(_) => continue,
             }
@@ -423,17 +481,38 @@ fn iter_batches(
     aborted_transactions: Option<Vec<(i64, i64)>>,
     hide_open_transactions: Option<bool>,
 ) -> PyResult<BatchIterator> {
-    let (options, mode) = super::options(validate_crc, true, on_error, max_decompressed_size, isolation, aborted_transactions, hide_open_transactions)?;
+    let (options, mode) = super::options(
+        validate_crc,
+        true,
+        on_error,
+        max_decompressed_size,
+        isolation,
+        aborted_transactions,
+        hide_open_transactions,
+    )?;
     let input = Input::new(data)?;
     let bytes = input.as_slice();
     if start > bytes.len() {
-        return Err(PyValueError::new_err(format!("start {start} is past the end of the data ({} bytes)", bytes.len())));
+        return Err(PyValueError::new_err(format!(
+            "start {start} is past the end of the data ({} bytes)",
+            bytes.len()
+        )));
     }
     let hidden = match &options.isolation {
         Isolation::ReadUncommitted => None,
-        Isolation::ReadCommitted { aborted, hide_open } => Some(py.detach(|| hidden_batches(bytes, start, aborted.as_deref(), *hide_open, &options))),
+        Isolation::ReadCommitted { aborted, hide_open } => {
+            Some(py.detach(|| hidden_batches(bytes, start, aborted.as_deref(), *hide_open, &options)))
+        }
     };
-    Ok(BatchIterator { input: Arc::new(input), options, keep: mode == "keep", position: start, scratch: Vec::new(), end: None, hidden })
+    Ok(BatchIterator {
+        input: Arc::new(input),
+        options,
+        keep: mode == "keep",
+        position: start,
+        scratch: Vec::new(),
+        end: None,
+        hidden,
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

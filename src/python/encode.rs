@@ -13,7 +13,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule};
 
 use crate::compression::{Codec, CompressOptions};
-use crate::encode::{control_batch, ControlKind, EncodeError, EncodeOptions, Encoder, HeaderRef, RecordRef, TimestampType};
+use crate::encode::{
+    control_batch, ControlKind, EncodeError, EncodeOptions, Encoder, HeaderRef, RecordRef, TimestampType,
+};
 
 /// Read every record batch of an object's `__arrow_c_stream__`.
 pub(crate) fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>> {
@@ -23,7 +25,11 @@ pub(crate) fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>
         .map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
     match capsule.name()? {
         Some(name) if name == c"arrow_array_stream" => {}
-        _ => return Err(PyTypeError::new_err("__arrow_c_stream__ returned a capsule not named 'arrow_array_stream'")),
+        _ => {
+            return Err(PyTypeError::new_err(
+                "__arrow_c_stream__ returned a capsule not named 'arrow_array_stream'",
+            ))
+        }
     }
     let ptr = capsule.pointer() as *mut FFI_ArrowArrayStream;
     if ptr.is_null() {
@@ -33,7 +39,8 @@ pub(crate) fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>
     // (Arrow PyCapsule interface); `from_raw` moves it out and marks the
     // original released, so the capsule's destructor does not free it again.
     let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr) };
-    let reader = ArrowArrayStreamReader::try_new(stream).map_err(|e| PyValueError::new_err(format!("cannot import the Arrow stream: {e}")))?;
+    let reader = ArrowArrayStreamReader::try_new(stream)
+        .map_err(|e| PyValueError::new_err(format!("cannot import the Arrow stream: {e}")))?;
     reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| PyValueError::new_err(format!("cannot read the Arrow stream: {e}")))
@@ -70,7 +77,8 @@ fn expect<'a, T: 'static>(batch: &'a RecordBatch, name: &str, want: &str) -> Res
 }
 
 fn columns(batch: &RecordBatch) -> Result<Columns<'_>, String> {
-    let value = expect::<LargeBinaryArray>(batch, "value", "large_binary")?.ok_or_else(|| "column \"value\" is missing".to_string())?;
+    let value = expect::<LargeBinaryArray>(batch, "value", "large_binary")?
+        .ok_or_else(|| "column \"value\" is missing".to_string())?;
     let key = expect::<LargeBinaryArray>(batch, "key", "large_binary")?;
     let timestamp = expect::<Int64Array>(batch, "timestamp", "int64")?;
     if timestamp.is_some_and(|t| t.null_count() > 0) {
@@ -80,23 +88,49 @@ fn columns(batch: &RecordBatch) -> Result<Columns<'_>, String> {
     let headers = match expect::<LargeListArray>(batch, "headers", want)? {
         None => None,
         Some(list) => {
-            let entries = list.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| format!("column \"headers\" must be {want}"))?;
+            let entries = list
+                .values()
+                .as_any()
+                .downcast_ref::<StructArray>()
+                .ok_or_else(|| format!("column \"headers\" must be {want}"))?;
             let (Some(keys), Some(values)) = (entries.column_by_name("key"), entries.column_by_name("value")) else {
                 return Err(format!("column \"headers\" must be {want}"));
             };
-            let keys = keys.as_any().downcast_ref::<LargeStringArray>().ok_or_else(|| format!("column \"headers\" must be {want}"))?;
-            let values = values.as_any().downcast_ref::<LargeBinaryArray>().ok_or_else(|| format!("column \"headers\" must be {want}"))?;
-            Some(HeaderColumns { list, entries, key_offsets: keys.value_offsets(), key_data: keys.value_data(), keys, values })
+            let keys = keys
+                .as_any()
+                .downcast_ref::<LargeStringArray>()
+                .ok_or_else(|| format!("column \"headers\" must be {want}"))?;
+            let values = values
+                .as_any()
+                .downcast_ref::<LargeBinaryArray>()
+                .ok_or_else(|| format!("column \"headers\" must be {want}"))?;
+            Some(HeaderColumns {
+                list,
+                entries,
+                key_offsets: keys.value_offsets(),
+                key_data: keys.value_data(),
+                keys,
+                values,
+            })
         }
     };
-    Ok(Columns { rows: batch.num_rows(), key, value, timestamp, headers })
+    Ok(Columns {
+        rows: batch.num_rows(),
+        key,
+        value,
+        timestamp,
+        headers,
+    })
 }
 
 /// Why encoding stopped.
 enum Failure {
     Encode(EncodeError),
     /// A header the encoder cannot take (null entry, null or non-UTF-8 key).
-    Header { index: u64, reason: String },
+    Header {
+        index: u64,
+        reason: String,
+    },
 }
 
 impl From<EncodeError> for Failure {
@@ -136,14 +170,25 @@ fn encode_columns(cols: &[Columns<'_>], opts: &EncodeOptions) -> Result<Vec<u8>,
                     for j in start..end {
                         let bad = |reason: String| Failure::Header { index, reason };
                         if h.entries.is_null(j) {
-                            return Err(bad(format!("header {} is null (a header needs a string key)", j - start)));
+                            return Err(bad(format!(
+                                "header {} is null (a header needs a string key)",
+                                j - start
+                            )));
                         }
                         if h.keys.is_null(j) {
-                            return Err(bad(format!("header {} has a null key (keys must be strings)", j - start)));
+                            return Err(bad(format!(
+                                "header {} has a null key (keys must be strings)",
+                                j - start
+                            )));
                         }
                         let raw = &h.key_data[h.key_offsets[j] as usize..h.key_offsets[j + 1] as usize];
-                        let key = std::str::from_utf8(raw).map_err(|e| bad(format!("header {} key is not UTF-8: {e}", j - start)))?;
-                        let value = if h.values.is_null(j) { None } else { Some(h.values.value(j)) };
+                        let key = std::str::from_utf8(raw)
+                            .map_err(|e| bad(format!("header {} key is not UTF-8: {e}", j - start)))?;
+                        let value = if h.values.is_null(j) {
+                            None
+                        } else {
+                            Some(h.values.value(j))
+                        };
                         headers.push((key, value));
                     }
                 }
@@ -174,12 +219,18 @@ fn python_argument(argument: &str) -> &str {
 /// or column it is about, or None) and `record` (the record index, or None).
 fn to_py(py: Python<'_>, failure: Failure) -> PyErr {
     let (err, argument, record): (PyErr, Option<String>, Option<u64>) = match failure {
-        Failure::Header { index, reason } => {
-            (PyValueError::new_err(format!("record {index}: column 'headers': {reason}")), Some("headers".into()), Some(index))
-        }
+        Failure::Header { index, reason } => (
+            PyValueError::new_err(format!("record {index}: column 'headers': {reason}")),
+            Some("headers".into()),
+            Some(index),
+        ),
         Failure::Encode(EncodeError::InvalidOption { argument, reason }) => {
             let name = python_argument(argument);
-            (PyValueError::new_err(format!("invalid {name}: {reason}")), Some(name.to_string()), None)
+            (
+                PyValueError::new_err(format!("invalid {name}: {reason}")),
+                Some(name.to_string()),
+                None,
+            )
         }
         Failure::Encode(EncodeError::InvalidRecord { index, field, reason }) => {
             let message = match field {
@@ -189,11 +240,15 @@ fn to_py(py: Python<'_>, failure: Failure) -> PyErr {
             (PyValueError::new_err(message), Some(field.to_string()), Some(index))
         }
         Failure::Encode(e @ EncodeError::BatchTooLarge { .. }) => (
-            PyValueError::new_err(format!("{e}; use records_per_batch or max_batch_bytes for smaller batches")),
+            PyValueError::new_err(format!(
+                "{e}; use records_per_batch or max_batch_bytes for smaller batches"
+            )),
             None,
             None,
         ),
-        Failure::Encode(e @ EncodeError::Compression { .. }) => (PyRuntimeError::new_err(e.to_string()), Some("compression".into()), None),
+        Failure::Encode(e @ EncodeError::Compression { .. }) => {
+            (PyRuntimeError::new_err(e.to_string()), Some("compression".into()), None)
+        }
     };
     let value = err.value(py);
     let _ = value.setattr("argument", argument);
@@ -203,7 +258,9 @@ fn to_py(py: Python<'_>, failure: Failure) -> PyErr {
 
 fn codec_from_name(name: &str) -> PyResult<Codec> {
     Codec::from_name(name).ok_or_else(|| {
-        PyValueError::new_err(format!("unknown compression {name:?}; use one of 'none', 'gzip', 'snappy', 'lz4', 'zstd'"))
+        PyValueError::new_err(format!(
+            "unknown compression {name:?}; use one of 'none', 'gzip', 'snappy', 'lz4', 'zstd'"
+        ))
     })
 }
 
@@ -211,7 +268,9 @@ fn timestamp_type_from_name(name: &str) -> PyResult<TimestampType> {
     match name {
         "create" => Ok(TimestampType::CreateTime),
         "log_append" => Ok(TimestampType::LogAppendTime),
-        other => Err(PyValueError::new_err(format!("timestamp_type must be 'create' or 'log_append', not {other:?}"))),
+        other => Err(PyValueError::new_err(format!(
+            "timestamp_type must be 'create' or 'log_append', not {other:?}"
+        ))),
     }
 }
 
@@ -243,7 +302,10 @@ fn encode<'py>(
     let opts = EncodeOptions {
         magic,
         codec: codec_from_name(compression)?,
-        compress: CompressOptions { level: compression_level, snappy_xerial },
+        compress: CompressOptions {
+            level: compression_level,
+            snappy_xerial,
+        },
         base_offset,
         records_per_batch,
         max_batch_bytes,
@@ -256,7 +318,11 @@ fn encode<'py>(
         log_append_time,
     };
     let batches = import_stream(records)?;
-    let cols = batches.iter().map(columns).collect::<Result<Vec<_>, _>>().map_err(PyTypeError::new_err)?;
+    let cols = batches
+        .iter()
+        .map(columns)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(PyTypeError::new_err)?;
     let out = py.detach(|| encode_columns(&cols, &opts)).map_err(|f| to_py(py, f))?;
     Ok(PyBytes::new(py, &out))
 }
@@ -278,7 +344,11 @@ fn control_batch_py<'py>(
     let kind = match kind {
         "commit" => ControlKind::Commit,
         "abort" => ControlKind::Abort,
-        other => return Err(PyValueError::new_err(format!("kind must be 'commit' or 'abort', not {other:?}"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "kind must be 'commit' or 'abort', not {other:?}"
+            )))
+        }
     };
     let check = |ok: bool, argument: &str, value: i64, want: &str| {
         if ok {
@@ -287,13 +357,42 @@ fn control_batch_py<'py>(
             Err(PyValueError::new_err(format!("invalid {argument}: {value} ({want})")))
         }
     };
-    check(producer_id >= 0, "producer_id", producer_id, "a marker needs the producer's id, >= 0")?;
-    check(producer_epoch >= 0, "producer_epoch", producer_epoch.into(), "a marker needs the producer's epoch, >= 0")?;
+    check(
+        producer_id >= 0,
+        "producer_id",
+        producer_id,
+        "a marker needs the producer's id, >= 0",
+    )?;
+    check(
+        producer_epoch >= 0,
+        "producer_epoch",
+        producer_epoch.into(),
+        "a marker needs the producer's epoch, >= 0",
+    )?;
     check(base_offset >= 0, "base_offset", base_offset, "offsets start at 0")?;
-    check(timestamp >= -1, "timestamp", timestamp, "must be -1, meaning none, or >= 0")?;
-    check(partition_leader_epoch >= -1, "partition_leader_epoch", partition_leader_epoch.into(), "must be -1 or >= 0")?;
+    check(
+        timestamp >= -1,
+        "timestamp",
+        timestamp,
+        "must be -1, meaning none, or >= 0",
+    )?;
+    check(
+        partition_leader_epoch >= -1,
+        "partition_leader_epoch",
+        partition_leader_epoch.into(),
+        "must be -1 or >= 0",
+    )?;
     let mut out = Vec::with_capacity(80);
-    control_batch(kind, producer_id, producer_epoch, base_offset, coordinator_epoch, timestamp, partition_leader_epoch, &mut out);
+    control_batch(
+        kind,
+        producer_id,
+        producer_epoch,
+        base_offset,
+        coordinator_epoch,
+        timestamp,
+        partition_leader_epoch,
+        &mut out,
+    );
     Ok(PyBytes::new(py, &out))
 }
 

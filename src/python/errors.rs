@@ -6,11 +6,36 @@ use pyo3::prelude::*;
 
 use crate::error::{DecodeError, ErrorKind};
 
-create_exception!(kafkabatch, KafkaBatchError, PyValueError, "Root of every kafkabatch decoding error.");
-create_exception!(kafkabatch, CorruptBatchError, KafkaBatchError, "A batch's bytes contradict the Kafka format.");
-create_exception!(kafkabatch, CrcMismatchError, CorruptBatchError, "A batch's stored CRC does not match its bytes.");
-create_exception!(kafkabatch, DecompressionError, CorruptBatchError, "A compressed payload is invalid or inflates past the cap.");
-create_exception!(kafkabatch, UnsupportedFormatError, KafkaBatchError, "An unknown magic byte or compression codec.");
+create_exception!(
+    kafkabatch,
+    KafkaBatchError,
+    PyValueError,
+    "Root of every kafkabatch decoding error."
+);
+create_exception!(
+    kafkabatch,
+    CorruptBatchError,
+    KafkaBatchError,
+    "A batch's bytes contradict the Kafka format."
+);
+create_exception!(
+    kafkabatch,
+    CrcMismatchError,
+    CorruptBatchError,
+    "A batch's stored CRC does not match its bytes."
+);
+create_exception!(
+    kafkabatch,
+    DecompressionError,
+    CorruptBatchError,
+    "A compressed payload is invalid or inflates past the cap."
+);
+create_exception!(
+    kafkabatch,
+    UnsupportedFormatError,
+    KafkaBatchError,
+    "An unknown magic byte or compression codec."
+);
 
 /// The Python exception for a core error, with its location as attributes
 /// (`batch_position`, `base_offset`, `byte_position`, `in_payload`, `reason`).

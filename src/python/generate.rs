@@ -10,7 +10,9 @@ use pyo3::types::PyDict;
 
 use crate::compression::{Codec, CompressOptions};
 use crate::encode::EncodeError;
-use crate::generate::{GenerateError, Kind, PartitionConfig, PartitionGenerator, PartitionSummary, DEFAULT_INDEX_INTERVAL_BYTES};
+use crate::generate::{
+    GenerateError, Kind, PartitionConfig, PartitionGenerator, PartitionSummary, DEFAULT_INDEX_INTERVAL_BYTES,
+};
 
 fn to_py(e: GenerateError) -> PyErr {
     match e {
@@ -78,7 +80,8 @@ impl PartitionWriter {
             let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
             PyValueError::new_err(format!("unknown kind {kind:?}; use one of {names:?}"))
         })?;
-        let codec = Codec::from_name(compression).ok_or_else(|| PyValueError::new_err(format!("unknown compression {compression:?}")))?;
+        let codec = Codec::from_name(compression)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown compression {compression:?}")))?;
         let cfg = PartitionConfig {
             dir: folder,
             topic: topic.to_string(),
@@ -86,7 +89,10 @@ impl PartitionWriter {
             kind,
             magic,
             codec,
-            compress: CompressOptions { level: compression_level, snappy_xerial },
+            compress: CompressOptions {
+                level: compression_level,
+                snappy_xerial,
+            },
             target_bytes,
             segment_bytes,
             index_interval_bytes,
@@ -96,7 +102,9 @@ impl PartitionWriter {
             transactional_producers,
             batch_bytes,
         };
-        Ok(PartitionWriter { inner: PartitionGenerator::new(cfg).map_err(to_py)? })
+        Ok(PartitionWriter {
+            inner: PartitionGenerator::new(cfg).map_err(to_py)?,
+        })
     }
 
     /// Append about `budget` bytes (GIL released); returns the bytes appended.

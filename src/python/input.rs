@@ -66,7 +66,9 @@ impl Input {
         if len == 0 {
             return arrow_buffer::Buffer::from_vec(Vec::<u8>::new());
         }
-        let owner = std::sync::Arc::new(HeldInput { _input: std::panic::AssertUnwindSafe(self) });
+        let owner = std::sync::Arc::new(HeldInput {
+            _input: std::panic::AssertUnwindSafe(self),
+        });
         // SAFETY: `ptr` and `len` are those of `as_slice` (a contiguous
         // buffer the exporter keeps valid while it is held), and `owner`
         // holds it until Arrow drops the last user of the bytes; dropping a

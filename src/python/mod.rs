@@ -30,7 +30,9 @@ pub(crate) fn options(
     let isolation = match isolation {
         "read_uncommitted" => {
             if aborted_transactions.is_some() {
-                return Err(pyo3::exceptions::PyValueError::new_err("aborted_transactions needs isolation='read_committed'"));
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "aborted_transactions needs isolation='read_committed'",
+                ));
             }
             Isolation::ReadUncommitted
         }
@@ -39,7 +41,12 @@ pub(crate) fn options(
             // response's) is there to judge them.
             hide_open: hide_open_transactions.unwrap_or(aborted_transactions.is_none()),
             aborted: aborted_transactions.map(|list| {
-                list.into_iter().map(|(producer_id, first_offset)| AbortedTxn { producer_id, first_offset }).collect()
+                list.into_iter()
+                    .map(|(producer_id, first_offset)| AbortedTxn {
+                        producer_id,
+                        first_offset,
+                    })
+                    .collect()
             }),
         },
         other => {
@@ -63,7 +70,17 @@ pub(crate) fn options(
             "max_decompressed_size must be between 1 and {MAX_DECOMPRESSED_SIZE_LIMIT} bytes, not {max_decompressed_size}"
         )));
     }
-    Ok((DecodeOptions { validate_crc, include_control, on_error, max_decompressed_size, isolation, threads: 0 }, mode))
+    Ok((
+        DecodeOptions {
+            validate_crc,
+            include_control,
+            on_error,
+            max_decompressed_size,
+            isolation,
+            threads: 0,
+        },
+        mode,
+    ))
 }
 
 #[pymodule]

@@ -18,8 +18,8 @@
 
 use super::{check_located, is_subsequence, rows};
 use kafkabatch::batch::{BatchWalker, WalkEnd};
-use kafkabatch::txn::AbortedTxn;
 use kafkabatch::decode::decode_range_views;
+use kafkabatch::txn::AbortedTxn;
 use kafkabatch::{decode, DecodeOptions, ErrorKind, Isolation, OnError};
 
 /// Run the checks on one input; panics on a violation.
@@ -64,7 +64,10 @@ pub fn check(input: &[u8]) {
             assert!(!matches!(end, WalkEnd::Broken(_)), "raise mode accepted broken framing");
             assert_eq!(out.end, end);
             assert!(out.skipped.is_empty());
-            assert!(rows(&out) == expected, "raise mode rows differ from the batches decoded alone");
+            assert!(
+                rows(&out) == expected,
+                "raise mode rows differ from the batches decoded alone"
+            );
         }
         (Err(e), None) => match &end {
             WalkEnd::Broken(b) => assert_eq!(&e, b, "raise mode error is not the broken framing"),
@@ -82,13 +85,20 @@ pub fn check(input: &[u8]) {
                 assert_eq!(e.reason, alone.reason);
             }
             let shift = if e.in_payload { 0 } else { *position };
-            assert_eq!(e.byte_position, alone.byte_position + shift, "field position moved: {e}");
+            assert_eq!(
+                e.byte_position,
+                alone.byte_position + shift,
+                "field position moved: {e}"
+            );
         }
         (Ok(_), Some((position, e))) => panic!("raise mode accepted the batch at {position}, which fails alone: {e}"),
     }
 
     // Skip mode.
-    let skip_options = DecodeOptions { on_error: OnError::Skip, ..base.clone() };
+    let skip_options = DecodeOptions {
+        on_error: OnError::Skip,
+        ..base.clone()
+    };
     let skip = decode(data, None, None, &skip_options).expect("skip mode never fails");
     assert_eq!(skip.end, end);
     assert_eq!(skip.skipped.len(), failed.len());
@@ -96,13 +106,19 @@ pub fn check(input: &[u8]) {
         check_located(e, *position);
     }
     let skip_rows = rows(&skip);
-    assert!(skip_rows == expected, "skip mode rows differ from the good batches decoded alone");
+    assert!(
+        skip_rows == expected,
+        "skip mode rows differ from the good batches decoded alone"
+    );
 
     // binary_view output: the same rows and account, keys and values seen
     // through views into the input (or copied out of decompressed payloads).
     let input = arrow_buffer::Buffer::from_vec(data.to_vec());
     let viewed = decode_range_views(&input, 0, input.len(), None, None, &skip_options).expect("skip mode never fails");
-    assert_eq!((viewed.end.clone(), viewed.skipped.len(), viewed.batches), (skip.end.clone(), skip.skipped.len(), skip.batches));
+    assert_eq!(
+        (viewed.end.clone(), viewed.skipped.len(), viewed.batches),
+        (skip.end.clone(), skip.skipped.len(), skip.batches)
+    );
     assert!(rows(&viewed) == skip_rows, "binary_view rows differ from binary rows");
 
     // read_committed: whole batches are hidden, nothing is added.
@@ -116,10 +132,28 @@ pub fn check(input: &[u8]) {
                 })
                 .collect()
         });
-        let isolation = Isolation::ReadCommitted { aborted, hide_open: sel & 0x08 != 0 };
-        let committed = decode(data, None, None, &DecodeOptions { isolation, ..skip_options }).expect("skip mode never fails");
+        let isolation = Isolation::ReadCommitted {
+            aborted,
+            hide_open: sel & 0x08 != 0,
+        };
+        let committed = decode(
+            data,
+            None,
+            None,
+            &DecodeOptions {
+                isolation,
+                ..skip_options
+            },
+        )
+        .expect("skip mode never fails");
         let committed_rows = rows(&committed);
-        assert!(is_subsequence(&committed_rows, &skip_rows), "read_committed shows rows read_uncommitted does not");
-        assert_eq!(committed.batches + committed.hidden_batches + committed.skipped.len(), skip.batches + skip.skipped.len());
+        assert!(
+            is_subsequence(&committed_rows, &skip_rows),
+            "read_committed shows rows read_uncommitted does not"
+        );
+        assert_eq!(
+            committed.batches + committed.hidden_batches + committed.skipped.len(),
+            skip.batches + skip.skipped.len()
+        );
     }
 }

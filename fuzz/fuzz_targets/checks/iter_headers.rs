@@ -15,7 +15,9 @@ use kafkabatch::{DecodeOptions, ErrorKind};
 
 /// Run the checks on one input; panics on a violation.
 pub fn check(input: &[u8]) {
-    let Some((&sel, data)) = input.split_first() else { return };
+    let Some((&sel, data)) = input.split_first() else {
+        return;
+    };
     let options = DecodeOptions {
         validate_crc: sel & 1 != 0,
         include_control: sel & 2 != 0,
@@ -28,7 +30,10 @@ pub fn check(input: &[u8]) {
     for raw in walker.by_ref() {
         assert_eq!(raw.position, next, "batches do not tile the input");
         assert!(raw.bytes.len() >= LOG_OVERHEAD + MIN_SIZE);
-        assert!(std::ptr::eq(raw.bytes, &data[raw.position..raw.position + raw.bytes.len()]));
+        assert!(std::ptr::eq(
+            raw.bytes,
+            &data[raw.position..raw.position + raw.bytes.len()]
+        ));
         next = raw.position + raw.bytes.len();
 
         let header = decode_batch::<OwnedRecords>(&raw, &options, &mut scratch, None);
@@ -39,8 +44,16 @@ pub fn check(input: &[u8]) {
                 assert_eq!(h, f, "header-only and full decode disagree on the header");
                 assert_eq!(h.position, raw.position);
                 assert_eq!(h.size_in_bytes, raw.bytes.len());
-                let delivered = if h.is_control && !options.include_control { 0 } else { h.record_count as usize };
-                assert_eq!(sink.records.len(), delivered, "decoded count differs from the declared count");
+                let delivered = if h.is_control && !options.include_control {
+                    0
+                } else {
+                    h.record_count as usize
+                };
+                assert_eq!(
+                    sink.records.len(),
+                    delivered,
+                    "decoded count differs from the declared count"
+                );
             }
             (Ok(_), Err(e)) => {
                 // Only what the header pass does not read can fail: records.
@@ -49,7 +62,11 @@ pub fn check(input: &[u8]) {
             (Err(e), Err(f)) => {
                 check_located(e, raw.position);
                 // Codec messages may differ between calls (see checks/decode.rs).
-                assert_eq!((e.kind, e.byte_position, e.in_payload), (f.kind, f.byte_position, f.in_payload), "{e} vs {f}");
+                assert_eq!(
+                    (e.kind, e.byte_position, e.in_payload),
+                    (f.kind, f.byte_position, f.in_payload),
+                    "{e} vs {f}"
+                );
                 if e.kind != ErrorKind::Decompression {
                     assert_eq!(e, f, "the header-only and full decode fail differently");
                 }

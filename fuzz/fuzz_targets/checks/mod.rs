@@ -7,7 +7,10 @@
 pub mod decode;
 pub mod iter_headers;
 
-use arrow_array::{Array, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray, TimestampMicrosecondArray};
+use arrow_array::{
+    Array, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
+    TimestampMicrosecondArray,
+};
 use kafkabatch::compression::{self, Codec, CodecError, CompressOptions};
 use kafkabatch::{DecodeError, Decoded};
 
@@ -27,7 +30,11 @@ pub struct Row {
 }
 
 fn col<T: 'static>(batch: &RecordBatch, i: usize) -> &T {
-    batch.column(i).as_any().downcast_ref::<T>().expect("column type per the schema")
+    batch
+        .column(i)
+        .as_any()
+        .downcast_ref::<T>()
+        .expect("column type per the schema")
 }
 
 fn binary(a: &BinaryArray, i: usize) -> Option<Vec<u8>> {
@@ -42,7 +49,9 @@ fn bytes_column(batch: &RecordBatch, i: usize) -> Vec<Option<Vec<u8>>> {
         Some(a) => (0..a.len()).map(|j| binary(a, j)).collect(),
         None => {
             let a = column.downcast_ref::<BinaryViewArray>().expect("binary or binary_view");
-            (0..a.len()).map(|j| a.is_valid(j).then(|| a.value(j).to_vec())).collect()
+            (0..a.len())
+                .map(|j| a.is_valid(j).then(|| a.value(j).to_vec()))
+                .collect()
         }
     }
 }
@@ -60,9 +69,19 @@ pub fn rows(decoded: &Decoded) -> Vec<Row> {
         for i in 0..batch.num_rows() {
             let list = headers.value(i);
             let list = list.as_any().downcast_ref::<StructArray>().expect("header struct");
-            let hk = list.column(0).as_any().downcast_ref::<StringArray>().expect("header key");
-            let hv = list.column(1).as_any().downcast_ref::<BinaryArray>().expect("header value");
-            let hs = (0..list.len()).map(|j| (hk.value(j).to_owned(), binary(hv, j))).collect();
+            let hk = list
+                .column(0)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .expect("header key");
+            let hv = list
+                .column(1)
+                .as_any()
+                .downcast_ref::<BinaryArray>()
+                .expect("header value");
+            let hs = (0..list.len())
+                .map(|j| (hk.value(j).to_owned(), binary(hv, j)))
+                .collect();
             out.push(Row {
                 key: key[i].clone(),
                 value: value[i].clone(),
@@ -82,9 +101,15 @@ pub fn rows(decoded: &Decoded) -> Vec<Row> {
 pub fn check_located(e: &DecodeError, batch_position: usize) {
     assert_eq!(e.batch_position, batch_position, "error names the wrong batch: {e}");
     let text = e.to_string();
-    assert!(text.contains(&format!("at byte {batch_position}")), "message does not give the batch position: {text}");
+    assert!(
+        text.contains(&format!("at byte {batch_position}")),
+        "message does not give the batch position: {text}"
+    );
     if !e.in_payload {
-        assert!(e.byte_position >= batch_position, "field position before its batch: {e}");
+        assert!(
+            e.byte_position >= batch_position,
+            "field position before its batch: {e}"
+        );
     }
 }
 
@@ -99,10 +124,20 @@ pub fn is_subsequence<T: PartialEq>(small: &[T], big: &[T]) -> bool {
 pub fn check_decompress(codec: Codec, payload: &[u8], magic: i8) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let result = compression::decompress(codec, payload, magic, LIMIT, &mut out);
-    assert!(out.len() <= LIMIT, "{} output of {} bytes passes the {LIMIT}-byte cap", codec.name(), out.len());
+    assert!(
+        out.len() <= LIMIT,
+        "{} output of {} bytes passes the {LIMIT}-byte cap",
+        codec.name(),
+        out.len()
+    );
     // The buffer is never grown past the cap (one byte of slack: zstd's
     // streaming path detects "too large" by reaching limit + 1).
-    assert!(out.capacity() <= LIMIT + 1, "{} buffer grew to {} bytes, past the cap", codec.name(), out.capacity());
+    assert!(
+        out.capacity() <= LIMIT + 1,
+        "{} buffer grew to {} bytes, past the cap",
+        codec.name(),
+        out.capacity()
+    );
     // A dirty output buffer gives the same answer (it is cleared first).
     let mut again = vec![0xAAu8; 100];
     let second = compression::decompress(codec, payload, magic, LIMIT, &mut again);
@@ -116,7 +151,8 @@ pub fn check_decompress(codec: Codec, payload: &[u8], magic: i8) -> Option<Vec<u
         Ok(()) => {
             assert_eq!(out, again, "same input, different output");
             let mut packed = Vec::new();
-            compression::compress(codec, &out, magic, CompressOptions::default(), &mut packed).expect("compress what was decompressed");
+            compression::compress(codec, &out, magic, CompressOptions::default(), &mut packed)
+                .expect("compress what was decompressed");
             let mut back = Vec::new();
             compression::decompress(codec, &packed, magic, LIMIT, &mut back).expect("decompress our own output");
             assert!(back == out, "{} round trip changed {} bytes", codec.name(), out.len());

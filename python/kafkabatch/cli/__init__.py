@@ -39,14 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafkabatch",
         description="Read Apache Kafka log segments: dump them like kafka-dump-log.sh, summarise them, "
-                    "convert them to Parquet/Arrow/JSON.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "convert them to Parquet/Arrow/JSON.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"kafkabatch {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     # --debug after the command too; SUPPRESS keeps the subcommand from resetting it.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="show tracebacks for errors")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (dump, stats, convert, generate):
         module.add_parser(subparsers, [common])
@@ -83,8 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if debug:
                 traceback.print_exc()
             else:
-                hint = "" if isinstance(error, (CliError, OSError)) or type(error).__module__ == "kafkabatch" else (
-                    " (run with --debug for the traceback)")
+                hint = (
+                    ""
+                    if isinstance(error, (CliError, OSError)) or type(error).__module__ == "kafkabatch"
+                    else (" (run with --debug for the traceback)")
+                )
                 print(f"kafkabatch {args.command}: error: {_message(error)}{hint}", file=sys.stderr)
             return 1
 

@@ -62,7 +62,8 @@ def offsets_arg(text: str) -> tuple[int | None, int | None]:
     match = _OFFSETS.match(text)
     if match is None:
         raise argparse.ArgumentTypeError(
-            f"expected START:END (END exclusive, e.g. 100:200, 100: or :200), not {text!r}")
+            f"expected START:END (END exclusive, e.g. 100:200, 100: or :200), not {text!r}"
+        )
     start = int(match["start"]) if match["start"] else None
     end = int(match["end"]) if match["end"] else None
     if start is not None and end is not None and end < start:
@@ -88,7 +89,7 @@ def format_ms(ms: int | None) -> str:
     """Epoch milliseconds as ``2023-11-14 22:13:20.000`` (UTC)."""
     if ms is None or ms < 0:
         return "-"
-    moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
+    moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(milliseconds=ms)
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
 
 
@@ -156,9 +157,17 @@ def format_bytes_json(data: bytes | None, fmt: str) -> tuple[str | None, str | N
     return base64.b64encode(data).decode("ascii"), "base64"
 
 
-def record_json(topic: str | None, partition: int | None, offset: int, timestamp: int, timestamp_type: int | None,
-                key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes | None]],
-                formats: tuple[str, str, str]) -> dict[str, Any]:
+def record_json(
+    topic: str | None,
+    partition: int | None,
+    offset: int,
+    timestamp: int,
+    timestamp_type: int | None,
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes | None]],
+    formats: tuple[str, str, str],
+) -> dict[str, Any]:
     """One record as the JSON object shared by ``dump --json`` and ``convert`` to JSON lines."""
     key_fmt, value_fmt, header_fmt = formats
     key_text, key_enc = format_bytes_json(key, key_fmt)
@@ -183,31 +192,56 @@ def record_json(topic: str | None, partition: int | None, offset: int, timestamp
 
 def add_format_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("byte formats")
-    group.add_argument("--key-format", choices=BYTE_FORMATS, default="utf8",
-                       help="how keys are shown: utf8 (default; text, non-UTF-8 bytes escaped as \\xNN, "
-                            "or in JSON base64 with key_encoding=base64), hex or base64")
-    group.add_argument("--value-format", choices=BYTE_FORMATS, default="utf8",
-                       help="how values are shown (same choices as --key-format)")
-    group.add_argument("--header-format", choices=BYTE_FORMATS, default="utf8",
-                       help="how header values are shown in JSON (same choices)")
+    group.add_argument(
+        "--key-format",
+        choices=BYTE_FORMATS,
+        default="utf8",
+        help="how keys are shown: utf8 (default; text, non-UTF-8 bytes escaped as \\xNN, "
+        "or in JSON base64 with key_encoding=base64), hex or base64",
+    )
+    group.add_argument(
+        "--value-format",
+        choices=BYTE_FORMATS,
+        default="utf8",
+        help="how values are shown (same choices as --key-format)",
+    )
+    group.add_argument(
+        "--header-format",
+        choices=BYTE_FORMATS,
+        default="utf8",
+        help="how header values are shown in JSON (same choices)",
+    )
 
 
 def add_decode_options(parser: argparse.ArgumentParser, *, on_error: bool = True) -> None:
     group = parser.add_argument_group("decoding")
-    group.add_argument("--isolation", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
-                       help="read_committed leaves out aborted (and still open) transactions and control "
-                            "batches, as a read_committed consumer sees the log (default read_uncommitted)")
+    group.add_argument(
+        "--isolation",
+        choices=("read_uncommitted", "read_committed"),
+        default="read_uncommitted",
+        help="read_committed leaves out aborted (and still open) transactions and control "
+        "batches, as a read_committed consumer sees the log (default read_uncommitted)",
+    )
     if on_error:
-        group.add_argument("--on-error", choices=("raise", "skip"), default="raise",
-                           help="what a corrupt batch does: raise (stop with an error, default) or skip it "
-                                "and go on (reported at the end)")
-        group.add_argument("--no-crc", dest="validate_crc", action="store_false",
-                           help="don't check batch CRCs")
-    group.add_argument("--include-control", action="store_true",
-                       help="include control records (transaction markers) as rows")
-    group.add_argument("--max-decompressed-size", type=positive_size_arg, default=kb.DEFAULT_MAX_DECOMPRESSED_SIZE,
-                       metavar="SIZE", help="refuse batches that decompress to more than SIZE "
-                                            f"(default {format_bytes(kb.DEFAULT_MAX_DECOMPRESSED_SIZE)})")
+        group.add_argument(
+            "--on-error",
+            choices=("raise", "skip"),
+            default="raise",
+            help="what a corrupt batch does: raise (stop with an error, default) or skip it "
+            "and go on (reported at the end)",
+        )
+        group.add_argument("--no-crc", dest="validate_crc", action="store_false", help="don't check batch CRCs")
+    group.add_argument(
+        "--include-control", action="store_true", help="include control records (transaction markers) as rows"
+    )
+    group.add_argument(
+        "--max-decompressed-size",
+        type=positive_size_arg,
+        default=kb.DEFAULT_MAX_DECOMPRESSED_SIZE,
+        metavar="SIZE",
+        help="refuse batches that decompress to more than SIZE "
+        f"(default {format_bytes(kb.DEFAULT_MAX_DECOMPRESSED_SIZE)})",
+    )
 
 
 # --------------------------------------------------------------------------
@@ -235,8 +269,7 @@ def base_offset_of(path: str | os.PathLike[str]) -> int | None:
 
 def _segment_file(path: str) -> SegmentFile:
     tp = kb.topic_partition_from_path(path)
-    return SegmentFile(path, tp[0] if tp else None, tp[1] if tp else None, base_offset_of(path),
-                       os.path.getsize(path))
+    return SegmentFile(path, tp[0] if tp else None, tp[1] if tp else None, base_offset_of(path), os.path.getsize(path))
 
 
 def find_segments(paths: list[str]) -> list[SegmentFile]:
@@ -329,12 +362,18 @@ def progress_bar(total: int, description: str, *, enabled: bool) -> Iterator[Any
         yield _NoProgress()
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                               TransferSpeedColumn)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     console = Console(stderr=True)
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), DownloadColumn(),
-                  TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         task = progress.add_task(description, total=total)
         yield _RichProgress(progress, task)
 

@@ -30,9 +30,14 @@ from ._common import (
 )
 
 FORMATS = {
-    ".parquet": "parquet", ".pq": "parquet",
-    ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
-    ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".arrow": "arrow",
+    ".feather": "arrow",
+    ".ipc": "arrow",
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
 }
 DEFAULT_COMPRESSION = {"parquet": "zstd", "arrow": "none", "jsonl": "none"}
 
@@ -64,36 +69,70 @@ OUT "-" writes JSON lines to stdout.
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "convert", parents=parents, help="convert segments to Parquet, Arrow IPC/Feather or JSON lines",
-        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "convert",
+        parents=parents,
+        help="convert segments to Parquet, Arrow IPC/Feather or JSON lines",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="segment files, <topic>-<partition> folders, log dirs")
-    p.add_argument("out", metavar="OUT", help="output file (\"-\": JSON lines to stdout)")
-    p.add_argument("--format", choices=("parquet", "arrow", "feather", "ipc", "jsonl"),
-                   help="output format (default: from OUT's extension)")
-    p.add_argument("--compression", choices=("zstd", "lz4", "snappy", "gzip", "none"),
-                   help="output compression (parquet: zstd by default; arrow: none, lz4 or zstd)")
+    p.add_argument("out", metavar="OUT", help='output file ("-": JSON lines to stdout)')
+    p.add_argument(
+        "--format",
+        choices=("parquet", "arrow", "feather", "ipc", "jsonl"),
+        help="output format (default: from OUT's extension)",
+    )
+    p.add_argument(
+        "--compression",
+        choices=("zstd", "lz4", "snappy", "gzip", "none"),
+        help="output compression (parquet: zstd by default; arrow: none, lz4 or zstd)",
+    )
     p.add_argument("-f", "--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument("--topic", help="topic for files not in a <topic>-<partition> folder")
     p.add_argument("--partition", type=int, help="partition for files not in a <topic>-<partition> folder")
     p.add_argument("--offsets", type=offsets_arg, metavar="START:END", help="only offsets in [START, END)")
-    p.add_argument("--start-time", metavar="TIME",
-                   help="only records at or after TIME (epoch ms or ISO-8601, e.g. 2024-05-01T12:00Z)")
+    p.add_argument(
+        "--start-time",
+        metavar="TIME",
+        help="only records at or after TIME (epoch ms or ISO-8601, e.g. 2024-05-01T12:00Z)",
+    )
     p.add_argument("--end-time", metavar="TIME", help="only records before TIME")
-    p.add_argument("--window", type=positive_size_arg, default=logdir.DEFAULT_MAX_CHUNK_BYTES, metavar="SIZE",
-                   help="decode at most about SIZE of batches at once (default 16MiB)")
-    p.add_argument("--row-group-size", type=int, default=1_000_000, metavar="ROWS",
-                   help="parquet: rows per row group at most (default 1000000)")
-    p.add_argument("--row-group-bytes", type=positive_size_arg, default=128 << 20, metavar="SIZE",
-                   help="parquet: close a row group at about SIZE of Arrow data (default 128MiB)")
+    p.add_argument(
+        "--window",
+        type=positive_size_arg,
+        default=logdir.DEFAULT_MAX_CHUNK_BYTES,
+        metavar="SIZE",
+        help="decode at most about SIZE of batches at once (default 16MiB)",
+    )
+    p.add_argument(
+        "--row-group-size",
+        type=int,
+        default=1_000_000,
+        metavar="ROWS",
+        help="parquet: rows per row group at most (default 1000000)",
+    )
+    p.add_argument(
+        "--row-group-bytes",
+        type=positive_size_arg,
+        default=128 << 20,
+        metavar="SIZE",
+        help="parquet: close a row group at about SIZE of Arrow data (default 128MiB)",
+    )
     group = p.add_argument_group("JSON lines")
-    group.add_argument("--key-format", choices=BYTE_FORMATS, default="utf8",
-                       help="utf8 (text when valid UTF-8, else base64), hex or base64")
+    group.add_argument(
+        "--key-format",
+        choices=BYTE_FORMATS,
+        default="utf8",
+        help="utf8 (text when valid UTF-8, else base64), hex or base64",
+    )
     group.add_argument("--value-format", choices=BYTE_FORMATS, default="utf8", help="as --key-format")
     group.add_argument("--header-format", choices=BYTE_FORMATS, default="utf8", help="as --key-format")
     add_decode_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress bar (there is none unless stderr is a terminal)")
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress bar (there is none unless stderr is a terminal)"
+    )
     p.set_defaults(func=run)
 
 
@@ -104,8 +143,10 @@ def _output_format(args: argparse.Namespace) -> str:
         return "jsonl"
     fmt = FORMATS.get(Path(args.out).suffix.lower())
     if fmt is None:
-        raise CliError(f"can't tell the output format from {args.out!r}: use --format parquet|arrow|jsonl "
-                       f"or an extension ({', '.join(sorted(FORMATS))})")
+        raise CliError(
+            f"can't tell the output format from {args.out!r}: use --format parquet|arrow|jsonl "
+            f"or an extension ({', '.join(sorted(FORMATS))})"
+        )
     return fmt
 
 
@@ -168,14 +209,24 @@ class _JsonSink:
 
     def write(self, batch: pa.RecordBatch) -> None:
         ts = batch.column("timestamp").cast(pa.int64())  # µs
-        columns = {name: batch.column(name).to_pylist()
-                   for name in ("key", "value", "topic", "partition", "offset", "timestampType", "headers")}
+        columns = {
+            name: batch.column(name).to_pylist()
+            for name in ("key", "value", "topic", "partition", "offset", "timestampType", "headers")
+        }
         lines = []
         for i, micros in enumerate(ts.to_pylist()):
             headers = [(h["key"], h["value"]) for h in columns["headers"][i]]
-            obj = record_json(columns["topic"][i], columns["partition"][i], columns["offset"][i],
-                              -1 if micros is None else micros // 1000, columns["timestampType"][i],
-                              columns["key"][i], columns["value"][i], headers, self._formats)
+            obj = record_json(
+                columns["topic"][i],
+                columns["partition"][i],
+                columns["offset"][i],
+                -1 if micros is None else micros // 1000,
+                columns["timestampType"][i],
+                columns["key"][i],
+                columns["value"][i],
+                headers,
+                self._formats,
+            )
             lines.append(json.dumps(obj, ensure_ascii=False))
         if lines:
             self._file.write("\n".join(lines) + "\n")
@@ -212,9 +263,13 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"{stray[0]} is not in a <topic>-<partition> folder: give --topic and --partition")
 
     start_offset, end_offset = args.offsets if args.offsets else (None, None)
-    decode_options = dict(validate_crc=args.validate_crc, include_control=args.include_control,
-                          isolation=args.isolation, on_error=args.on_error,
-                          max_decompressed_size=args.max_decompressed_size)
+    decode_options = dict(
+        validate_crc=args.validate_crc,
+        include_control=args.include_control,
+        isolation=args.isolation,
+        on_error=args.on_error,
+        max_decompressed_size=args.max_decompressed_size,
+    )
     results: list[Any] = []
     temp = None if out_path is None else out_path.with_name(f".{out_path.name}.partial-{os.getpid()}")
     target = "-" if temp is None else str(temp)
@@ -232,15 +287,24 @@ def run(args: argparse.Namespace) -> int:
 
         total = sum(s.size for s in segments)
         with progress_bar(total, "convert", enabled=not (args.no_progress or args.quiet)) as progress:
+
             def on_segment(result: Any) -> None:
                 results.append(result)
                 progress.advance(result.segment.size)
 
             for path in args.paths:
                 reader = scan_log(
-                    path, topic=args.topic, partition=args.partition, max_chunk_bytes=args.window,
-                    start_offset=start_offset, end_offset=end_offset, start_timestamp=args.start_time,
-                    end_timestamp=args.end_time, on_segment=on_segment, **decode_options)
+                    path,
+                    topic=args.topic,
+                    partition=args.partition,
+                    max_chunk_bytes=args.window,
+                    start_offset=start_offset,
+                    end_offset=end_offset,
+                    start_timestamp=args.start_time,
+                    end_timestamp=args.end_time,
+                    on_segment=on_segment,
+                    **decode_options,
+                )
                 try:
                     for batch in reader:
                         rows += batch.num_rows
@@ -273,7 +337,10 @@ def run(args: argparse.Namespace) -> int:
         speed = read / elapsed / (1 << 20) if elapsed > 0 else float("inf")
         where = "stdout" if out_path is None else args.out
         extra = f", {compression}" if compression != "none" else ""
-        print(f"kafkabatch: converted {len(results)} segment{'s' if len(results) != 1 else ''} "
-              f"({format_bytes(read)}) to {rows:,} records in {where} ({fmt}{extra}) "
-              f"in {elapsed:.2f} s, {speed:.1f} MiB/s", file=sys.stderr)
+        print(
+            f"kafkabatch: converted {len(results)} segment{'s' if len(results) != 1 else ''} "
+            f"({format_bytes(read)}) to {rows:,} records in {where} ({fmt}{extra}) "
+            f"in {elapsed:.2f} s, {speed:.1f} MiB/s",
+            file=sys.stderr,
+        )
     return 0

@@ -59,30 +59,68 @@ JSON output (one object per line):
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "dump", parents=parents, help="print batches and records like kafka-dump-log.sh",
-        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="*", metavar="FILE",
-                   help=".log segments (any file of batches), .index/.timeindex/.txnindex files, "
-                        "or folders of segments")
-    p.add_argument("--files", dest="files_option", metavar="FILE1,FILE2", action="append", default=[],
-                   help="comma-separated files, as kafka-dump-log.sh takes them")
-    p.add_argument("--print-data", "--print-data-log", dest="print_data", action="store_true",
-                   help="print each record's key and value (implies --deep-iteration)")
+        "dump",
+        parents=parents,
+        help="print batches and records like kafka-dump-log.sh",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help=".log segments (any file of batches), .index/.timeindex/.txnindex files, or folders of segments",
+    )
+    p.add_argument(
+        "--files",
+        dest="files_option",
+        metavar="FILE1,FILE2",
+        action="append",
+        default=[],
+        help="comma-separated files, as kafka-dump-log.sh takes them",
+    )
+    p.add_argument(
+        "--print-data",
+        "--print-data-log",
+        dest="print_data",
+        action="store_true",
+        help="print each record's key and value (implies --deep-iteration)",
+    )
     p.add_argument("--deep-iteration", action="store_true", help="print one line per record")
-    p.add_argument("--skip-record-metadata", action="store_true",
-                   help="leave offset, timestamp, sizes and headers out of record lines")
-    p.add_argument("--verify-index-only", action="store_true",
-                   help="for .index files: only check the entries against the .log, print mismatches")
-    p.add_argument("--max-bytes", type=positive_size_arg, metavar="SIZE",
-                   help="read only the first SIZE bytes of each segment (e.g. 64k, 10MB)")
-    p.add_argument("--offsets", type=offsets_arg, metavar="START:END",
-                   help="only batches and records with offsets in [START, END) (either side may be empty)")
-    p.add_argument("--isolation", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
-                   help="read_committed hides aborted and open transactions and control batches")
+    p.add_argument(
+        "--skip-record-metadata",
+        action="store_true",
+        help="leave offset, timestamp, sizes and headers out of record lines",
+    )
+    p.add_argument(
+        "--verify-index-only",
+        action="store_true",
+        help="for .index files: only check the entries against the .log, print mismatches",
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=positive_size_arg,
+        metavar="SIZE",
+        help="read only the first SIZE bytes of each segment (e.g. 64k, 10MB)",
+    )
+    p.add_argument(
+        "--offsets",
+        type=offsets_arg,
+        metavar="START:END",
+        help="only batches and records with offsets in [START, END) (either side may be empty)",
+    )
+    p.add_argument(
+        "--isolation",
+        choices=("read_uncommitted", "read_committed"),
+        default="read_uncommitted",
+        help="read_committed hides aborted and open transactions and control batches",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per record (see below)")
     p.add_argument("--batches", action="store_true", help="with --json: one object per batch instead")
-    p.add_argument("--include-control", action="store_true",
-                   help="with --json: include control records (transaction markers)")
+    p.add_argument(
+        "--include-control", action="store_true", help="with --json: include control records (transaction markers)"
+    )
     add_format_options(p)
     p.set_defaults(func=run)
 
@@ -103,16 +141,20 @@ def _ts_name(timestamp_type: int) -> str:
 def batch_line(b: kb.Batch) -> str:
     """One batch as DumpLogSegments' ``printBatchLevel`` prints it."""
     if b.magic >= 2:
-        head = (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
-                f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
-                f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
-                f"isTransactional: {_jbool(b.is_transactional)} isControl: {_jbool(b.is_control)} "
-                f"deleteHorizonMs: {_optional_long(b.delete_horizon_ms)}")
+        head = (
+            f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
+            f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
+            f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+            f"isTransactional: {_jbool(b.is_transactional)} isControl: {_jbool(b.is_control)} "
+            f"deleteHorizonMs: {_optional_long(b.delete_horizon_ms)}"
+        )
     else:
         head = f"offset: {b.last_offset}"
-    return (f"{head} position: {b.position} {_ts_name(b.timestamp_type)}: {b.max_timestamp} "
-            f"size: {b.size_in_bytes} magic: {b.magic} compresscodec: {b.compression} crc: {b.crc} "
-            f"isvalid: {_jbool(b.crc_valid)}")
+    return (
+        f"{head} position: {b.position} {_ts_name(b.timestamp_type)}: {b.max_timestamp} "
+        f"size: {b.size_in_bytes} magic: {b.magic} compresscodec: {b.compression} crc: {b.crc} "
+        f"isvalid: {_jbool(b.crc_valid)}"
+    )
 
 
 def _control_text(b: kb.Batch) -> str:
@@ -131,8 +173,10 @@ def record_line(b: kb.Batch, r: kb.Record, args: argparse.Namespace) -> str:
     if not args.skip_record_metadata:
         key_size = -1 if r.key is None else len(r.key)
         value_size = -1 if r.value is None else len(r.value)
-        text = (f"{prefix}offset: {r.offset} {_ts_name(b.timestamp_type)}: {r.timestamp} "
-                f"keySize: {key_size} valueSize: {value_size}")
+        text = (
+            f"{prefix}offset: {r.offset} {_ts_name(b.timestamp_type)}: {r.timestamp} "
+            f"keySize: {key_size} valueSize: {value_size}"
+        )
         prefix = " "
         if b.magic >= 2:
             text += f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
@@ -178,9 +222,14 @@ def batch_json(b: kb.Batch, path: str, tp: tuple[str, int] | None) -> dict[str, 
         "producer_epoch": b.producer_epoch,
         "base_sequence": b.base_sequence,
         "last_sequence": b.last_sequence,
-        "control": None if control is None else {
-            "type": control.type, "type_id": control.type_id, "version": control.version,
-            "coordinator_epoch": control.coordinator_epoch},
+        "control": None
+        if control is None
+        else {
+            "type": control.type,
+            "type_id": control.type_id,
+            "version": control.version,
+            "coordinator_epoch": control.coordinator_epoch,
+        },
         "error": None if b.error is None else str(b.error),
         "error_type": None if b.error is None else type(b.error).__name__,
     }
@@ -260,8 +309,7 @@ class _Dumper:
         pairs: list[tuple[int, int]] = []
         with mapped(path) as whole:
             data = whole if args.max_bytes is None else whole[: args.max_bytes]
-            it = kb.iter_batches(data, validate_crc=False, on_error="keep", start=self._seek(path, data),
-                                 **options)
+            it = kb.iter_batches(data, validate_crc=False, on_error="keep", start=self._seek(path, data), **options)
             stopped = False
             for b in it:
                 if b.error is not None:
@@ -287,7 +335,8 @@ class _Dumper:
                     continue
                 for r in records:
                     if (self.start is not None and r.offset < self.start) or (
-                            self.end is not None and r.offset >= self.end):
+                        self.end is not None and r.offset >= self.end
+                    ):
                         continue
                     if self.deep and not committed:  # read_committed leaves gaps on purpose
                         if last_offset != -1 and r.offset != last_offset + 1:
@@ -316,20 +365,34 @@ class _Dumper:
             if self.args.batches:
                 self.json(batch_json(b, path, tp))
             else:
-                print(f"{path}: skipping unreadable batch at position {b.position} "
-                      f"(size {b.size_in_bytes}): {b.error}", file=sys.stderr)
+                print(
+                    f"{path}: skipping unreadable batch at position {b.position} (size {b.size_in_bytes}): {b.error}",
+                    file=sys.stderr,
+                )
             return
-        self.line(f"Skipping unreadable batch at position: {b.position} size: {b.size_in_bytes} "
-                  f"magic: {b.magic} error: {b.error}")
+        self.line(
+            f"Skipping unreadable batch at position: {b.position} size: {b.size_in_bytes} "
+            f"magic: {b.magic} error: {b.error}"
+        )
 
     def _record_json(self, path: str, tp: tuple[str, int] | None, b: kb.Batch, r: kb.Record) -> None:
-        obj = record_json(tp[0] if tp else None, tp[1] if tp else None, r.offset, r.timestamp, r.timestamp_type,
-                          r.key, r.value, r.headers, self.formats)
+        obj = record_json(
+            tp[0] if tp else None,
+            tp[1] if tp else None,
+            r.offset,
+            r.timestamp,
+            r.timestamp_type,
+            r.key,
+            r.value,
+            r.headers,
+            self.formats,
+        )
         obj["sequence"] = r.sequence
         obj["batch_position"] = b.position
         control = b.control if b.is_control else None
-        obj["control"] = None if control is None else {
-            "type": control.type, "coordinator_epoch": control.coordinator_epoch}
+        obj["control"] = (
+            None if control is None else {"type": control.type, "coordinator_epoch": control.coordinator_epoch}
+        )
         obj["file"] = path
         self.json(obj)
 
@@ -361,8 +424,7 @@ class _Dumper:
                 for offset, position in zip(offsets, positions):
                     found = -1
                     if 0 <= position < len(data):
-                        b = next(iter(kb.iter_batches(data, validate_crc=False, on_error="keep", start=position)),
-                                 None)
+                        b = next(iter(kb.iter_batches(data, validate_crc=False, on_error="keep", start=position)), None)
                         if b is not None and b.position == position and b.error is None:
                             found = b.last_offset
                     if found != offset:
@@ -404,8 +466,10 @@ class _Dumper:
                 self.json({"file": path, **entry})
             return
         for e in table.to_pylist():
-            self.line(f"version: {e['version']} producerId: {e['producer_id']} firstOffset: {e['first_offset']} "
-                      f"lastOffset: {e['last_offset']} lastStableOffset: {e['last_stable_offset']}")
+            self.line(
+                f"version: {e['version']} producerId: {e['producer_id']} firstOffset: {e['first_offset']} "
+                f"lastOffset: {e['last_offset']} lastStableOffset: {e['last_stable_offset']}"
+            )
 
     # ---- the end ------------------------------------------------------------
 

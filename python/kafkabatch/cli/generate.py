@@ -19,13 +19,22 @@ examples:
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "generate", parents=parents, help="write a sample Kafka log dir to try the other commands on",
+        "generate",
+        parents=parents,
+        help="write a sample Kafka log dir to try the other commands on",
         description="Write a Kafka log dir of <topic>-<partition> folders with segments of generated "
-                    "records (kafkabatch.generate.generate), about SIZE in total.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "records (kafkabatch.generate.generate), about SIZE in total.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (created if missing)")
-    p.add_argument("--size", type=size_arg, default=100 << 20, metavar="SIZE",
-                   help="about how much to write (default 100MB; k/m/g are powers of 1024)")
+    p.add_argument(
+        "--size",
+        type=size_arg,
+        default=100 << 20,
+        metavar="SIZE",
+        help="about how much to write (default 100MB; k/m/g are powers of 1024)",
+    )
     p.add_argument("--seed", type=int, help="random seed, for the same output every time")
     p.set_defaults(func=run)
 

@@ -52,18 +52,38 @@ columns:
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "stats", parents=parents, help="summarise segments and partitions (table or JSON)",
-        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "stats",
+        parents=parents,
+        help="summarise segments and partitions (table or JSON)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="segment files or folders")
     p.add_argument("--json", action="store_true", help="print one JSON document (segments, partitions, total)")
     p.add_argument("--partitions", action="store_true", help="table: one row per topic-partition, not per segment")
-    p.add_argument("--headers-only", action="store_true",
-                   help="read batch headers only (fast; no record bytes or compression ratio)")
-    p.add_argument("--window", type=positive_size_arg, default=logdir.DEFAULT_MAX_CHUNK_BYTES, metavar="SIZE",
-                   help="decode at most about SIZE of batches at once (default 16MiB)")
-    p.add_argument("--max-decompressed-size", type=positive_size_arg, default=kb.DEFAULT_MAX_DECOMPRESSED_SIZE,
-                   metavar="SIZE", help="refuse batches that decompress to more than SIZE")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
+    p.add_argument(
+        "--headers-only",
+        action="store_true",
+        help="read batch headers only (fast; no record bytes or compression ratio)",
+    )
+    p.add_argument(
+        "--window",
+        type=positive_size_arg,
+        default=logdir.DEFAULT_MAX_CHUNK_BYTES,
+        metavar="SIZE",
+        help="decode at most about SIZE of batches at once (default 16MiB)",
+    )
+    p.add_argument(
+        "--max-decompressed-size",
+        type=positive_size_arg,
+        default=kb.DEFAULT_MAX_DECOMPRESSED_SIZE,
+        metavar="SIZE",
+        help="refuse batches that decompress to more than SIZE",
+    )
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress bar (there is none unless stderr is a terminal)"
+    )
     p.set_defaults(func=run)
 
 
@@ -104,9 +124,21 @@ class Stats:
         return self.record_bytes / self.decoded_stored_bytes
 
     def add(self, other: Stats) -> None:
-        for name in ("segments", "file_bytes", "stored_bytes", "batches", "records", "control_batches",
-                     "commit_markers", "abort_markers", "transactional_batches", "invalid_crc_batches",
-                     "unreadable_batches", "trailing_bytes", "decoded_stored_bytes"):
+        for name in (
+            "segments",
+            "file_bytes",
+            "stored_bytes",
+            "batches",
+            "records",
+            "control_batches",
+            "commit_markers",
+            "abort_markers",
+            "transactional_batches",
+            "invalid_crc_batches",
+            "unreadable_batches",
+            "trailing_bytes",
+            "decoded_stored_bytes",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.codecs.update(other.codecs)
         self.magics.update(other.magics)
@@ -129,14 +161,24 @@ class Stats:
         else:
             out["segments"] = self.segments
         out.update(
-            file_bytes=self.file_bytes, stored_bytes=self.stored_bytes, batches=self.batches,
-            records=self.records, control_batches=self.control_batches, commit_markers=self.commit_markers,
-            abort_markers=self.abort_markers, transactional_batches=self.transactional_batches,
-            invalid_crc_batches=self.invalid_crc_batches, unreadable_batches=self.unreadable_batches,
-            trailing_bytes=self.trailing_bytes, end=self.end,
-            codecs=dict(sorted(self.codecs.items())), magics={str(k): v for k, v in sorted(self.magics.items())},
-            first_offset=self.first_offset, last_offset=self.last_offset,
-            min_timestamp=self.min_timestamp, max_timestamp=self.max_timestamp,
+            file_bytes=self.file_bytes,
+            stored_bytes=self.stored_bytes,
+            batches=self.batches,
+            records=self.records,
+            control_batches=self.control_batches,
+            commit_markers=self.commit_markers,
+            abort_markers=self.abort_markers,
+            transactional_batches=self.transactional_batches,
+            invalid_crc_batches=self.invalid_crc_batches,
+            unreadable_batches=self.unreadable_batches,
+            trailing_bytes=self.trailing_bytes,
+            end=self.end,
+            codecs=dict(sorted(self.codecs.items())),
+            magics={str(k): v for k, v in sorted(self.magics.items())},
+            first_offset=self.first_offset,
+            last_offset=self.last_offset,
+            min_timestamp=self.min_timestamp,
+            max_timestamp=self.max_timestamp,
             record_bytes=self.record_bytes,
             compression_ratio=None if self.compression_ratio is None else round(self.compression_ratio, 4),
         )
@@ -165,8 +207,14 @@ def table_record_bytes(table: pa.Table) -> int:
 
 
 def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> Stats:
-    st = Stats(path=seg.path, topic=seg.topic, partition=seg.partition, base_offset=seg.base_offset,
-               segments=1, file_bytes=seg.size)
+    st = Stats(
+        path=seg.path,
+        topic=seg.topic,
+        partition=seg.partition,
+        base_offset=seg.base_offset,
+        segments=1,
+        file_bytes=seg.size,
+    )
     unreadable: set[int] = set()
     decode = not args.headers_only
     if decode:
@@ -178,8 +226,12 @@ def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> 
         def flush(end: int) -> None:
             nonlocal window_start, done
             if decode and end > window_start:
-                report = kb.decode_report(data[window_start:end], validate_crc=False, on_error="skip",
-                                          max_decompressed_size=args.max_decompressed_size)
+                report = kb.decode_report(
+                    data[window_start:end],
+                    validate_crc=False,
+                    on_error="skip",
+                    max_decompressed_size=args.max_decompressed_size,
+                )
                 st.record_bytes = (st.record_bytes or 0) + table_record_bytes(report.table)
                 st.decoded_stored_bytes += end - window_start - report.skipped_bytes - report.trailing_bytes
                 for error in report.skipped:
@@ -189,8 +241,9 @@ def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> 
             done = end
             window_start = end
 
-        it = kb.iter_batches(data, validate_crc=False, on_error="keep",
-                             max_decompressed_size=args.max_decompressed_size)
+        it = kb.iter_batches(
+            data, validate_crc=False, on_error="keep", max_decompressed_size=args.max_decompressed_size
+        )
         for b in it:
             end = b.position + b.size_in_bytes
             st.batches += 1
@@ -248,8 +301,19 @@ def _row(label: str, segment: str, st: Stats) -> list[str]:
     times = "-" if st.min_timestamp is None else f"{format_ms(st.min_timestamp)} .. {format_ms(st.max_timestamp)}"
     ratio = "-" if st.compression_ratio is None else f"{st.compression_ratio:.2f}"
     codecs = ", ".join(sorted(st.codecs)) or "-"
-    return [label, segment, format_bytes(st.file_bytes), f"{st.batches:,}", f"{st.records:,}", offsets, times,
-            codecs, ratio, f"{st.transactional_batches}/{st.control_batches}", _problems(st)]
+    return [
+        label,
+        segment,
+        format_bytes(st.file_bytes),
+        f"{st.batches:,}",
+        f"{st.records:,}",
+        offsets,
+        times,
+        codecs,
+        ratio,
+        f"{st.transactional_batches}/{st.control_batches}",
+        _problems(st),
+    ]
 
 
 def _partition_label(st: Stats) -> str:
@@ -285,31 +349,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_table(per_segment: list[Stats], partitions: dict[tuple[Any, Any], Stats], total: Stats, *,
-                 by_partition: bool) -> None:
+def _print_table(
+    per_segment: list[Stats], partitions: dict[tuple[Any, Any], Stats], total: Stats, *, by_partition: bool
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 220, highlight=False)
     table = Table(show_lines=False, header_style="bold")
-    for name, justify in (("partition", "left"), ("segment", "right"), ("size", "right"), ("batches", "right"),
-                          ("records", "right"), ("offsets", "right"), ("time (UTC)", "left"),
-                          ("codecs", "left"), ("ratio", "right"), ("txn/ctrl", "right"), ("problems", "left")):
+    for name, justify in (
+        ("partition", "left"),
+        ("segment", "right"),
+        ("size", "right"),
+        ("batches", "right"),
+        ("records", "right"),
+        ("offsets", "right"),
+        ("time (UTC)", "left"),
+        ("codecs", "left"),
+        ("ratio", "right"),
+        ("txn/ctrl", "right"),
+        ("problems", "left"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     if by_partition:
         for st in partitions.values():
             table.add_row(*_row(_partition_label(st), f"{st.segments} seg", st))
     else:
         for key, agg in partitions.items():
-            members = [s for s in per_segment if ((s.topic, s.partition) if s.topic is not None
-                                                  else (None, s.path)) == key]
+            members = [
+                s for s in per_segment if ((s.topic, s.partition) if s.topic is not None else (None, s.path)) == key
+            ]
             for st in members:
                 label = _partition_label(st) if st.topic is not None else st.path or "?"
                 segment = str(st.base_offset) if st.base_offset is not None else "-"
                 table.add_row(*_row(label, segment, st))
             if len(members) > 1:
-                table.add_row(*_row(f"[bold]{_partition_label(agg)}[/bold]", f"[bold]{agg.segments} seg[/bold]", agg),
-                              end_section=True)
+                table.add_row(
+                    *_row(f"[bold]{_partition_label(agg)}[/bold]", f"[bold]{agg.segments} seg[/bold]", agg),
+                    end_section=True,
+                )
     if len(partitions) > 1:
         table.add_row(*_row("[bold]total[/bold]", f"[bold]{total.segments} seg[/bold]", total))
     console.print(table)
