@@ -9,6 +9,9 @@ cluster runs once per session, ~2 s).  Parametrization helpers live in
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 import realclients as rc
 from golden_params import missing
@@ -31,3 +34,29 @@ def librdkafka():
     if missing("confluent_kafka"):
         pytest.skip("confluent_kafka is not importable")
     return rc.librdkafka_fixtures()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    pytest.importorskip("pyspark")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkabatch-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    import kafkabatch.spark as kbs
+
+    kbs.register(session)
+    yield session
+    session.stop()

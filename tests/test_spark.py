@@ -94,29 +94,6 @@ def corrupt(tmp_path_factory) -> tuple[Path, Path]:
     return root, seg
 
 
-@pytest.fixture(scope="session")
-def spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkabatch-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    kbs.register(session)
-    yield session
-    session.stop()
-
-
 def sorted_rows(table: pa.Table) -> list[tuple]:
     return sorted(rows_of(table), key=lambda r: (r[0], r[1], r[2]))
 

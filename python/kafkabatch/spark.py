@@ -26,6 +26,8 @@ Needs PySpark 4.0+ (``pip install 'kafkabatch[spark]'``);
 :func:`decode_batches_arrow` needs 4.1+. See ``docs/spark.md``.
 """
 
+import difflib
+import fnmatch
 import json
 import logging
 import os
@@ -61,7 +63,11 @@ __all__ = [
     "HEADERS_TYPE",
     "KAFKA_SCHEMA",
     "SPARK_ARROW_SCHEMA",
+    "KNOWN_OPTIONS",
     "KafkaLogDataSource",
+    "WorkerImportError",
+    "check_option_names",
+    "check_worker_import",
     "decode_batches",
     "decode_batches_arrow",
     "explode_batches",
@@ -140,14 +146,91 @@ def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
 _MODES = {"FAILFAST": "raise", "DROPMALFORMED": "skip", "PERMISSIVE": "skip"}
 _ISOLATIONS = ("read_uncommitted", "read_committed")
 
+#: Every option of the ``kafka-log`` source, in its documented spelling
+#: (``docs/spark.md``; names are case-insensitive, as Spark's are). Any other
+#: name fails at ``load()``: a misspelled ``isolation`` must not silently
+#: return aborted transactions.
+KNOWN_OPTIONS: tuple[str, ...] = (
+    # where to read: Spark's own path/paths (load(path), load([...])) and the
+    # generic file-source options that make sense for log folders
+    "path",
+    "paths",
+    "pathGlobFilter",
+    "recursiveFileLookup",
+    "topic",
+    "partition",
+    # which records are visible
+    "isolation",
+    "kafka.isolation.level",
+    "includeControl",
+    "validateCrc",
+    "mode",
+    "maxDecompressedSize",
+    "startingOffsets",
+    "endingOffsets",
+    "startingTimestamp",
+    "endingTimestamp",
+    # planning
+    "minPartitions",
+    "maxBytesPerPartition",
+    "maxRecordsPerBatch",
+)
+
+#: Options people bring from Spark's file sources or Spark's Kafka source,
+#: with what to do instead (a plain "did you mean" would mislead).
+_OPTION_ADVICE = {
+    "ignorecorruptfiles": "use option mode=DROPMALFORMED or PERMISSIVE to skip corrupt batches",
+    "ignoremissingfiles": "segments are listed once, at load(); a segment deleted before it is read fails the task",
+    "modifiedbefore": "records are chosen by their own time: use endingTimestamp",
+    "modifiedafter": "records are chosen by their own time: use startingTimestamp",
+    "subscribe": "kafka-log reads log folders, not a cluster: name them in load(), e.g. load('/data/orders-*')",
+    "subscribepattern": "kafka-log reads log folders, not a cluster: name them in load(), e.g. load('/data/orders-*')",
+    "assign": "kafka-log reads log folders, not a cluster: name them in load(), e.g. load(['/data/orders-0'])",
+    "kafka.bootstrap.servers": "kafka-log reads log folders, not a cluster: pass their path to load()",
+    "includeheaders": "the headers column is always there; select the columns you want",
+}
+
+
+def check_option_names(names: Iterable[str], known: Iterable[str] = KNOWN_OPTIONS) -> None:
+    """Raise :class:`ValueError` for the first option name that is not in
+    ``known`` (case-insensitive), suggesting the closest known one.
+
+    >>> check_option_names(["isolaton"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown kafka-log option 'isolaton'; did you mean 'isolation'? ...
+    """
+    spelled = {name.lower(): name for name in known}
+    for name in names:
+        lower = str(name).lower()
+        if lower in spelled:
+            continue
+        advice = _OPTION_ADVICE.get(lower)
+        if advice:
+            hint = f" ({advice})"
+        else:
+            close = difflib.get_close_matches(lower, list(spelled), n=1, cutoff=0.6)
+            hint = f"; did you mean {spelled[close[0]]!r}?" if close else ""
+        raise ValueError(
+            f"unknown kafka-log option {name!r}{hint} Known options (case-insensitive): "
+            f"{', '.join(spelled.values())}; see docs/spark.md"
+        )
+
 
 class _Options:
     """The data source options, parsed and checked once (at ``load()``)."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
-        # Spark hands Python data sources a case-insensitive dict with lower-case keys.
+        # Spark hands Python data sources a dict with lower-case keys.
         opts = {str(k).lower(): v for k, v in dict(options).items()}
+        check_option_names(opts)
         self.paths = _paths(opts)
+        self.path_glob_filter: str | None = opts.get("pathglobfilter") or None
+        if not _bool_option(opts, "recursiveFileLookup", True):
+            raise ValueError(
+                "kafka-log option 'recursiveFileLookup' can't be false: kafka-log always looks for "
+                "<topic>-<partition> folders at any depth; name the folders to read, or a glob such as /data/orders-*"
+            )
         self.topic: str | None = opts.get("topic") or None
         self.partition = _int_option(opts, "partition", minimum=0)
         isolation = opts.get("isolation", opts.get("kafka.isolation.level", "read_uncommitted"))
@@ -503,6 +586,10 @@ class KafkaLogDataSource(DataSource):
         segments: dict[str, Segment] = {}
         for path in self._options.paths:
             for seg in logdir.list_segments(path, topic=self._options.topic, partition=self._options.partition):
+                if self._options.path_glob_filter and not fnmatch.fnmatchcase(
+                    logdir._basename(seg.path), self._options.path_glob_filter
+                ):
+                    continue  # as Spark's pathGlobFilter: a glob on file names only
                 segments.setdefault(seg.path, seg)
         return sorted(segments.values(), key=logdir._sort_key)
 
@@ -661,9 +748,26 @@ def _check_batch_start(source: Any, seg: Segment, position: int) -> None:
         )
 
 
-def register(spark: Any = None) -> None:
+class WorkerImportError(RuntimeError):
+    """Spark's Python workers can't import this kafkabatch (see :func:`register`)."""
+
+
+#: Spark applications whose Python workers were found to import this kafkabatch.
+_CHECKED_APPLICATIONS: set[str] = set()
+
+
+def register(spark: Any = None, *, check_workers: bool | None = None) -> None:
     """Register the ``kafka-log`` data source with a SparkSession (the active
-    one by default).
+    one by default), and check once per Spark application that its Python
+    workers import this same kafkabatch version.
+
+    A worker started with another interpreter would otherwise fail deep
+    inside the first task (``ModuleNotFoundError: No module named
+    'kafkabatch'``); the check runs one tiny task and raises
+    :class:`WorkerImportError` saying what to set instead. Turn it off with
+    ``check_workers=False`` or the Spark conf
+    ``spark.kafkabatch.checkWorkers=false`` (clusters where starting a task
+    at registration is unwanted).
 
     >>> import kafkabatch.spark as kbs
     >>> kbs.register(spark)                                                  # doctest: +SKIP
@@ -676,6 +780,76 @@ def register(spark: Any = None) -> None:
         if spark is None:
             raise RuntimeError("no active SparkSession: pass one, kbs.register(spark)")
     spark.dataSource.register(KafkaLogDataSource)
+    if check_workers is None:
+        setting = str(spark.conf.get("spark.kafkabatch.checkWorkers", "true")).strip().lower()
+        check_workers = setting not in _FALSE
+    if check_workers:
+        check_worker_import(spark)
+
+
+def _probe_worker(_: Any) -> tuple[str, str, str | None, str | None]:
+    """Runs in a Spark Python worker: its interpreter, Python version, and
+    kafkabatch version or import error. Pickled by value (see
+    :func:`check_worker_import`), so unpickling it needs no kafkabatch."""
+    import sys
+
+    try:
+        import kafkabatch
+    except BaseException as error:  # any failure to import is the answer
+        return sys.executable, sys.version.split()[0], None, f"{type(error).__name__}: {error}"
+    return sys.executable, sys.version.split()[0], str(kafkabatch.__version__), None
+
+
+def check_worker_import(spark: Any) -> None:
+    """Run one task in ``spark``'s Python workers and raise
+    :class:`WorkerImportError` unless they import kafkabatch
+    ``kafkabatch.__version__``. Cached per Spark application.
+
+    >>> kbs.check_worker_import(spark)                                      # doctest: +SKIP
+    """
+    import sys
+
+    from pyspark import cloudpickle  # the pickler PySpark ships functions with
+
+    try:
+        context = spark.sparkContext
+        application = f"{context.applicationId}"
+    except Exception:  # Spark Connect: no SparkContext on the client
+        context = None
+        application = f"connect:{spark.conf.get('spark.app.id', '')}:{id(spark)}"
+    if application in _CHECKED_APPLICATIONS:
+        return
+    import pickle
+
+    # By value, not by reference to kafkabatch.spark: a worker without
+    # kafkabatch must still be able to run it and say so.
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        probe = pickle.loads(cloudpickle.dumps(_probe_worker))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    try:
+        if context is not None:
+            executable, version, found, error = context.parallelize([0], 1).map(probe).collect()[0]
+        else:
+            row = spark.range(1).rdd.map(probe).collect()[0]  # pragma: no cover - Spark Connect
+            executable, version, found, error = row
+    except Exception as failure:
+        first = next((line for line in str(failure).splitlines() if line.strip()), type(failure).__name__)
+        raise WorkerImportError(
+            f"kafkabatch.spark.register: Spark could not run a Python task to check its workers ({first[:300]}). "
+            f"Set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with kafkabatch {kb.__version__} installed "
+            f"(this driver runs {sys.executable}); or skip the check with register(spark, check_workers=False)"
+        ) from None
+    if found != kb.__version__:
+        problem = f"can't import kafkabatch ({error})" if found is None else f"import kafkabatch {found}"
+        raise WorkerImportError(
+            f"Spark's Python workers ({executable}, Python {version}) {problem}, but this driver runs kafkabatch "
+            f"{kb.__version__} ({sys.executable}): set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with "
+            f"kafkabatch {kb.__version__} installed, or install that wheel on the cluster's workers. "
+            "Skip this check with register(spark, check_workers=False) or spark.kafkabatch.checkWorkers=false"
+        )
+    _CHECKED_APPLICATIONS.add(application)
 
 
 # --------------------------------------------------------------------------
