@@ -219,9 +219,13 @@ pub fn decode_legacy<S: RecordSink>(
             ))
         }
     };
-    // v1: inner offsets are relative; the wrapper holds the last absolute offset.
+    // v1: inner offsets are relative and the wrapper holds the absolute offset
+    // of the last one, once a broker has assigned it. A producer's wrapper
+    // (offset 0, inner 0..n-1) gives a negative base: Kafka's deep iterator
+    // (`AbstractLegacyRecordBatch`, `absoluteBaseOffset >= 0`) and kafka-python
+    // then keep the inner offsets as they are, and so do we.
     let offset_base = if msg.magic >= 1 {
-        msg.offset.wrapping_sub(last.offset)
+        absolute_base_offset(msg.offset, last.offset)
     } else {
         0
     };
@@ -246,6 +250,18 @@ pub fn decode_legacy<S: RecordSink>(
         }
     }
     Ok(header)
+}
+
+/// What a v1 wrapper's inner relative offsets are shifted by: the wrapper's
+/// offset minus the last inner offset when that is >= 0, else 0 (the
+/// wrapper's offset was never assigned by a broker).
+fn absolute_base_offset(wrapper_offset: i64, last_inner_offset: i64) -> i64 {
+    let base = wrapper_offset.wrapping_sub(last_inner_offset);
+    if base >= 0 {
+        base
+    } else {
+        0
+    }
 }
 
 fn fields<'a>(m: &Message<'a>, offset: i64, timestamp: i64, timestamp_type: i8) -> RecordFields<'a> {
@@ -364,6 +380,66 @@ mod tests {
         assert_eq!((r[0].key.as_deref(), r[0].value.as_deref()), (None, Some(&b"a"[..])));
         assert_eq!((r[2].key.as_deref(), r[2].value.as_deref()), (Some(&b""[..]), None));
         assert_eq!(headers[0].partition_leader_epoch, None);
+    }
+
+    /// A gzip wrapper (attributes 1) around `inner`, at `offset`.
+    fn gzip_wrapper(offset: i64, magic: i8, inner: &[Vec<u8>]) -> Vec<u8> {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&inner.concat()).expect("in memory");
+        let payload = gz.finish().expect("in memory");
+        message(offset, magic, 1, 1_000, None, Some(&payload))
+    }
+
+    fn offsets_of(data: &[u8]) -> (Vec<i64>, Vec<(i64, i64)>) {
+        let (headers, sink) = decode_all(data).expect("valid");
+        let offsets = sink.records.iter().map(|r| r.offset).collect();
+        (
+            offsets,
+            headers.iter().map(|h| (h.base_offset, h.last_offset)).collect(),
+        )
+    }
+
+    #[test]
+    fn producer_v1_wrapper_keeps_inner_offsets() {
+        // As kafka-python, aiokafka and librdkafka write a Produce request:
+        // wrapper offset 0, inner relative offsets 0..8.
+        let inner: Vec<_> = (0..9).map(|i| message(i, 1, 0, 1_000 + i, None, Some(b"v"))).collect();
+        let (offsets, batches) = offsets_of(&gzip_wrapper(0, 1, &inner));
+        assert_eq!(offsets, (0..9).collect::<Vec<_>>());
+        // Java: baseOffset is the first deep record's offset, lastOffset the wrapper's.
+        assert_eq!(batches, vec![(0, 0)]);
+    }
+
+    #[test]
+    fn broker_v1_wrapper_gives_absolute_offsets() {
+        // The broker sets the wrapper's offset to the last inner absolute offset.
+        let inner: Vec<_> = (0..9).map(|i| message(i, 1, 0, 1_000 + i, None, Some(b"v"))).collect();
+        let (offsets, batches) = offsets_of(&gzip_wrapper(108, 1, &inner));
+        assert_eq!(offsets, (100..109).collect::<Vec<_>>());
+        assert_eq!(batches, vec![(100, 108)]);
+        // A wrapper whose base works out to exactly 0 is absolute too.
+        let (offsets, _) = offsets_of(&gzip_wrapper(8, 1, &inner));
+        assert_eq!(offsets, (0..9).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn v0_wrapper_inner_offsets_are_absolute() {
+        let inner: Vec<_> = (0..3).map(|i| message(50 + i, 0, 0, -1, None, Some(b"v"))).collect();
+        let (offsets, batches) = offsets_of(&gzip_wrapper(52, 0, &inner));
+        assert_eq!(offsets, vec![50, 51, 52]);
+        assert_eq!(batches, vec![(50, 52)]);
+        let (offsets, _) = offsets_of(&gzip_wrapper(0, 0, &inner));
+        assert_eq!(offsets, vec![50, 51, 52]);
+    }
+
+    #[test]
+    fn absolute_base_offset_follows_java() {
+        assert_eq!(absolute_base_offset(0, 8), 0);
+        assert_eq!(absolute_base_offset(108, 8), 100);
+        assert_eq!(absolute_base_offset(8, 8), 0);
+        assert_eq!(absolute_base_offset(i64::MIN, 1), i64::MAX); // Java's long arithmetic wraps
+        assert_eq!(absolute_base_offset(i64::MAX, -1), 0);
     }
 
     #[test]

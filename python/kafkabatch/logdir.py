@@ -750,6 +750,16 @@ def _windows(source: Any, start: int, end: int, chunk: int, bounds: _Bounds) -> 
         pos += valid
 
 
+def _ends_before(batch: Any, offset: int) -> bool:
+    """Every record of ``batch`` lies before ``offset``, judged by its header.
+    A legacy wrapper as a producer writes it (its offset never assigned by a
+    broker) keeps its inner offsets, which run past ``last_offset`` (the
+    wrapper's own offset, as in Kafka's Java client): never judged by header."""
+    if batch.magic < 2 and batch.last_offset < batch.base_offset + batch.record_count - 1:
+        return False
+    return bool(batch.last_offset < offset)
+
+
 def _walk_window(data: Any, bounds: _Bounds, started: bool) -> tuple[int, int, bool]:
     """(first kept byte, end of complete batches, stop) for one window by its batch headers."""
     first = 0
@@ -757,7 +767,7 @@ def _walk_window(data: Any, bounds: _Bounds, started: bool) -> tuple[int, int, b
     for batch in kb.iter_batches(data, validate_crc=False, on_error="keep"):
         batch_end = batch.position + batch.size_in_bytes
         good = batch.error is None
-        if not started and good and bounds.start_offset is not None and batch.last_offset < bounds.start_offset:
+        if not started and good and bounds.start_offset is not None and _ends_before(batch, bounds.start_offset):
             first = batch_end
             end = batch_end
             continue
