@@ -884,10 +884,16 @@ def _check_decode_kwargs(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _as_buffer(value: Any) -> Any:
-    """A pyarrow binary scalar, bytes or bytearray as something the decoder reads without copying."""
+    """A pyarrow binary scalar, bytes or bytearray as something the decoder
+    reads without copying; None for a null cell (None, a null scalar,
+    pandas' NA)."""
     if isinstance(value, pa.Scalar):
         buffer = value.as_buffer()
         return None if buffer is None else memoryview(buffer).cast("B")
+    if value is None or isinstance(value, (bytes, bytearray, memoryview)):
+        return value
+    if type(value).__name__ in ("NAType", "NaTType") or (isinstance(value, float) and value != value):
+        return None  # pandas' missing-value markers
     return value
 
 
@@ -951,7 +957,12 @@ def decode_batches(col: Any, **options: Any) -> Any:
     def decode_kafka_batches(content: pd.Series) -> pd.Series:
         import pandas as pd
 
-        return pd.Series(pd.arrays.ArrowExtensionArray(_decode_to_list(content, opts)), index=content.index)
+        records = pd.arrays.ArrowExtensionArray(_decode_to_list(content, opts))
+        if records.isna().any():
+            # Spark converts the result value by value and only knows None as
+            # null: pd.NA would fail the task ("'NAType' object is not iterable").
+            return pd.Series(records.to_numpy(dtype=object, na_value=None), index=content.index, dtype=object)
+        return pd.Series(records, index=content.index)
 
     return pandas_udf(decode_kafka_batches, ArrayType(KAFKA_SCHEMA))(col)  # type: ignore[call-overload]
 
