@@ -215,6 +215,11 @@ def main() -> int:
     methods = {
         "kafka-log": lambda: spark.read.format("kafka-log").load(folder),
         "explode": lambda: kbs.explode_batches(binary(), "content", path_column="path"),
+        # every core in every task: the default before tasks decoded on spark.task.cpus threads
+        "kafka-log-allcores": lambda: spark.read.format("kafka-log").option("threads", os.cpu_count()).load(folder),
+        "explode-allcores": lambda: kbs.explode_batches(
+            binary(), "content", path_column="path", threads=os.cpu_count()
+        ),
         "aiokafka-udf": lambda: binary().select(F.explode(decode_udf("content", "path")).alias("r")).select("r.*"),
         "aiokafka-map": lambda: binary().select("path", "content").mapInPandas(aiokafka_decode, kbs.KAFKA_SCHEMA),
     }

@@ -69,6 +69,7 @@ SAMPLE_VALUES = {
     "minPartitions": "2",
     "maxBytesPerPartition": "1m",
     "maxRecordsPerBatch": "100",
+    "threads": "2",
 }
 
 

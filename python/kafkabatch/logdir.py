@@ -677,6 +677,7 @@ def _decode_options(options: Mapping[str, Any]) -> dict[str, Any]:
         "max_decompressed_size",
         "aborted_transactions",
         "hide_open_transactions",
+        "threads",
     }
     unknown = set(options) - known
     if unknown:

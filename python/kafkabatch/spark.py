@@ -174,6 +174,7 @@ KNOWN_OPTIONS: tuple[str, ...] = (
     "minPartitions",
     "maxBytesPerPartition",
     "maxRecordsPerBatch",
+    "threads",
 )
 
 #: Options people bring from Spark's file sources or Spark's Kafka source,
@@ -257,6 +258,8 @@ class _Options:
         # that gives at least that many.
         self.min_partitions: int = _int_option(opts, "minPartitions", minimum=1, default=os.cpu_count() or 2) or 1
         self.max_decompressed_size = _size_option(opts, "maxDecompressedSize", kb.DEFAULT_MAX_DECOMPRESSED_SIZE)
+        # Decode threads per task: None = the task's CPUs (spark.task.cpus), see _task_threads.
+        self.threads = _int_option(opts, "threads", minimum=1)
         self.starting_offsets = _offsets_option(opts, "startingOffsets")
         self.ending_offsets = _offsets_option(opts, "endingOffsets")
         self.starting_timestamp = _timestamp_option(opts, "startingTimestamp")
@@ -268,6 +271,7 @@ class _Options:
             "include_control": self.include_control,
             "on_error": _MODES[self.mode],
             "max_decompressed_size": self.max_decompressed_size,
+            "threads": _task_threads(self.threads),
         }
         if self.isolation != "read_uncommitted":
             options["isolation"] = self.isolation
@@ -280,6 +284,24 @@ class _Options:
             self.starting_timestamp,
             self.ending_timestamp,
         )
+
+
+def _task_threads(threads: int | None) -> int:
+    """Decode threads for work inside a Spark task: ``threads`` when given,
+    else the task's CPUs (``spark.task.cpus``, normally 1). An executor
+    already runs one task per core; each decoding on every core would start
+    cores x cores threads. Outside a task (planning, tests): 1."""
+    if threads is not None:
+        return threads
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is not None:
+            return max(1, int(context.cpus()))
+    except Exception:  # an older PySpark without TaskContext.cpus(), or no task
+        pass
+    return 1
 
 
 def _paths(opts: dict[str, Any]) -> list[str]:
@@ -866,6 +888,7 @@ _DECODE_KWARGS = (
     "max_decompressed_size",
     "aborted_transactions",
     "hide_open_transactions",
+    "threads",
 )
 
 
@@ -880,6 +903,9 @@ def _check_decode_kwargs(options: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"on_error must be 'raise' or 'skip', not {options['on_error']!r}")
     if options.get("isolation", "read_uncommitted") not in _ISOLATIONS:
         raise ValueError(f"isolation must be read_uncommitted or read_committed, not {options['isolation']!r}")
+    threads = options.get("threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive integer (default: the task's CPUs), not {threads!r}")
     return {k: v for k, v in options.items() if not (k == "isolation" and v == "read_uncommitted")}
 
 
@@ -901,6 +927,7 @@ def _decode_to_list(values: Iterable[Any], options: dict[str, Any]) -> pa.ListAr
     """One list of records per input value (null in, null out)."""
     import numpy as np
 
+    options = {**options, "threads": _task_threads(options.get("threads"))}
     tables = []
     lengths = []
     nulls = []
@@ -1030,6 +1057,7 @@ def explode_batches(
     def explode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy as np
 
+        threads = _task_threads(opts.get("threads"))
         for rb in batches:
             content = rb.column(column)
             paths = rb.column(path_column).to_pylist() if path_column else None
@@ -1039,7 +1067,7 @@ def explode_batches(
                 data = _as_buffer(content[i])
                 if data is None:
                     continue
-                row_opts = dict(opts)
+                row_opts = {**opts, "threads": threads}
                 if (
                     paths is not None
                     and paths[i] is not None
