@@ -5,7 +5,11 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install test test-rust test-python stubtest demo bench fuzz-smoke lint clean
+# CONSTRAINTS=constraints/lowest.txt installs the lowest supported versions (CI's "lowest" job).
+CONSTRAINTS ?=
+PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(abspath $(CONSTRAINTS)),)
+
+.PHONY: install test test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +17,7 @@ $(PY):
 
 # Release build of the extension plus test dependencies (editable: python/ is linked).
 install: $(PY)
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet $(PIP_CONSTRAINTS) -e '.[test]'
 
 test: install test-rust test-python stubtest
 
@@ -39,9 +43,20 @@ bench: install
 fuzz-smoke:
 	bash fuzz/smoke.sh
 
-lint:
-	cargo clippy --all-targets --features python -- -D warnings
+# Formatting, lints and types; CI runs it as its own job.
+lint: install
+	cargo fmt --all --check
+	cargo clippy --locked --all-targets --features python -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features python
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy python/kafkabatch
+	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt
+
+# The sdist must hold everything `cargo test` needs: build it, unpack it, test it.
+check-sdist: $(PY)
+	$(PY) -m pip install --quiet 'maturin>=1.9,<2'
+	PY=$(abspath $(PY)) bash scripts/check_sdist.sh
 
 clean:
 	rm -rf $(VENV) target

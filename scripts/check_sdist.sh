@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Build the sdist, unpack it in a scratch folder and run `cargo test` there:
+# a release must build and pass its Rust tests from the sdist alone
+# (src/fuzz_regressions.rs includes files from fuzz/, which cargo's own
+# packaging leaves out; pyproject.toml's [tool.maturin] include adds them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+"$PY" -m maturin sdist --out "$scratch/dist"
+tar -xzf "$scratch"/dist/kafkabatch-*.tar.gz -C "$scratch"
+cd "$scratch"/kafkabatch-*/
+CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$scratch/target} cargo test --locked
