@@ -466,9 +466,11 @@ def test_batch_ranges_cut_at_batch_boundaries(log):
 
 
 def test_read_offset_index():
+    from kafkabatch.index import offset_index_entries
+
     entries = struct.pack(">ii", 3, 4096) + struct.pack(">ii", 9, 8200) + bytes(16)  # preallocated zero tail
-    assert logdir._parse_offset_index(entries, 100) == [(103, 4096), (109, 8200)]
-    assert logdir._parse_offset_index(b"", 0) == []
+    assert offset_index_entries(entries, 100) == ([103, 109], [4096, 8200])
+    assert offset_index_entries(b"", 0) == ([], [])
 
 
 def test_hidden_transactions_match_reference():

@@ -45,7 +45,9 @@ __all__ = [
     "TIME_INDEX_ENTRY_SIZE",
     "TXN_INDEX_ENTRY_SIZE",
     "IndexFileWarning",
+    "InvalidIndexError",
     "base_offset_from_path",
+    "offset_index_entries",
     "read_offset_index",
     "read_time_index",
     "read_txn_index",
@@ -61,6 +63,60 @@ _BASE_OFFSET = re.compile(r"^(\d+)\.")
 
 class IndexFileWarning(UserWarning):
     """An index file with a partial entry at its end (the partial entry is ignored)."""
+
+
+class InvalidIndexError(ValueError):
+    """An offset index whose entries a broker could not have written (see
+    :func:`offset_index_entries`); readers then ignore the index."""
+
+
+def offset_index_entries(data: bytes | bytearray | memoryview, base_offset: int) -> tuple[list[int], list[int]]:
+    """``(offsets, positions)`` of the entries of a ``.index`` file's bytes,
+    by Kafka's rules; the one parser behind seeking (:mod:`kafkabatch.seek`)
+    and Spark's task planning.
+
+    - A size that is not a multiple of 8 is corrupt (``OffsetIndex.sanityCheck``).
+    - The preallocated zero tail ends the entries: they stop at the first
+      entry after the first whose relative offset is 0, as
+      ``kafka-dump-log.sh`` does (entry 0 itself may be ``(0, 0)``: a
+      one-record first batch with ``index.interval.bytes=0``).
+    - What remains must be what ``OffsetIndex.append`` allows: relative
+      offsets and positions not negative, offsets strictly increasing
+      ("no larger than the last offset appended" is refused), positions
+      strictly increasing. Anything else is stale or garbage:
+      :class:`InvalidIndexError`, and the caller reads without the index.
+
+    >>> offset_index_entries(bytes.fromhex("0000003900001029 0000007100002063 0000000000000000"), 1000)
+    ([1057, 1113], [4137, 8291])
+    """
+    view = memoryview(data).cast("B")
+    n, partial = divmod(len(view), OFFSET_INDEX_ENTRY_SIZE)
+    if partial:
+        raise InvalidIndexError(f"{len(view)} bytes is not a multiple of the {OFFSET_INDEX_ENTRY_SIZE}-byte entry size")
+    relative = _column(bytes(view[: n * OFFSET_INDEX_ENTRY_SIZE]), n, OFFSET_INDEX_ENTRY_SIZE, 0, 4, pa.int32())
+    position = _column(bytes(view[: n * OFFSET_INDEX_ENTRY_SIZE]), n, OFFSET_INDEX_ENTRY_SIZE, 4, 4, pa.int32())
+    relative, position = _trim_offset_index(relative, position)
+    rel = relative.to_pylist()
+    pos = position.to_pylist()
+    for i, (r, p) in enumerate(zip(rel, pos)):
+        if r < 0 or p < 0:
+            raise InvalidIndexError(f"entry {i} has a negative relative offset or position ({r}, {p})")
+        if i and (r <= rel[i - 1] or p <= pos[i - 1]):
+            raise InvalidIndexError(
+                f"entry {i} ({base_offset + r} at byte {p}) does not follow entry {i - 1} "
+                f"({base_offset + rel[i - 1]} at byte {pos[i - 1]}): offsets and positions must grow"
+            )
+    return [base_offset + r for r in rel], pos
+
+
+def _trim_offset_index(relative: pa.Array, position: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Drop the preallocated zero tail: entries after the first one (past
+    entry 0) whose relative offset is 0."""
+    if len(relative) > 1:
+        cut = _first_true(pc.equal(relative.slice(1), 0))
+        if cut >= 0:
+            return relative.slice(0, cut + 1), position.slice(0, cut + 1)
+    return relative, position
 
 
 def base_offset_from_path(path: str | os.PathLike[str]) -> int:
@@ -133,10 +189,7 @@ def read_offset_index(path: str | os.PathLike[str], *, base_offset: int | None =
     data, n, base = _load(path, OFFSET_INDEX_ENTRY_SIZE, base_offset)
     relative = _column(data, n, OFFSET_INDEX_ENTRY_SIZE, 0, 4, pa.int32())
     position = _column(data, n, OFFSET_INDEX_ENTRY_SIZE, 4, 4, pa.int32())
-    if n > 1:
-        cut = _first_true(pc.equal(relative.slice(1), 0))
-        if cut >= 0:
-            relative, position = relative.slice(0, cut + 1), position.slice(0, cut + 1)
+    relative, position = _trim_offset_index(relative, position)
     offset = pc.add(relative.cast(pa.int64()), pa.scalar(base, pa.int64()))
     return pa.table({"relative_offset": relative, "offset": offset, "position": position})
 

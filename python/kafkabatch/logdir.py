@@ -492,23 +492,6 @@ def _big_batch(source: Any, pos: int, end: int, window: int) -> int | None:
     return size if kb.valid_bytes(source.read(pos, size)) == size else None
 
 
-def _parse_offset_index(data: Any, base_offset: int) -> list[tuple[int, int]]:
-    """``(offset, position)`` entries of a Kafka ``.index`` file (8-byte
-    entries: offset relative to the segment's base offset, byte position,
-    big-endian), stopping at the preallocated zero tail or at the first
-    entry that doesn't move forward."""
-    entries: list[tuple[int, int]] = []
-    view = memoryview(data)
-    for i in range(len(view) // 8):
-        rel, position = struct.unpack_from(">ii", view, 8 * i)
-        if entries and (position <= entries[-1][1] or base_offset + rel <= entries[-1][0]):
-            break
-        if rel < 0 or position < 0:
-            break
-        entries.append((base_offset + rel, position))
-    return entries
-
-
 # --------------------------------------------------------------------------
 # transactions across windows (read_committed)
 # --------------------------------------------------------------------------

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from kafkabatch import _kafkabatch as _native
-from kafkabatch.index import IndexFileWarning, read_offset_index, read_time_index
+from kafkabatch.index import (
+    IndexFileWarning,
+    InvalidIndexError,
+    base_offset_from_path,
+    offset_index_entries,
+    read_time_index,
+)
 
 
 class _BadIndex(Exception):
@@ -40,12 +46,10 @@ def _offset_entries(log_path: Path, data_len: int) -> tuple[list[int], list[int]
     index_path = log_path.with_suffix(".index")
     if not index_path.is_file():
         raise _BadIndex(f"no offset index {index_path.name}")
-    table = read_offset_index(index_path)
-    offsets = table.column("offset").to_pylist()
-    positions = table.column("position").to_pylist()
-    for i in range(1, len(offsets)):
-        if offsets[i] <= offsets[i - 1] or positions[i] <= positions[i - 1]:
-            raise _BadIndex(f"{index_path.name} entries are out of order at entry {i}")
+    try:
+        offsets, positions = offset_index_entries(index_path.read_bytes(), base_offset_from_path(log_path))
+    except InvalidIndexError as e:
+        raise _BadIndex(f"{index_path.name}: {e}") from None
     if positions and (positions[0] < 0 or positions[-1] >= max(data_len, 1)):
         raise _BadIndex(f"{index_path.name} points past the end of the log ({data_len} bytes)")
     return offsets, positions

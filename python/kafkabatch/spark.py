@@ -31,6 +31,7 @@ import fnmatch
 import json
 import logging
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -38,6 +39,7 @@ import pyarrow as pa
 
 import kafkabatch as kb
 from kafkabatch import logdir
+from kafkabatch.index import IndexFileWarning, offset_index_entries
 from kafkabatch.logdir import Segment, SegmentResult, Transaction, _Bounds
 
 try:
@@ -731,6 +733,11 @@ def _split(seg: Segment, start: int, max_bytes: int) -> list[tuple[int, int, boo
 
 
 def _index_cuts(seg: Segment, start: int, max_bytes: int) -> list[int]:
+    """Task cuts of a remote segment from its ``.index`` (parsed by
+    :func:`kafkabatch.index.offset_index_entries`, as the seek path does),
+    each checked to be a batch start that agrees with its entry. An index
+    that is missing, stale or garbage gives no cuts (one task for the
+    segment, with an :class:`~kafkabatch.IndexFileWarning`), never an error."""
     base, _, query = seg.path.partition("?")
     if not base.endswith(".log") or seg.base_offset is None:
         return []
@@ -738,18 +745,44 @@ def _index_cuts(seg: Segment, start: int, max_bytes: int) -> list[int]:
     try:
         filesystem, fs_path = logdir._resolve_remote(index_path)
         with filesystem.open_input_file(fs_path) as f:
-            entries = logdir._parse_offset_index(f.read(), seg.base_offset)
-    except (OSError, ValueError):
+            offsets, positions = offset_index_entries(f.read(), seg.base_offset)
+    except (OSError, ValueError) as e:
+        if not isinstance(e, FileNotFoundError):
+            warnings.warn(f"{index_path}: {e}; reading {seg.path} in one task", IndexFileWarning, stacklevel=2)
         return []
     cuts = []
     last = start
-    for _offset, position in entries:
+    for offset, position in zip(offsets, positions):
         if position >= seg.size:
             break
         if position - last >= max_bytes:
-            cuts.append(position)
+            cuts.append((offset, position))
             last = position
-    return cuts
+    if not cuts:
+        return []
+    source = logdir._open_source(seg.path)
+    try:
+        for offset, position in cuts:
+            header = bytes(source.read(position, 61))
+            length = logdir._batch_length(header) if len(header) >= 17 else None
+            base_offset = int.from_bytes(header[:8], "big", signed=True) if len(header) >= 8 else None
+            if (
+                length is None
+                or position + length > seg.size
+                or header[16] > 2
+                or base_offset is None
+                or (base_offset > offset)
+            ):
+                warnings.warn(
+                    f"{index_path}: entry {offset} -> byte {position} is not a batch of that offset in "
+                    f"{seg.path} (a stale index?); reading the segment in one task",
+                    IndexFileWarning,
+                    stacklevel=2,
+                )
+                return []
+    finally:
+        source.close()
+    return [position for _, position in cuts]
 
 
 def _check_batch_start(source: Any, seg: Segment, position: int) -> None:
