@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import mmap
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -12,6 +10,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
+from kafkabatch._util import mapped_file, topic_partition_of_folder
 
 #: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
 #: largest legal batches, small enough that a decompression bomb is refused.
@@ -29,8 +28,6 @@ VIEW_SCHEMA: pa.Schema = pa.schema(_native.ArrowSchema(binary_view=True))
 
 Isolation = Literal["read_uncommitted", "read_committed"]
 OnError = Literal["raise", "skip"]
-
-_TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
 AbortedTransactions = Any
@@ -261,10 +258,7 @@ def topic_partition_from_path(path: str | os.PathLike[str]) -> tuple[str, int] |
     >>> topic_partition_from_path("/data/orders-3/00000000000000000000.log")
     ('orders', 3)
     """
-    match = _TOPIC_PARTITION.match(Path(path).absolute().parent.name)
-    if match is None:
-        return None
-    return match["topic"], int(match["partition"])
+    return topic_partition_of_folder(Path(path).absolute().parent.name)
 
 
 def read_segment(
@@ -301,15 +295,12 @@ def read_segment(
 
             options["aborted_transactions"] = read_txn_index(txn_index)
             options.setdefault("hide_open_transactions", True)
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return decode(b"", topic=topic, partition=partition, **options)
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
-                return decode(mapped, topic=topic, partition=partition, **options)
-            return _read_bounded(
-                path, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
-            )
+    with mapped_file(path) as mapped:
+        if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
+            return decode(mapped, topic=topic, partition=partition, **options)
+        return _read_bounded(
+            path, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
+        )
 
 
 def _read_bounded(

@@ -23,18 +23,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from kafkabatch._util import format_bytes, size_arg
+
 _MARKER = ".kafkabatch-demo"
 
 
 def _parser() -> argparse.ArgumentParser:
-    from kafkabatch.logdir import parse_size
-
-    def size(text: str) -> int:
-        try:
-            return parse_size(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
     p = argparse.ArgumentParser(
         prog="python -m kafkabatch.demo",
         description="Generate a sample Kafka log dir, read it with Spark's kafka-log data source, "
@@ -48,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--size",
-        type=size,
+        type=size_arg,
         default=64 << 20,
         metavar="SIZE",
         help="how much log to generate (default 64MB; k/m/g are powers of 1024)",
@@ -116,14 +110,6 @@ def _count_batches(data: Any, f: dict[str, Any]) -> None:
             f["codecs"][batch.compression] += 1
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -148,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                     "pass --logs DIR to read an existing Kafka log dir"
                 ) from None
             raise
-        console.print(f"[bold]1/4[/] generating about {_human(args.size)} of Kafka log in {logs} ...")
+        console.print(f"[bold]1/4[/] generating about {format_bytes(args.size)} of Kafka log in {logs} ...")
         generate(str(logs), size=args.size, seed=0)
     else:
         logs = Path(args.logs).absolute()
@@ -181,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         parts = df.rdd.getNumPartitions()
 
         console.print(
-            f"[bold]3/4[/] decoding {_human(log_bytes)} in {parts} Spark tasks ({isolation}) "
+            f"[bold]3/4[/] decoding {format_bytes(log_bytes)} in {parts} Spark tasks ({isolation}) "
             f"→ Parquet partitioned by topic ..."
         )
         t1 = time.perf_counter()
@@ -239,14 +225,14 @@ def main(argv: list[str] | None = None) -> int:
             codecs,
             str(row["first"]) if row else "-",
             str(row["last"]) if row else "-",
-            _human(f["bytes"]),
+            format_bytes(f["bytes"]),
         )
     console.print(table)
     speed = log_bytes / t_write / (1 << 20) if t_write > 0 else float("inf")
     if args.logs is None:
-        console.print(f"generated {_human(log_bytes)} of log in {t_gen:.1f}s")
+        console.print(f"generated {format_bytes(log_bytes)} of log in {t_gen:.1f}s")
     console.print(
-        f"Spark read + Parquet write: {total_records:,} records, {_human(log_bytes)} of log in "
+        f"Spark read + Parquet write: {total_records:,} records, {format_bytes(log_bytes)} of log in "
         f"{t_write:.1f}s ({speed:.0f} MiB/s, {args.master})"
     )
     if committed:

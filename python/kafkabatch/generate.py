@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import re
 import shutil
 import sys
 import threading
@@ -40,6 +39,7 @@ from typing import Any
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._encode import CODECS
+from kafkabatch._util import byte_progress, parse_size
 
 __all__ = [
     "DEFAULT_CODECS",
@@ -106,8 +106,6 @@ DEFAULT_CODECS: Mapping[str, str] = {
 # Codecs for other topics, in turn (zstd skipped for magic 0/1).
 _CODEC_CYCLE = ("lz4", "snappy", "zstd", "none", "gzip")
 
-_SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _STEP_BYTES = 4 << 20
 _BATCH_BYTES = 16384  # the producer's default batch.size
 _PROGRESS_MIN_SIZE = 128 << 20
@@ -195,21 +193,6 @@ class GenerateSummary:
                 f"{t.records:>10,} records {t.segments:>4} segments"
             )
         return "\n".join(lines)
-
-
-def _parse_size(value: int | str, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int or a size string such as '64MB', not bool")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"{name} must be >= 0, not {value}")
-        return value
-    if isinstance(value, str):
-        match = _SIZE.match(value)
-        if match is None:
-            raise ValueError(f"{name} {value!r} is not a size such as 64MB, 512k, 1.5GiB (k/m/g/t are powers of 1024)")
-        return int(float(match["n"]) * _UNITS[match["unit"].lower()])
-    raise TypeError(f"{name} must be an int or a size string such as '64MB', not {type(value).__name__}")
 
 
 def _topic_specs(topics: Any) -> list[TopicSpec]:
@@ -308,25 +291,9 @@ class _Progress:
         show = progress is True or (progress is None and total >= _PROGRESS_MIN_SIZE and sys.stderr.isatty())
         if show:
             try:
-                from rich.console import Console
-                from rich.progress import (
-                    BarColumn,
-                    DownloadColumn,
-                    Progress,
-                    TextColumn,
-                    TimeRemainingColumn,
-                    TransferSpeedColumn,
-                )
+                self._rich = byte_progress("[bold]generating")
             except ImportError:  # rich is a dependency, but stay usable without it
                 return
-            self._rich = Progress(
-                TextColumn("[bold]generating"),
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-            )
             self._task = self._rich.add_task("generate", total=max(total, 1))
 
     def __enter__(self) -> _Progress:
@@ -410,13 +377,13 @@ def generate(
     >>> s = generate("/tmp/kafka-logs", size="64MB")                  # doctest: +SKIP
     >>> kb.decode(open("/tmp/kafka-logs/orders-0/00000000000000000000.log", "rb").read()).num_rows  # doctest: +SKIP
     """
-    total = _parse_size(size, "size")
+    total = parse_size(size, "size")
     specs = _topic_specs(topics)
     codecs_per_topic = _assign_codecs(specs, codecs)
     if segment_bytes is None:
         segment = min(max(total // 32, 1 << 20), 1 << 30)
     else:
-        segment = _parse_size(segment_bytes, "segment_bytes")
+        segment = parse_size(segment_bytes, "segment_bytes")
         if not 1 <= segment <= (1 << 31) - 1:
             raise ValueError(f"segment_bytes must be between 1 and {(1 << 31) - 1}, not {segment}")
     if isinstance(seed, bool) or not isinstance(seed, int):

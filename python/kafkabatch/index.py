@@ -32,13 +32,14 @@ copies into Arrow buffers): no Python loop over entries, no numpy needed.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import warnings
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from kafkabatch._util import segment_base_offset
 
 __all__ = [
     "OFFSET_INDEX_ENTRY_SIZE",
@@ -58,7 +59,6 @@ TIME_INDEX_ENTRY_SIZE = 12
 TXN_INDEX_ENTRY_SIZE = 34
 
 _LITTLE = sys.byteorder == "little"
-_BASE_OFFSET = re.compile(r"^(\d+)\.")
 
 
 class IndexFileWarning(UserWarning):
@@ -125,13 +125,13 @@ def base_offset_from_path(path: str | os.PathLike[str]) -> int:
     >>> base_offset_from_path("orders-0/00000000000000001234.timeindex")
     1234
     """
-    match = _BASE_OFFSET.match(Path(path).name)
-    if match is None:
+    base_offset = segment_base_offset(Path(path).name)
+    if base_offset is None:
         raise ValueError(
             f"can't tell the base offset of {os.fspath(path)!r}: Kafka names segment files "
             "<20-digit base offset>.<suffix>; pass base_offset= explicitly"
         )
-    return int(match[1])
+    return base_offset
 
 
 def _load(path: str | os.PathLike[str], entry_size: int, base_offset: int | None) -> tuple[bytes, int, int]:

@@ -25,7 +25,6 @@ import datetime as _dt
 import functools
 import glob as _glob
 import logging
-import mmap
 import os
 import re
 import struct
@@ -38,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kafkabatch as kb
+from kafkabatch._util import mapped_file, parse_size, segment_base_offset, topic_partition_of_folder
 
 __all__ = [
     "DEFAULT_MAX_CHUNK_BYTES",
@@ -59,7 +59,6 @@ log = logging.getLogger("kafkabatch.logdir")
 #: Default window for :func:`scan_log`: the bytes of complete batches decoded at once.
 DEFAULT_MAX_CHUNK_BYTES: int = 16 << 20
 
-_TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 # Folders a broker is about to delete, or that hold a replica being moved
 # between log dirs: "<topic>-<partition>.<uuid hex>-delete|-future|-stray".
 _TRANSIENT_FOLDER = re.compile(r"\.[0-9a-fA-F]{32}-(delete|future|stray)$")
@@ -71,28 +70,6 @@ _LOG_OVERHEAD = 12  # base offset int64 + length int32
 # --------------------------------------------------------------------------
 # small parsers shared with the Spark data source and the demo
 # --------------------------------------------------------------------------
-
-_SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
-
-
-def parse_size(value: int | str) -> int:
-    """A byte count: an int, or a string such as ``"128m"``, ``"64MB"``,
-    ``"64MiB"``, ``"1g"`` (k/m/g/t are powers of 1024, as in Spark).
-
-    >>> parse_size("64MB"), parse_size("128k"), parse_size(1000)
-    (67108864, 131072, 1000)
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"not a size: {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"a size can't be negative: {value}")
-        return value
-    match = _SIZE.match(str(value))
-    if match is None:
-        raise ValueError(f"not a size: {value!r} (expected bytes, or a number with k/m/g, e.g. '128m')")
-    scale = 1024 ** " kmgt".index(match["unit"].lower() or " ")
-    return int(float(match["n"]) * scale)
 
 
 def parse_timestamp(value: Any) -> int:
@@ -174,8 +151,7 @@ def _parent_name(path: str) -> str:
 
 
 def _base_offset(file_name: str) -> int | None:
-    stem = file_name[: -len(".log")] if file_name.endswith(".log") else file_name
-    return int(stem) if stem.isdigit() else None
+    return segment_base_offset(file_name)
 
 
 def _is_segment_name(file_name: str) -> bool:
@@ -187,16 +163,15 @@ def _is_segment_name(file_name: str) -> bool:
 def _folder_topic_partition(folder: str, topic: str | None, partition: int | None) -> tuple[str, int]:
     if topic is not None and partition is not None:
         return topic, partition
-    name = _basename(folder)
-    match = _TOPIC_PARTITION.match(name)
-    if match is None:
+    found = topic_partition_of_folder(_basename(folder))
+    if found is None:
         missing = " and ".join(n for n, v in (("topic", topic), ("partition", partition)) if v is None)
         raise ValueError(
             f"folder {folder!r} is not named <topic>-<partition> (like 'orders-0'), so its "
             f"segments have no {missing}; rename it, or give the {missing} explicitly "
             "(keyword arguments topic=/partition=, Spark options 'topic'/'partition')"
         )
-    return (match["topic"] if topic is None else topic, int(match["partition"]) if partition is None else partition)
+    return (found[0] if topic is None else topic, found[1] if partition is None else partition)
 
 
 def _sort_key(s: Segment) -> tuple:
@@ -395,17 +370,15 @@ class _Source:
 
 class _MappedSource(_Source):
     def __init__(self, path: str) -> None:
-        self._file = open(path, "rb")
-        self.size = os.fstat(self._file.fileno()).st_size
-        self._map: mmap.mmap | None = None
+        self._stack = contextlib.ExitStack()
+        self._data = self._stack.enter_context(mapped_file(path))
+        self.size = len(self._data)
         self._views: list[memoryview] = []
-        if self.size:
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
 
     def read(self, position: int, length: int) -> Any:
-        if self._map is None:
+        if not self.size:
             return b""
-        view = memoryview(self._map)[position : position + length]
+        view = self._data[position : position + length]
         self._views.append(view)
         return view
 
@@ -417,9 +390,7 @@ class _MappedSource(_Source):
 
     def close(self) -> None:
         self.release()
-        if self._map is not None:
-            self._map.close()
-        self._file.close()
+        self._stack.close()
 
 
 class _RemoteSource(_Source):
@@ -651,18 +622,22 @@ def seek_position(segment: Segment, bounds: _Bounds, source: Any = None) -> tupl
         source.release()
 
 
+#: The keywords of :func:`kafkabatch.decode` that reading segments passes on
+#: (topic and partition come from the folders); the Spark UDF helpers take them too.
+DECODE_OPTIONS = (
+    "validate_crc",
+    "include_control",
+    "isolation",
+    "on_error",
+    "max_decompressed_size",
+    "aborted_transactions",
+    "hide_open_transactions",
+    "threads",
+)
+
+
 def _decode_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    known = {
-        "validate_crc",
-        "include_control",
-        "isolation",
-        "on_error",
-        "max_decompressed_size",
-        "aborted_transactions",
-        "hide_open_transactions",
-        "threads",
-    }
-    unknown = set(options) - known
+    unknown = set(options) - set(DECODE_OPTIONS)
     if unknown:
         raise TypeError(f"unexpected decode option(s): {', '.join(sorted(unknown))}")
     return dict(options)

@@ -911,18 +911,7 @@ def check_worker_import(spark: Any) -> None:
 # UDFs over columns of raw batches
 # --------------------------------------------------------------------------
 
-_DECODE_KWARGS = (
-    "topic",
-    "partition",
-    "validate_crc",
-    "include_control",
-    "isolation",
-    "on_error",
-    "max_decompressed_size",
-    "aborted_transactions",
-    "hide_open_transactions",
-    "threads",
-)
+_DECODE_KWARGS = ("topic", "partition", *logdir.DECODE_OPTIONS)
 
 
 def _check_decode_kwargs(options: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ import argparse
 import base64
 import contextlib
 import datetime as _dt
-import mmap
 import os
 import re
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import kafkabatch as kb
+from kafkabatch._util import byte_progress, format_bytes, mapped_file, segment_base_offset, size_arg
 
 # --------------------------------------------------------------------------
 # errors
@@ -30,18 +30,6 @@ class CliError(Exception):
 # --------------------------------------------------------------------------
 # argument parsing helpers
 # --------------------------------------------------------------------------
-
-
-def size_arg(text: str) -> int:
-    """argparse ``type=`` for sizes: ``65536``, ``64k``, ``64MB``, ``1.5GiB``
-    (k/m/g/t are powers of 1024, as in Kafka and Spark configs)."""
-    from kafkabatch.logdir import parse_size
-
-    try:
-        value = parse_size(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return value
 
 
 def positive_size_arg(text: str) -> int:
@@ -74,15 +62,6 @@ def offsets_arg(text: str) -> tuple[int | None, int | None]:
 # --------------------------------------------------------------------------
 # human-readable numbers
 # --------------------------------------------------------------------------
-
-
-def format_bytes(n: float) -> str:
-    """``1536`` → ``'1.5 KiB'``."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError  # pragma: no cover
 
 
 def format_ms(ms: int | None) -> str:
@@ -248,8 +227,6 @@ def add_decode_options(parser: argparse.ArgumentParser, *, on_error: bool = True
 # files
 # --------------------------------------------------------------------------
 
-_NUMBERED = re.compile(r"^(\d+)\.")
-
 
 @dataclass(frozen=True)
 class SegmentFile:
@@ -263,8 +240,7 @@ class SegmentFile:
 
 
 def base_offset_of(path: str | os.PathLike[str]) -> int | None:
-    match = _NUMBERED.match(Path(path).name)
-    return int(match[1]) if match else None
+    return segment_base_offset(Path(path).name)
 
 
 def _segment_file(path: str) -> SegmentFile:
@@ -306,24 +282,7 @@ def find_segments(paths: list[str]) -> list[SegmentFile]:
     return out
 
 
-@contextlib.contextmanager
-def mapped(path: str) -> Iterator[Any]:
-    """The bytes of ``path`` as a memoryview of a read-only memory map
-    (``b""`` for an empty file)."""
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            yield b""
-            return
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        view = memoryview(mm)
-        try:
-            yield view
-        finally:
-            # An iterator still holding the buffer (e.g. after an error) keeps
-            # the map alive; it is then unmapped when the last user goes.
-            with contextlib.suppress(BufferError):
-                view.release()
-                mm.close()
+mapped = mapped_file
 
 
 # --------------------------------------------------------------------------
@@ -361,19 +320,7 @@ def progress_bar(total: int, description: str, *, enabled: bool) -> Iterator[Any
     if not enabled or not stderr_is_tty():
         yield _NoProgress()
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with byte_progress("[progress.description]{task.description}", transient=True) as progress:
         task = progress.add_task(description, total=total)
         yield _RichProgress(progress, task)
 
