@@ -34,7 +34,7 @@ impl ArrowSchema {
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
         let schema = if self.binary_view { view_schema() } else { schema() };
         let ffi = FFI_ArrowSchema::try_from(schema.as_ref()).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        PyCapsule::new(py, ffi, Some(c"arrow_schema".to_owned()))
+        PyCapsule::new_with_value(py, ffi, c"arrow_schema")
     }
 }
 
@@ -93,7 +93,7 @@ impl DecodedStream {
         let stream_schema = chunks.first().map_or_else(schema, RecordBatch::schema);
         let reader = RecordBatchIterator::new(chunks.into_iter().map(Ok), stream_schema);
         let ffi = FFI_ArrowArrayStream::new(Box::new(reader));
-        PyCapsule::new(py, ffi, Some(c"arrow_array_stream".to_owned()))
+        PyCapsule::new_with_value(py, ffi, c"arrow_array_stream")
     }
 
     /// The chunks as C Data Interface `ArrowArray` structs (of the schema's

@@ -6,7 +6,7 @@
 //! the Arrow buffers into `RecordRef`s and encoded with the GIL released. No
 //! Python object is made per record.
 
-use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{Array, Int64Array, LargeBinaryArray, LargeListArray, LargeStringArray, RecordBatch, StructArray};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -21,25 +21,23 @@ use crate::encode::{
 pub(crate) fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>> {
     let capsule = obj.call_method0("__arrow_c_stream__")?;
     let capsule = capsule
-        .downcast::<PyCapsule>()
+        .cast::<PyCapsule>()
         .map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
-    match capsule.name()? {
-        Some(name) if name == c"arrow_array_stream" => {}
-        _ => {
-            return Err(PyTypeError::new_err(
-                "__arrow_c_stream__ returned a capsule not named 'arrow_array_stream'",
-            ))
-        }
+    const NAME: &std::ffi::CStr = c"arrow_array_stream";
+    if !capsule.is_valid_checked(Some(NAME)) {
+        return Err(PyTypeError::new_err(
+            "__arrow_c_stream__ returned a capsule not named 'arrow_array_stream', or an empty one",
+        ));
     }
-    let ptr = capsule.pointer() as *mut FFI_ArrowArrayStream;
-    if ptr.is_null() {
-        return Err(PyTypeError::new_err("__arrow_c_stream__ returned an empty capsule"));
-    }
+    let ptr = capsule
+        .pointer_checked(Some(NAME))?
+        .cast::<FFI_ArrowArrayStream>()
+        .as_ptr();
     // SAFETY: a capsule named "arrow_array_stream" holds an ArrowArrayStream
     // (Arrow PyCapsule interface); `from_raw` moves it out and marks the
     // original released, so the capsule's destructor does not free it again.
     let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr) };
-    let reader = ArrowArrayStreamReader::try_new(stream)
+    let reader = RecordBatchStreamReader::try_new(stream)
         .map_err(|e| PyValueError::new_err(format!("cannot import the Arrow stream: {e}")))?;
     reader
         .collect::<Result<Vec<_>, _>>()
