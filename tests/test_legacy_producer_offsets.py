@@ -5,9 +5,11 @@ A producer writes a v1 wrapper with offset 0 and inner relative offsets
 iterator (``AbstractLegacyRecordBatch``) shifts inner offsets by
 ``wrapper offset - last inner offset`` only when that is >= 0, so such a
 wrapper reads as offsets 0..n-1, never -(n-1)..0. kafka-python and aiokafka
-read it the same way: they are the reference here, over bytes their own
-builders wrote, for every legacy codec, through every way kafkabatch hands
-out offsets (decode, iter_batches/records(), read_committed, dump, Spark).
+read it the same way: they are the reference here, over bytes written by
+all three producers (kafka-python's and aiokafka's builders, and librdkafka's
+Produce requests captured by ``fakebroker``), for every legacy codec, through
+every way kafkabatch hands out offsets (decode, iter_batches/records(),
+read_committed, dump, Spark).
 """
 
 from __future__ import annotations
@@ -154,3 +156,44 @@ def test_spark_reads_producer_offsets(spark, tmp_path):
         .load(str(tmp_path))
     )
     assert [r.offset for r in window.orderBy("offset").collect()] == list(range(3, len(given)))
+
+
+def librdkafka_wrapper(codec: str, n: int = 9) -> bytes:
+    """The record set librdkafka sends in a Produce v2 request (magic 1)
+    for ``n`` messages, captured by a fake 0.10.0 broker on 127.0.0.1."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from fakebroker import FakeBroker
+
+    with FakeBroker() as broker:
+        producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": broker.address,
+                "api.version.request": False,
+                "broker.version.fallback": "0.10.0.0",
+                "compression.codec": codec,
+                "linger.ms": 200,
+                "acks": 1,
+            }
+        )
+        for i in range(n):
+            producer.produce("orders", f"value {i}".encode() * (i + 1), key=f"k{i}".encode(), partition=0)
+        assert producer.flush(30) == 0, "librdkafka did not deliver to the fake broker"
+        sets = [data for topic, _, data in broker.record_sets if topic == "orders"]
+    assert len(sets) == 1, f"expected one Produce record set, got {len(sets)}"
+    return sets[0]
+
+
+@pytest.mark.parametrize("codec", LEGACY_CODECS)
+@pytest.mark.parametrize("reader", ["kafka-python", "aiokafka"])
+def test_librdkafka_producer_wrapper(codec, reader):
+    data = librdkafka_wrapper(codec)
+    header = rc.parse_header(data)
+    assert header["magic"] == 1 and header["attributes"] & 0x07 == rc.CODEC_ID[codec]
+    assert header["offset"] == 0, "a producer's wrapper, offsets never assigned"
+    expected = [r for b in rc.reference_batches(data, reader) for r in b["records"]]
+    assert [r["offset"] for r in expected] == list(range(9))
+    table = kb.decode(data)
+    assert table.column("offset").to_pylist() == [r["offset"] for r in expected]
+    assert table.column("key").to_pylist() == [f"k{i}".encode() for i in range(9)]
+    assert table.column("value").to_pylist() == [r["value"] for r in expected]
+    assert table.column("timestamp").cast(pa.int64()).to_pylist() == [rc.timestamp_us(r["timestamp"]) for r in expected]
