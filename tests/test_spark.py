@@ -124,9 +124,14 @@ def test_schema_is_sparks_kafka_schema():
 
 
 def test_spark_arrow_schema_is_what_spark_derives():
+    import inspect
+
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    derived = to_arrow_schema(SPARK_KAFKA_SCHEMA, timezone="UTC")
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:  # PySpark 4.1+
+        derived = to_arrow_schema(SPARK_KAFKA_SCHEMA, timezone="UTC")
+    else:  # PySpark 4.0
+        derived = to_arrow_schema(SPARK_KAFKA_SCHEMA, timestamp_utc=True)
     assert derived.equals(kbs.SPARK_ARROW_SCHEMA)
     assert (
         derived.field("headers").type.value_field.name == kbs.SPARK_ARROW_SCHEMA.field("headers").type.value_field.name
