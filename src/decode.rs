@@ -250,7 +250,7 @@ fn decode_into(
 /// the batch headers) decode on the calling thread alone; from here on, one
 /// helper per further core may join in. Waking the helpers costs the caller
 /// ~30 µs and a helper arrives ~80 µs later on these VMs, to take half of
-/// what is left (see [`decode_stealing`]); its share is one more Arrow chunk
+/// what is left (see `decode_stealing`); its share is one more Arrow chunk
 /// (~20 µs to import and free when pyarrow's code has left the caches).
 /// Measured on 2 vCPUs, one call of 100-byte records at a time: 0.6 MB
 /// lost 10-20 % with a helper; 1.2 MB gained ~15 % decoded back to back and

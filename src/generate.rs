@@ -1,6 +1,6 @@
 //! A fast, deterministic generator of realistic Kafka partition folders:
 //! segments of record batches written through the streaming
-//! [`Encoder`](crate::encode::Encoder), with the index files a broker keeps
+//! [`Encoder`], with the index files a broker keeps
 //! beside them. Pure Rust; `kafkabatch.generate` (Python) only orchestrates
 //! topics, partitions, threads and the progress bar.
 //!

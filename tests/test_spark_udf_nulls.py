@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import realclients as rc
+from sparkver import requires_spark41
 
 pytest.importorskip("pyspark")
 
@@ -41,11 +42,8 @@ def test_decode_batches_with_null_and_empty_cells(cells):
     assert got == {0: None, 1: [], 2: expected, 3: None}
 
 
+@requires_spark41
 def test_decode_batches_arrow_with_null_and_empty_cells(cells):
-    import pyspark
-
-    if tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (4, 1):
-        pytest.skip("arrow_udf needs PySpark 4.1")
     df, expected = cells
     got = records_by_id(df.select("id", kbs.decode_batches_arrow("content").alias("r")).collect(), "r")
     assert got == {0: None, 1: [], 2: expected, 3: None}

@@ -971,14 +971,11 @@ def _decode_to_list(values: Iterable[Any], options: dict[str, Any]) -> pa.ListAr
             "lower spark.sql.execution.arrow.maxRecordsPerBatch"
         )
     batches = [to_spark_arrow(b) for t in tables for b in t.to_batches()]
-    records = pa.Table.from_batches(batches, schema=SPARK_ARROW_SCHEMA).combine_chunks().to_struct_array()
-    values = (
-        records.chunk(0)
-        if records.num_chunks == 1
-        else pa.concat_arrays(records.chunks)
-        if records.num_chunks
-        else pa.array([], type=_SPARK_RECORD_STRUCT)
-    )
+    if batches:
+        records = pa.Table.from_batches(batches, schema=SPARK_ARROW_SCHEMA).combine_chunks().to_struct_array()
+        values = records.chunk(0) if records.num_chunks == 1 else pa.concat_arrays(records.chunks)
+    else:  # every cell null or empty (pyarrow 18 can't make a struct array of a table with no chunks)
+        values = pa.array([], type=_SPARK_RECORD_STRUCT)
     return pa.ListArray.from_arrays(
         pa.array(offsets.astype(np.int32)), values, type=_SPARK_RECORDS_LIST, mask=pa.array(nulls, type=pa.bool_())
     )
@@ -1022,6 +1019,7 @@ def decode_batches_arrow(col: Any, **options: Any) -> Any:
 
     >>> raw.select(kbs.decode_batches_arrow("content", topic="orders", partition=0))  # doctest: +SKIP
     """
+    opts = _check_decode_kwargs(options)
     try:
         from pyspark.sql.functions import arrow_udf
     except ImportError:
@@ -1031,8 +1029,6 @@ def decode_batches_arrow(col: Any, **options: Any) -> Any:
             f"decode_batches_arrow needs PySpark 4.1 or later (pyspark.sql.functions.arrow_udf); "
             f"this is PySpark {pyspark.__version__}: use decode_batches or explode_batches"
         ) from None
-
-    opts = _check_decode_kwargs(options)
 
     def decode_kafka_batches(content: pa.Array) -> pa.Array:
         return _decode_to_list(content, opts)
