@@ -88,6 +88,9 @@ def test_batches_and_records_follow_java(source, codec):
     (batch,) = list(kb.iter_batches(data))
     assert (batch.base_offset, batch.last_offset) == (reference["base_offset"], reference["last_offset"]) == (0, 0)
     assert [r.offset for r in batch.records()] == [r["offset"] for r in reference["records"]]
+    from aiokafka.record.memory_records import MemoryRecords
+
+    assert batch.next_offset == MemoryRecords(data).next_batch().next_offset == 1  # aiokafka: wrapper offset + 1
     assert [r.value for r in batch.records()] == [r["value"] for r in given]
 
 
