@@ -869,9 +869,9 @@ def check_worker_import(spark: Any) -> None:
     try:
         context = spark.sparkContext
         application = f"{context.applicationId}"
-    except Exception:  # Spark Connect: no SparkContext on the client
-        context = None
-        application = f"connect:{spark.conf.get('spark.app.id', '')}:{id(spark)}"
+    except Exception:  # Spark Connect: no SparkContext (nor RDDs) on the client
+        log.info("kafkabatch.spark: Spark Connect session, the worker check is skipped")
+        return
     if application in _CHECKED_APPLICATIONS:
         return
     import pickle
@@ -884,11 +884,7 @@ def check_worker_import(spark: Any) -> None:
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     try:
-        if context is not None:
-            executable, version, found, error = context.parallelize([0], 1).map(probe).collect()[0]
-        else:
-            row = spark.range(1).rdd.map(probe).collect()[0]  # pragma: no cover - Spark Connect
-            executable, version, found, error = row
+        executable, version, found, error = context.parallelize([0], 1).map(probe).collect()[0]
     except Exception as failure:
         first = next((line for line in str(failure).splitlines() if line.strip()), type(failure).__name__)
         raise WorkerImportError(
