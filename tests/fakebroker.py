@@ -65,7 +65,9 @@ def _string(text: str | None) -> bytes:
 class FakeBroker:
     """A one-node "cluster" on 127.0.0.1 that records every Produce request's record sets."""
 
-    def __init__(self) -> None:
+    def __init__(self, magic: int = 1) -> None:
+        # A 0.9 broker (Produce/Fetch v1) gets magic-0 message sets, a 0.10.0 one magic 1.
+        self.supported = SUPPORTED if magic == 1 else ((PRODUCE, 0, 1), (1, 0, 1), *SUPPORTED[2:])
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         self.address = f"127.0.0.1:{self.port}"
@@ -127,8 +129,8 @@ class FakeBroker:
             # do); a version above 0 gets UNSUPPORTED_VERSION (35) and the
             # client asks again with v0.
             error = 0 if version == 0 else 35
-            body = struct.pack(">hi", error, len(SUPPORTED))
-            body += b"".join(struct.pack(">hhh", *api) for api in SUPPORTED)
+            body = struct.pack(">hi", error, len(self.supported))
+            body += b"".join(struct.pack(">hhh", *api) for api in self.supported)
             return header + body
         if api_key == METADATA and version <= 1:
             n = r.take(">i")

@@ -161,18 +161,19 @@ def test_spark_reads_producer_offsets(spark, tmp_path):
     assert [r.offset for r in window.orderBy("offset").collect()] == list(range(3, len(given)))
 
 
-def librdkafka_wrapper(codec: str, n: int = 9) -> bytes:
-    """The record set librdkafka sends in a Produce v2 request (magic 1)
-    for ``n`` messages, captured by a fake 0.10.0 broker on 127.0.0.1."""
+def librdkafka_wrapper(codec: str, n: int = 9, magic: int = 1) -> bytes:
+    """The record set librdkafka sends in a Produce request for ``n``
+    messages, captured by a fake broker on 127.0.0.1: a 0.10.0 one (Produce
+    v2, magic 1) or a 0.9 one (Produce v1, magic 0)."""
     confluent_kafka = pytest.importorskip("confluent_kafka")
     from fakebroker import FakeBroker
 
-    with FakeBroker() as broker:
+    with FakeBroker(magic) as broker:
         producer = confluent_kafka.Producer(
             {
                 "bootstrap.servers": broker.address,
                 "api.version.request": False,
-                "broker.version.fallback": "0.10.0.0",
+                "broker.version.fallback": "0.10.0.0" if magic == 1 else "0.9.0.0",
                 "compression.codec": codec,
                 "linger.ms": 200,
                 "acks": 1,
@@ -200,3 +201,16 @@ def test_librdkafka_producer_wrapper(codec, reader):
     assert table.column("key").to_pylist() == [f"k{i}".encode() for i in range(9)]
     assert table.column("value").to_pylist() == [r["value"] for r in expected]
     assert table.column("timestamp").cast(pa.int64()).to_pylist() == [rc.timestamp_us(r["timestamp"]) for r in expected]
+
+
+@pytest.mark.parametrize("codec", LEGACY_CODECS)
+def test_librdkafka_v0_producer_wrapper_is_unchanged(codec):
+    """A v0 wrapper's inner offsets are absolute: taken as they are, as both readers do."""
+    data = librdkafka_wrapper(codec, magic=0)
+    assert rc.parse_header(data)["magic"] == 0
+    # aiokafka reads no magic-0 lz4 (KAFKA-3160's frame): kafka-python is the reference there
+    for reader in ("kafka-python",) if codec == "lz4" else ("kafka-python", "aiokafka"):
+        if codec == "lz4":
+            rc._ensure_xxhash()
+        expected = [r["offset"] for b in rc.reference_batches(data, reader) for r in b["records"]]
+        assert kb.decode(data).column("offset").to_pylist() == expected == list(range(9)), reader
