@@ -17,6 +17,7 @@ pub mod memory;
 mod parallel;
 pub mod record;
 pub mod txn;
+pub mod values;
 pub mod varint;
 
 #[cfg(feature = "python")]

@@ -39,6 +39,8 @@ from kafkabatch._kafkabatch import (
 from kafkabatch.generate import GenerateSummary, TopicSpec, TopicSummary, generate
 from kafkabatch.index import IndexFileWarning, read_offset_index, read_time_index, read_txn_index
 from kafkabatch.logdir import scan_log
+from kafkabatch.registry import SchemaRegistry, SchemaRegistryError
+from kafkabatch.values import ValueDecodeError, parse_values
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
@@ -55,9 +57,12 @@ __all__ = [
     "IndexFileWarning",
     "KafkaBatchError",
     "Record",
+    "SchemaRegistry",
+    "SchemaRegistryError",
     "TopicSpec",
     "TopicSummary",
     "UnsupportedFormatError",
+    "ValueDecodeError",
     "__version__",
     "control_batch",
     "decode",
@@ -65,6 +70,7 @@ __all__ = [
     "encode",
     "generate",
     "iter_batches",
+    "parse_values",
     "read_offset_index",
     "read_segment",
     "read_time_index",

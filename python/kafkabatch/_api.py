@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import mapped_file, topic_partition_of_folder
+from kafkabatch.values import VALUE_OPTIONS, OnValueError, ValueFormat, apply_all, specs, specs_from_options
 
 #: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
 #: largest legal batches, small enough that a decompression bomb is refused.
@@ -150,6 +151,12 @@ def decode(
     hide_open_transactions: bool | None = None,
     threads: int | None = None,
     binary_view: bool = False,
+    value_format: ValueFormat = "binary",
+    value_schema: Any = None,
+    key_format: ValueFormat = "binary",
+    key_schema: Any = None,
+    schema_registry: Any = None,
+    on_value_error: OnValueError = "raise",
 ) -> pa.Table:
     """Decode Kafka batches (any magic, any codec, mixed) into a :class:`pyarrow.Table`.
 
@@ -182,6 +189,17 @@ def decode(
     DuckDB consumers; Spark does not take view types, so the default stays
     ``binary``.
 
+    ``value_format`` (and ``key_format``) parse the column in the Rust core,
+    in parallel: ``"string"`` (UTF-8 checked), ``"json"`` into
+    ``value_schema`` (a pyarrow struct type or schema; missing fields are
+    null, others ignored) or ``"avro"``: plain datums of ``value_schema``
+    (Avro JSON), or with ``schema_registry`` (a URL, a confluent-kafka style
+    config dict with ``url``, or ``{schema_id: schema}``) Confluent-framed
+    values whose writer schemas are resolved to ``value_schema`` or else the
+    newest one. Tombstones stay null. A bad value raises
+    :class:`ValueDecodeError` naming its topic, partition and offset, or
+    with ``on_value_error="null"`` becomes null.
+
     >>> import kafkabatch as kb
     >>> table = kb.decode(open("00000000000000000000.log", "rb").read(), topic="orders", partition=0)  # doctest: +SKIP
     >>> table.column_names
@@ -203,7 +221,19 @@ def decode(
         threads=threads,
         binary_view=binary_view,
     )
-    return _table(stream, VIEW_SCHEMA if binary_view else SCHEMA)
+    table = _table(stream, VIEW_SCHEMA if binary_view else SCHEMA)
+    if value_format == "binary" and key_format == "binary" and value_schema is None and key_schema is None:
+        return table
+    value_specs = specs(
+        value_format=value_format,
+        value_schema=value_schema,
+        key_format=key_format,
+        key_schema=key_schema,
+        schema_registry=schema_registry,
+        on_value_error=on_value_error,
+        table=table,
+    )
+    return apply_all(table, value_specs, threads)
 
 
 def iter_batches(
@@ -329,7 +359,7 @@ def _read_bounded(
         end_offset=end_offset,
         start_timestamp_ms=None if start_us is None else start_us // 1000,
     )
-    report_options = {k: v for k, v in options.items() if k != "threads"}
+    report_options = {k: v for k, v in options.items() if k != "threads" and k not in VALUE_OPTIONS}
     stream = _native.decode(
         data,
         topic=topic,
@@ -361,4 +391,8 @@ def _read_bounded(
     mask = conditions[0]
     for condition in conditions[1:]:
         mask = pc.and_(mask, condition)
-    return table.filter(mask)
+    table = table.filter(mask)
+    value_options = {k: v for k, v in options.items() if k in VALUE_OPTIONS}
+    if not value_options:
+        return table
+    return apply_all(table, specs_from_options(value_options, table=table), options.get("threads"))

@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 
 import kafkabatch as kb
 from kafkabatch._util import mapped_file, parse_size, segment_base_offset, topic_partition_of_folder
+from kafkabatch.values import VALUE_OPTIONS, ValueSpec, apply_all, specs_from_options
 
 __all__ = [
     "DEFAULT_MAX_CHUNK_BYTES",
@@ -748,11 +749,13 @@ def decode_range(
     transactions: list[Transaction] | None = None,
     max_records_per_batch: int | None = None,
     result: SegmentResult | None = None,
+    value_specs: Sequence[ValueSpec] = (),
     **decode_options: Any,
 ) -> Iterator[pa.RecordBatch]:
     """Decode bytes ``[start, end)`` of an open segment window by window,
     yielding record batches of :data:`kafkabatch.SCHEMA` filtered to
-    ``bounds``. Counts go into ``result``."""
+    ``bounds``, with the columns of ``value_specs`` parsed. Counts go into
+    ``result``."""
     options = _decode_options(decode_options)
     end = source.size if end is None else min(end, source.size)
     if result is None:
@@ -783,7 +786,8 @@ def decode_range(
         if report.end != "clean":
             result.status = report.end
         mask_needed = bounds.start_ts is not None or bounds.end_ts is not None or bounds.offsets
-        for batch in report.table.to_batches(max_chunksize=max_records_per_batch):
+        table = apply_all(report.table, value_specs, options.get("threads"))
+        for batch in table.to_batches(max_chunksize=max_records_per_batch):
             if mask_needed and batch.num_rows:
                 mask = bounds.mask(batch)
                 if mask is not None:
@@ -885,7 +889,10 @@ def scan_log(
     chunk = parse_size(max_chunk_bytes)
     if chunk <= 0:
         raise ValueError("max_chunk_bytes must be positive")
+    value_options = {k: decode_options.pop(k) for k in VALUE_OPTIONS if k in decode_options}
     options = _decode_options(decode_options)
+    value_specs = specs_from_options(value_options, topics=sorted({s.topic for s in segments})) if value_options else []
+    schema = typed_schema(kb.SCHEMA, value_specs)
     start_ts = None if start_timestamp is None else parse_timestamp(start_timestamp)
     end_ts = None if end_timestamp is None else parse_timestamp(end_timestamp)
     if max_records_per_batch is not None and max_records_per_batch <= 0:
@@ -922,6 +929,7 @@ def scan_log(
                             transactions=transactions,
                             max_records_per_batch=max_records_per_batch,
                             result=result,
+                            value_specs=value_specs,
                             **options,
                         )
                     finally:
@@ -929,7 +937,15 @@ def scan_log(
                 if on_segment is not None:
                     on_segment(result)
 
-    return pa.RecordBatchReader.from_batches(kb.SCHEMA, batches())
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def typed_schema(schema: pa.Schema, value_specs: Iterable[ValueSpec]) -> pa.Schema:
+    """``schema`` with the columns of ``value_specs`` given their parsed types."""
+    for spec in value_specs:
+        index = schema.get_field_index(spec.column)
+        schema = schema.set(index, pa.field(spec.column, spec.output_type))
+    return schema
 
 
 def _partition_transactions(group: list[Segment]) -> list[Transaction]:

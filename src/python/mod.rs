@@ -10,6 +10,7 @@ mod encode;
 mod errors;
 mod generate;
 mod input;
+mod values;
 
 use pyo3::prelude::*;
 
@@ -92,5 +93,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     batches::register(m)?;
     encode::register(m)?;
     generate::register(m)?;
+    values::register(m)?;
     Ok(())
 }

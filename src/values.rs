@@ -1,0 +1,787 @@
+//! Typed values: a column of record values (or keys) parsed into Arrow.
+//!
+//! Each value is one document of a [`ValueFormat`]: UTF-8 text, one JSON
+//! document (arrow-json), or one Avro datum (arrow-avro), plain or with the
+//! Confluent Schema Registry prefix (magic byte 0, a 4-byte big-endian schema
+//! id, then the payload). Nothing here knows about Kafka: the caller maps a
+//! failing row back to its topic, partition and offset.
+//!
+//! The fast path feeds every value of a piece to one decoder and checks after
+//! each that it made exactly one row. A failure there, or one only seen when
+//! the decoder builds its arrays (a JSON type conflict), sends the piece to
+//! [`parse_rows_one_by_one`]: it bisects the rows with fresh decoders, so
+//! good rows around a bad one are kept and each bad row gets its own reason.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::builder::StringBuilder;
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, BinaryViewArray, LargeBinaryArray, LargeStringArray, StringArray, StringViewArray,
+    StructArray, UInt32Array,
+};
+use arrow_avro::codec::Tz;
+use arrow_avro::reader::{Decoder as AvroDecoder, DecoderMode, ReaderBuilder as AvroReaderBuilder};
+use arrow_avro::schema::{AvroSchema, Fingerprint, FingerprintAlgorithm, SchemaStore};
+use arrow_json::reader::{Decoder as JsonDecoder, ReaderBuilder as JsonReaderBuilder};
+use arrow_schema::{DataType, Field, FieldRef};
+
+/// The Confluent wire format's prefix: magic byte 0 and a 4-byte schema id.
+pub const CONFLUENT_PREFIX_LEN: usize = 5;
+/// Rows per piece of parallel work: big enough that a decoder's set-up is
+/// noise, small enough that two cores share a fetch.
+const PIECE_ROWS: usize = 16 * 1024;
+
+/// What a bad value becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnValueError {
+    /// Stop at the first bad value and report it.
+    Raise,
+    /// The row's value becomes null (Spark's PERMISSIVE); the rest is kept.
+    Null,
+}
+
+/// A value that could not be parsed: its row in the input and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowError {
+    pub row: usize,
+    pub reason: String,
+}
+
+/// How each value is parsed.
+#[derive(Clone, Debug)]
+pub enum ValueFormat {
+    /// UTF-8 text, checked.
+    Utf8,
+    /// One JSON document per value, parsed into `field`'s type.
+    Json { field: FieldRef, confluent: bool },
+    /// Avro datums: plain datums of one schema (`framed: false`, the store
+    /// holds that one schema), or Confluent-framed datums whose ids the store
+    /// maps to writer schemas, each resolved to `reader`.
+    Avro {
+        store: SchemaStore,
+        reader: AvroSchema,
+        framed: bool,
+    },
+}
+
+impl ValueFormat {
+    /// JSON documents of `data_type` (usually a struct), behind the
+    /// Confluent prefix when `confluent`.
+    pub fn json(data_type: DataType, confluent: bool) -> Result<Self, String> {
+        let format = ValueFormat::Json {
+            field: Arc::new(Field::new("value", data_type, true)),
+            confluent,
+        };
+        format.check()?;
+        Ok(format)
+    }
+
+    /// Plain Avro datums of `schema` (Avro schema JSON).
+    pub fn avro_plain(schema: &str) -> Result<Self, String> {
+        let schema = AvroSchema::new(schema.to_string());
+        let mut store = SchemaStore::new();
+        store
+            .register(schema.clone())
+            .map_err(|e| format!("invalid Avro schema: {e}"))?;
+        let format = ValueFormat::Avro {
+            store,
+            reader: schema,
+            framed: false,
+        };
+        format.check()?;
+        Ok(format)
+    }
+
+    /// Confluent-framed Avro: `writers` maps schema ids to writer schemas;
+    /// values are read as `reader` (default: the writer schema of the highest id).
+    pub fn avro_confluent(writers: &[(u32, String)], reader: Option<&str>) -> Result<Self, String> {
+        let mut store = SchemaStore::new_with_type(FingerprintAlgorithm::Id);
+        for (id, schema) in writers {
+            store
+                .set(Fingerprint::Id(*id), AvroSchema::new(schema.clone()))
+                .map_err(|e| format!("schema id {id}: {e}"))?;
+        }
+        let reader = match reader {
+            Some(text) => AvroSchema::new(text.to_string()),
+            None => {
+                let newest = writers
+                    .iter()
+                    .max_by_key(|(id, _)| *id)
+                    .ok_or("Confluent-framed Avro needs at least one writer schema")?;
+                AvroSchema::new(newest.1.clone())
+            }
+        };
+        let format = ValueFormat::Avro {
+            store,
+            reader,
+            framed: true,
+        };
+        format.check()?;
+        Ok(format)
+    }
+
+    /// Build a decoder once, so a bad schema is an error before any work.
+    fn check(&self) -> Result<(), String> {
+        match self {
+            ValueFormat::Utf8 => Ok(()),
+            ValueFormat::Json { .. } => self.json_decoder(1).map(drop),
+            ValueFormat::Avro { .. } => self.avro_decoder(1).map(drop),
+        }
+    }
+
+    /// The Arrow type of the parsed column.
+    pub fn data_type(&self) -> Result<DataType, String> {
+        Ok(match self {
+            ValueFormat::Utf8 => DataType::Utf8,
+            ValueFormat::Json { field, .. } => field.data_type().clone(),
+            ValueFormat::Avro { .. } => {
+                without_metadata(&DataType::Struct(self.avro_decoder(1)?.schema().fields().clone()))
+            }
+        })
+    }
+
+    fn json_decoder(&self, rows: usize) -> Result<JsonDecoder, String> {
+        let ValueFormat::Json { field, .. } = self else {
+            unreachable!("json_decoder on a non-JSON format")
+        };
+        JsonReaderBuilder::new_with_field(field.clone())
+            .with_batch_size(rows + 1)
+            // Spark's from_json reads a number or boolean into a string field as its text.
+            .with_coerce_primitive(true)
+            .build_decoder()
+            .map_err(|e| format!("cannot parse JSON into {}: {e}", field.data_type()))
+    }
+
+    fn avro_decoder(&self, rows: usize) -> Result<AvroDecoder, String> {
+        let ValueFormat::Avro { store, reader, framed } = self else {
+            unreachable!("avro_decoder on a non-Avro format")
+        };
+        let mode = if *framed {
+            DecoderMode::Framed
+        } else {
+            DecoderMode::UnframedDatum
+        };
+        AvroReaderBuilder::new()
+            .with_writer_schema_store(store.clone())
+            .with_reader_schema(reader.clone())
+            .with_decoder_mode(mode)
+            .with_batch_size(rows + 1)
+            .with_tz(Tz::Utc)
+            .build_decoder()
+            .map_err(|e| format!("invalid Avro schema: {e}"))
+    }
+
+    /// A fresh decoder for `rows` values.
+    fn sink(&self, rows: usize) -> Result<Sink, String> {
+        Ok(match self {
+            ValueFormat::Utf8 => Sink::Utf8(StringBuilder::with_capacity(rows, 0)),
+            ValueFormat::Json { confluent, .. } => Sink::Json {
+                decoder: self.json_decoder(rows)?,
+                rows: 0,
+                confluent: *confluent,
+            },
+            ValueFormat::Avro { framed, .. } => Sink::Avro {
+                decoder: self.avro_decoder(rows)?,
+                rows: 0,
+                framed: *framed,
+                done: Vec::new(),
+            },
+        })
+    }
+
+    /// Parse one column of values; the result has the same length, null
+    /// where the value is null (a tombstone) or, under [`OnValueError::Null`],
+    /// bad. Row numbers in errors count from `first_row`.
+    pub fn parse(&self, values: &dyn Array, first_row: usize, on_error: OnValueError) -> Result<ArrayRef, RowError> {
+        let values = Values::of(values).map_err(|reason| RowError { row: first_row, reason })?;
+        let present: Vec<usize> = (0..values.len()).filter(|&i| values.get(i).is_some()).collect();
+        let (parsed, good) = match self.parse_rows(&values, &present) {
+            Ok(parsed) => (parsed, present),
+            Err(_) => {
+                let mut out = Parsed::default();
+                self.parse_rows_one_by_one(&values, &present, &mut out);
+                if let Some(bad) = out.bad.iter().min_by_key(|b| b.row) {
+                    if on_error == OnValueError::Raise {
+                        return Err(RowError {
+                            row: first_row + bad.row,
+                            reason: bad.reason.clone(),
+                        });
+                    }
+                }
+                let arrays: Vec<&dyn Array> = out.arrays.iter().map(|a| a.as_ref()).collect();
+                let parsed = if arrays.is_empty() {
+                    arrow_array::new_empty_array(
+                        &self.data_type().map_err(|reason| RowError { row: first_row, reason })?,
+                    )
+                } else {
+                    arrow_select::concat::concat(&arrays).map_err(|e| RowError {
+                        row: first_row,
+                        reason: e.to_string(),
+                    })?
+                };
+                (parsed, out.good)
+            }
+        };
+        if good.len() == values.len() {
+            return Ok(parsed);
+        }
+        place(parsed, &good, values.len()).map_err(|e| RowError {
+            row: first_row,
+            reason: e.to_string(),
+        })
+    }
+
+    /// Parse `rows` with one decoder; the error names the row that failed
+    /// when that is known.
+    fn parse_rows(&self, values: &Values, rows: &[usize]) -> Result<ArrayRef, (Option<usize>, String)> {
+        // A decoder that panics on hostile bytes fails these rows, not the process.
+        catch_unwind(AssertUnwindSafe(|| {
+            let mut sink = self.sink(rows.len()).map_err(|e| (None, e))?;
+            for (i, &row) in rows.iter().enumerate() {
+                let value = values.get(row).unwrap_or_default();
+                sink.push(value).map_err(|e| (Some(i), e))?;
+            }
+            sink.finish().map_err(|e| (None, e))
+        }))
+        .unwrap_or_else(|_| Err((None, "the decoder panicked on this value".to_string())))
+    }
+
+    /// Parse `rows`, setting bad ones aside: on a failure the rows before a
+    /// known bad row are parsed again, and unknown ones are halved until each
+    /// bad row stands alone.
+    fn parse_rows_one_by_one(&self, values: &Values, rows: &[usize], out: &mut Parsed) {
+        if rows.is_empty() {
+            return;
+        }
+        match self.parse_rows(values, rows) {
+            Ok(array) => {
+                out.arrays.push(array);
+                out.good.extend_from_slice(rows);
+            }
+            Err((_, reason)) if rows.len() == 1 => out.bad.push(RowError { row: rows[0], reason }),
+            Err((Some(i), reason)) => {
+                self.parse_rows_one_by_one(values, &rows[..i], out);
+                out.bad.push(RowError { row: rows[i], reason });
+                self.parse_rows_one_by_one(values, &rows[i + 1..], out);
+            }
+            Err((None, _)) => {
+                let (left, right) = rows.split_at(rows.len() / 2);
+                self.parse_rows_one_by_one(values, left, out);
+                self.parse_rows_one_by_one(values, right, out);
+            }
+        }
+    }
+}
+
+/// `parsed` (one row per entry of `good`) spread over `len` rows: row
+/// `good[i]` is `parsed[i]`, every other row null. A struct is rebuilt with
+/// its own validity over children taken at a parsed row, since Arrow can't
+/// take a null index from a union child (Avro `["null", "double", "string"]`).
+fn place(parsed: ArrayRef, good: &[usize], len: usize) -> Result<ArrayRef, arrow_schema::ArrowError> {
+    if good.is_empty() {
+        return Ok(arrow_array::new_null_array(parsed.data_type(), len));
+    }
+    let mut slot: Vec<Option<u32>> = vec![None; len];
+    for (i, &row) in good.iter().enumerate() {
+        slot[row] = Some(i as u32);
+    }
+    if let Some(parsed) = parsed.as_any().downcast_ref::<StructArray>() {
+        let valid = arrow_buffer::NullBuffer::from_iter(slot.iter().map(Option::is_some));
+        let indices = UInt32Array::from_iter_values(slot.iter().map(|s| s.unwrap_or(0)));
+        let taken = arrow_select::take::take(parsed, &indices, None)?;
+        let taken = taken
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .expect("take keeps the type");
+        let (fields, columns, nulls) = taken.clone().into_parts();
+        let nulls = arrow_buffer::NullBuffer::union(nulls.as_ref(), Some(&valid));
+        return Ok(Arc::new(StructArray::try_new(fields, columns, nulls)?));
+    }
+    arrow_select::take::take(parsed.as_ref(), &UInt32Array::from(slot), None)
+}
+
+/// Rows parsed apart, in row order.
+#[derive(Default)]
+struct Parsed {
+    arrays: Vec<ArrayRef>,
+    good: Vec<usize>,
+    bad: Vec<RowError>,
+}
+
+/// A decoder being fed one value at a time.
+enum Sink {
+    Utf8(StringBuilder),
+    Json {
+        decoder: JsonDecoder,
+        rows: usize,
+        confluent: bool,
+    },
+    Avro {
+        decoder: AvroDecoder,
+        rows: usize,
+        framed: bool,
+        /// Rows flushed when the writer schema changed mid-piece.
+        done: Vec<ArrayRef>,
+    },
+}
+
+impl Sink {
+    fn push(&mut self, value: &[u8]) -> Result<(), String> {
+        match self {
+            Sink::Utf8(builder) => {
+                let text = std::str::from_utf8(value).map_err(|e| format!("not UTF-8: {e}"))?;
+                builder.append_value(text);
+                Ok(())
+            }
+            Sink::Json {
+                decoder,
+                rows,
+                confluent,
+            } => {
+                let document = if *confluent { strip_confluent(value)? } else { value };
+                let document = astral_unescaped(document);
+                decoder.decode(&document).map_err(|e| format!("malformed JSON: {e}"))?;
+                // A separator ends a trailing number or literal; the document must be whole.
+                decoder.decode(b"\n").map_err(|e| format!("malformed JSON: {e}"))?;
+                *rows += 1;
+                if decoder.has_partial_record() {
+                    return Err("malformed JSON: the document is incomplete".into());
+                }
+                match decoder.len() {
+                    n if n == *rows => Ok(()),
+                    n if n < *rows => Err("empty value: no JSON document".into()),
+                    _ => Err("more than one JSON document in the value".into()),
+                }
+            }
+            Sink::Avro {
+                decoder,
+                rows,
+                framed,
+                done,
+            } => {
+                if *framed && value.len() < CONFLUENT_PREFIX_LEN {
+                    return Err(format!(
+                        "{} bytes: shorter than the Confluent prefix (magic byte 0 and a 4-byte schema id)",
+                        value.len()
+                    ));
+                }
+                if *framed && value[0] != 0 {
+                    return Err(format!(
+                        "magic byte {} where the Confluent prefix has 0 (not Schema Registry framing)",
+                        value[0]
+                    ));
+                }
+                let mut rest = value;
+                loop {
+                    let used = decoder
+                        .decode(rest)
+                        .map_err(|e| avro_reason(&e.to_string(), value, *framed))?;
+                    rest = &rest[used..];
+                    if rest.is_empty() || !decoder.batch_is_full() {
+                        break;
+                    }
+                    // A new writer schema: arrow-avro flushes the rows of the
+                    // old one before it reads on.
+                    if let Some(batch) = decoder.flush().map_err(|e| e.to_string())? {
+                        done.push(Arc::new(StructArray::from(batch)));
+                    }
+                }
+                *rows += 1;
+                let pending = decoder.batch_size() - decoder.capacity();
+                let flushed: usize = done.iter().map(|a| a.len()).sum();
+                if !rest.is_empty() || pending + flushed != *rows {
+                    return Err(format!(
+                        "truncated Avro datum: {} bytes do not hold a whole datum of the schema",
+                        value.len()
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(self) -> Result<ArrayRef, String> {
+        match self {
+            Sink::Utf8(mut builder) => Ok(Arc::new(builder.finish())),
+            Sink::Json { mut decoder, .. } => {
+                let batch = decoder
+                    .flush()
+                    .map_err(|e| format!("JSON value does not fit the schema: {e}"))?;
+                match batch {
+                    Some(batch) => Ok(batch.column(0).clone()),
+                    None => Err("no rows".into()),
+                }
+            }
+            Sink::Avro {
+                mut decoder, mut done, ..
+            } => {
+                if let Some(batch) = decoder.flush().map_err(|e| e.to_string())? {
+                    done.push(Arc::new(StructArray::from(batch)));
+                }
+                // Writer schemas resolve to the same types with different
+                // field metadata (defaults, names); one type for all.
+                let done: Vec<ArrayRef> = done
+                    .into_iter()
+                    .map(|a| {
+                        let target = without_metadata(a.data_type());
+                        retyped(a.to_data(), &target).map(arrow_array::make_array)
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| e.to_string())?;
+                let mut done = done;
+                match done.len() {
+                    0 => Err("no rows".into()),
+                    1 => Ok(done.pop().expect("one array")),
+                    _ => {
+                        let arrays: Vec<&dyn Array> = done.iter().map(|a| a.as_ref()).collect();
+                        arrow_select::concat::concat(&arrays).map_err(|e| e.to_string())
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `data_type` with the metadata of every field, at any depth, left out.
+fn without_metadata(data_type: &DataType) -> DataType {
+    let field =
+        |f: &FieldRef| -> FieldRef { Arc::new(Field::new(f.name(), without_metadata(f.data_type()), f.is_nullable())) };
+    match data_type {
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),
+        DataType::List(f) => DataType::List(field(f)),
+        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+        DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
+        DataType::Union(fields, mode) => DataType::Union(
+            arrow_schema::UnionFields::try_new(fields.iter().map(|(id, _)| id), fields.iter().map(|(_, f)| field(f)))
+                .expect("the type ids of a valid union"),
+            *mode,
+        ),
+        DataType::Dictionary(k, v) => DataType::Dictionary(k.clone(), Box::new(without_metadata(v))),
+        other => other.clone(),
+    }
+}
+
+/// `data` as `target`, a type of the same layout that differs only in field metadata.
+fn retyped(data: arrow_data::ArrayData, target: &DataType) -> Result<arrow_data::ArrayData, arrow_schema::ArrowError> {
+    if data.data_type() == target {
+        return Ok(data);
+    }
+    let child_types: Vec<DataType> = match target {
+        DataType::Struct(fields) => fields.iter().map(|f| f.data_type().clone()).collect(),
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {
+            vec![f.data_type().clone()]
+        }
+        DataType::Union(fields, _) => fields.iter().map(|(_, f)| f.data_type().clone()).collect(),
+        _ => Vec::new(),
+    };
+    let children = data
+        .child_data()
+        .iter()
+        .zip(child_types.iter().chain(std::iter::repeat(&DataType::Null)))
+        .map(|(child, t)| {
+            if *t == DataType::Null {
+                Ok(child.clone())
+            } else {
+                retyped(child.clone(), t)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    data.into_builder()
+        .data_type(target.clone())
+        .child_data(children)
+        .build()
+}
+
+/// The JSON document behind a Confluent prefix.
+fn strip_confluent(value: &[u8]) -> Result<&[u8], String> {
+    match value {
+        [0, _, _, _, _, rest @ ..] => Ok(rest),
+        [magic, ..] if *magic != 0 => Err(format!(
+            "magic byte {magic} where the Confluent prefix has 0 (not Schema Registry framing)"
+        )),
+        _ => Err(format!(
+            "{} bytes: shorter than the Confluent prefix (magic byte 0 and a 4-byte schema id)",
+            value.len()
+        )),
+    }
+}
+
+/// `document` with every escaped UTF-16 surrogate pair (`\\uD840\\uDC00`)
+/// written as the UTF-8 of its character. arrow-json 60 joins the halves
+/// with `|` where `+` is needed, so characters past U+1FFFF (CJK extension B
+/// and up, as `json.dumps` escapes them) come out wrong; a JSON string may
+/// hold any character unescaped (RFC 8259 §7), so this changes no meaning.
+/// Documents without `\\u` (nearly all) are not copied.
+fn astral_unescaped(document: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    let Some(first) = memchr::memmem::find(document, b"\\u") else {
+        return Cow::Borrowed(document);
+    };
+    let hex = |at: usize| -> Option<u32> {
+        let digits = document.get(at..at + 4)?;
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let mut out = Vec::with_capacity(document.len());
+    // Walk escapes from the last byte that can't be inside one: `first` may
+    // be the tail of an escaped backslash, so start at the run of backslashes.
+    let mut i = document[..first].iter().rposition(|&b| b != b'\\').map_or(0, |p| p + 1);
+    out.extend_from_slice(&document[..i]);
+    while i < document.len() {
+        if document[i] != b'\\' {
+            out.push(document[i]);
+            i += 1;
+            continue;
+        }
+        if document.get(i + 1) == Some(&b'u') {
+            if let (Some(high @ 0xD800..=0xDBFF), Some(b'\\'), Some(b'u'), Some(low @ 0xDC00..=0xDFFF)) =
+                (hex(i + 2), document.get(i + 6), document.get(i + 7), hex(i + 8))
+            {
+                let c = char::from_u32(0x1_0000 + ((high - 0xD800) << 10) + (low - 0xDC00)).expect("a valid pair");
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                i += 12;
+                continue;
+            }
+        }
+        // Any other escape is copied whole (two bytes; `\\u` digits follow as text).
+        out.extend_from_slice(&document[i..(i + 2).min(document.len())]);
+        i += 2;
+    }
+    Cow::Owned(out)
+}
+
+/// An arrow-avro error in words a user can act on.
+fn avro_reason(error: &str, value: &[u8], framed: bool) -> String {
+    if framed && error.contains("Unknown fingerprint") {
+        let id = u32::from_be_bytes([value[1], value[2], value[3], value[4]]);
+        return format!("unknown schema id {id}: no writer schema was given for it");
+    }
+    if error.contains("EOF") || error.contains("eof") || error.contains("Unexpected") || error.contains("varint") {
+        return format!("truncated or corrupt Avro datum ({} bytes): {error}", value.len());
+    }
+    format!("bad Avro datum: {error}")
+}
+
+/// A column of values of any binary or string type, read as bytes.
+enum Values<'a> {
+    Binary(&'a BinaryArray),
+    LargeBinary(&'a LargeBinaryArray),
+    BinaryView(&'a BinaryViewArray),
+    Utf8(&'a StringArray),
+    LargeUtf8(&'a LargeStringArray),
+    Utf8View(&'a StringViewArray),
+}
+
+impl<'a> Values<'a> {
+    fn of(array: &'a dyn Array) -> Result<Self, String> {
+        let any = array.as_any();
+        macro_rules! try_as {
+            ($($variant:ident => $ty:ty),*) => {
+                $(if let Some(a) = any.downcast_ref::<$ty>() { return Ok(Values::$variant(a)); })*
+            };
+        }
+        try_as!(Binary => BinaryArray, LargeBinary => LargeBinaryArray, BinaryView => BinaryViewArray,
+            Utf8 => StringArray, LargeUtf8 => LargeStringArray, Utf8View => StringViewArray);
+        Err(format!(
+            "values must be a binary or string column, not {}",
+            array.data_type()
+        ))
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Values::Binary(a) => a.len(),
+            Values::LargeBinary(a) => a.len(),
+            Values::BinaryView(a) => a.len(),
+            Values::Utf8(a) => a.len(),
+            Values::LargeUtf8(a) => a.len(),
+            Values::Utf8View(a) => a.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<&'a [u8]> {
+        macro_rules! at {
+            ($a:expr, $value:expr) => {
+                if $a.is_null(i) {
+                    None
+                } else {
+                    Some($value)
+                }
+            };
+        }
+        match self {
+            Values::Binary(a) => at!(a, a.value(i)),
+            Values::LargeBinary(a) => at!(a, a.value(i)),
+            Values::BinaryView(a) => at!(a, a.value(i)),
+            Values::Utf8(a) => at!(a, a.value(i).as_bytes()),
+            Values::LargeUtf8(a) => at!(a, a.value(i).as_bytes()),
+            Values::Utf8View(a) => at!(a, a.value(i).as_bytes()),
+        }
+    }
+}
+
+/// Parse every array of a column on up to `threads` threads (0: one per
+/// core), in pieces of [`PIECE_ROWS`]; the result has the input's chunking
+/// split at piece boundaries, in order. Row numbers in errors count over the
+/// whole column; the first bad row wins, as in a sequential parse.
+pub fn parse_column(
+    format: &ValueFormat,
+    arrays: &[ArrayRef],
+    on_error: OnValueError,
+    threads: usize,
+) -> Result<Vec<ArrayRef>, RowError> {
+    let mut pieces: Vec<(ArrayRef, usize)> = Vec::new();
+    let mut first_row = 0;
+    for array in arrays {
+        let mut start = 0;
+        while start < array.len() {
+            let len = PIECE_ROWS.min(array.len() - start);
+            pieces.push((array.slice(start, len), first_row + start));
+            start += len;
+        }
+        first_row += array.len();
+    }
+    let threads = if threads == 0 { crate::decode::cores() } else { threads }.clamp(1, pieces.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<ArrayRef, RowError>>>> = Mutex::new(vec![None; pieces.len()]);
+    let work = || loop {
+        let i = next.fetch_add(1, Relaxed);
+        let Some((piece, first_row)) = pieces.get(i) else {
+            return;
+        };
+        let result = format.parse(piece.as_ref(), *first_row, on_error);
+        results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+    };
+    if threads > 1 {
+        if !crate::parallel::run_beside(threads - 1, &work) {
+            return Err(RowError {
+                row: 0,
+                reason: "a parsing thread panicked".into(),
+            });
+        }
+    } else {
+        work();
+    }
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.into_iter().map(|r| r.expect("every piece is parsed")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+
+    fn binary(values: &[Option<&[u8]>]) -> ArrayRef {
+        Arc::new(BinaryArray::from(values.to_vec()))
+    }
+
+    fn json_format() -> ValueFormat {
+        let fields = vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", DataType::Utf8, true),
+        ];
+        ValueFormat::json(DataType::Struct(fields.into()), false).unwrap()
+    }
+
+    #[test]
+    fn json_documents_become_struct_rows_and_tombstones_stay_null() {
+        let values = binary(&[Some(br#"{"a": 1, "b": "x"}"#), None, Some(br#"{"a": 2, "c": 3}"#)]);
+        let out = json_format().parse(values.as_ref(), 0, OnValueError::Raise).unwrap();
+        let out = out.as_struct();
+        assert_eq!(out.len(), 3);
+        assert!(out.is_null(1));
+        let a = out.column(0).as_primitive::<Int64Type>();
+        assert_eq!((a.value(0), a.value(2)), (1, 2));
+        assert!(out.column(1).is_null(2), "a field missing from the document is null");
+    }
+
+    #[test]
+    fn a_bad_json_value_names_its_row_or_becomes_null() {
+        let values = binary(&[
+            Some(br#"{"a": 1}"#),
+            Some(br#"{"a": "#),
+            Some(br#"{"a": 3}"#),
+            Some(br#"{"a": "seven"}"#),
+            Some(b"1 2"),
+        ]);
+        let err = json_format()
+            .parse(values.as_ref(), 10, OnValueError::Raise)
+            .unwrap_err();
+        assert_eq!(err.row, 11);
+        let out = json_format().parse(values.as_ref(), 0, OnValueError::Null).unwrap();
+        let nulls: Vec<bool> = (0..5).map(|i| out.is_null(i)).collect();
+        assert_eq!(nulls, [false, true, false, true, true]);
+        let a = out.as_struct().column(0).as_primitive::<Int64Type>();
+        assert_eq!((a.value(0), a.value(2)), (1, 3));
+    }
+
+    #[test]
+    fn escaped_surrogate_pairs_past_the_first_plane_decode_right() {
+        let format = ValueFormat::json(DataType::Utf8, false).unwrap();
+        let values = binary(&[
+            Some(br#""\ud840\udc00""#),
+            Some(br#""\\ud840 \\\ud840\udc00""#),
+            Some(br#""\ud83d\ude00 \u00e9""#),
+        ]);
+        let out = format.parse(values.as_ref(), 0, OnValueError::Raise).unwrap();
+        let out = out.as_string::<i32>();
+        assert_eq!(out.value(0), "\u{20000}");
+        assert_eq!(
+            out.value(1),
+            "\\ud840 \\\u{20000}",
+            "an escaped backslash starts no escape"
+        );
+        assert_eq!(out.value(2), "\u{1f600} é");
+    }
+
+    #[test]
+    fn utf8_is_checked() {
+        let values = binary(&[Some(b"ok"), Some(b"\xff")]);
+        let err = ValueFormat::Utf8
+            .parse(values.as_ref(), 0, OnValueError::Raise)
+            .unwrap_err();
+        assert_eq!(err.row, 1);
+        assert!(err.reason.contains("UTF-8"));
+    }
+
+    const SCHEMA_V1: &str = r#"{"type":"record","name":"R","fields":[{"name":"x","type":"long"}]}"#;
+
+    #[test]
+    fn avro_plain_and_confluent_framed() {
+        // zig-zag longs: 1 -> 0x02, -2 -> 0x03
+        let plain = binary(&[Some(&[0x02]), Some(&[0x03])]);
+        let out = ValueFormat::avro_plain(SCHEMA_V1).unwrap();
+        let out = out.parse(plain.as_ref(), 0, OnValueError::Raise).unwrap();
+        let x = out.as_struct().column(0).as_primitive::<Int64Type>();
+        assert_eq!(x.values().to_vec(), [1, -2]);
+
+        let framed = binary(&[
+            Some(&[0, 0, 0, 0, 7, 0x02]),
+            Some(&[0, 0, 0, 0, 9, 0x02]),
+            Some(&[0, 0, 0, 0, 7]),
+        ]);
+        let format = ValueFormat::avro_confluent(&[(7, SCHEMA_V1.to_string())], None).unwrap();
+        let err = format.parse(framed.as_ref(), 0, OnValueError::Raise).unwrap_err();
+        assert_eq!(err.row, 1);
+        assert!(err.reason.contains("unknown schema id 9"), "{}", err.reason);
+        let out = format.parse(framed.as_ref(), 0, OnValueError::Null).unwrap();
+        let nulls: Vec<bool> = (0..3).map(|i| out.is_null(i)).collect();
+        assert_eq!(nulls, [false, true, true]);
+    }
+
+    #[test]
+    fn parse_column_keeps_order_across_pieces_and_threads() {
+        let docs: Vec<String> = (0..40_000).map(|i| format!(r#"{{"a": {i}}}"#)).collect();
+        let values: Vec<Option<&[u8]>> = docs.iter().map(|d| Some(d.as_bytes())).collect();
+        let column = vec![binary(&values[..25_000]), binary(&values[25_000..])];
+        let out = parse_column(&json_format(), &column, OnValueError::Raise, 2).unwrap();
+        let got: Vec<i64> = out
+            .iter()
+            .flat_map(|a| a.as_struct().column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(got, (0..40_000).collect::<Vec<i64>>());
+    }
+}
