@@ -70,6 +70,14 @@ SAMPLE_VALUES = {
     "maxBytesPerPartition": "1m",
     "maxRecordsPerBatch": "100",
     "threads": "2",
+    "valueFormat": "string",
+    "valueSchema": "a string",
+    "keyFormat": "string",
+    "keySchema": "a string",
+    "schemaRegistry": "",
+    "schemaRegistry.basic.auth.user.info": "user:password",
+    "schemaRegistry.bearer.auth.token": "t0k3n",
+    "onValueError": "null",
 }
 
 

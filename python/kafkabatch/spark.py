@@ -59,6 +59,9 @@ except ImportError as _error:  # pragma: no cover - depends on the environment
         "kafkabatch.spark needs PySpark 4.0 or later (with Python data sources): pip install 'kafkabatch[spark]'"
     ) from _error
 
+from kafkabatch import sparkvalues
+from kafkabatch.sparkvalues import SparkValueColumns
+
 __all__ = [
     "DEFAULT_MAX_BYTES_PER_PARTITION",
     "DEFAULT_MAX_RECORDS_PER_BATCH",
@@ -73,6 +76,7 @@ __all__ = [
     "decode_batches",
     "decode_batches_arrow",
     "explode_batches",
+    "parse_values",
     "register",
     "to_spark_arrow",
 ]
@@ -177,6 +181,8 @@ KNOWN_OPTIONS: tuple[str, ...] = (
     "maxBytesPerPartition",
     "maxRecordsPerBatch",
     "threads",
+    # typed values and keys (JSON, Avro, Schema Registry)
+    *sparkvalues.VALUE_OPTIONS,
 )
 
 #: Options people bring from Spark's file sources or Spark's Kafka source,
@@ -266,6 +272,8 @@ class _Options:
         self.ending_offsets = _offsets_option(opts, "endingOffsets")
         self.starting_timestamp = _timestamp_option(opts, "startingTimestamp")
         self.ending_timestamp = _timestamp_option(opts, "endingTimestamp")
+        # Typed value/key columns: resolved by the source once the topics are listed.
+        self.value_options = {k: v for k, v in opts.items() if k in {o.lower() for o in sparkvalues.VALUE_OPTIONS}}
 
     def decode_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -590,21 +598,23 @@ class KafkaLogDataSource(DataSource):
         # there, and every action on the DataFrame reads the same files (as
         # Spark's file sources do).
         self._segments = self._list()
+        # valueFormat/keyFormat: schemas fetched here, on the driver, once.
+        self._values = sparkvalues.value_columns(self._options.value_options, sorted({s.topic for s in self._segments}))
 
     @classmethod
     def name(cls) -> str:
         return "kafka-log"
 
     def schema(self) -> StructType:
-        return KAFKA_SCHEMA
+        return KAFKA_SCHEMA if self._values is None else self._values.schema(KAFKA_SCHEMA)
 
     def reader(self, schema: StructType) -> "KafkaLogReader":
-        if schema != KAFKA_SCHEMA:
+        if schema != self.schema():
             raise ValueError(
-                "kafka-log has a fixed schema (Spark's Kafka source schema): "
-                f"{KAFKA_SCHEMA.simpleString()}; got {schema.simpleString()}"
+                "kafka-log has a fixed schema (Spark's Kafka source schema, value and key typed by "
+                f"valueFormat/keyFormat): {self.schema().simpleString()}; got {schema.simpleString()}"
             )
-        return KafkaLogReader(self._options, self._segments)
+        return KafkaLogReader(self._options, self._segments, self._values)
 
     def _list(self) -> list[Segment]:
         segments: dict[str, Segment] = {}
@@ -621,9 +631,11 @@ class KafkaLogDataSource(DataSource):
 class KafkaLogReader(DataSourceReader):
     """Plans one input partition per segment (split when large) and decodes them."""
 
-    def __init__(self, options: _Options, segments: list[Segment]) -> None:
+    def __init__(self, options: _Options, segments: list[Segment], values: SparkValueColumns | None = None) -> None:
         self._options = options
         self._segments = segments
+        self._values = values
+        self._arrow_schema = None if values is None else values.arrow_schema(KAFKA_SCHEMA)
 
     def partitions(self) -> list[InputPartition]:
         opts = self._options
@@ -690,9 +702,13 @@ class KafkaLogReader(DataSourceReader):
                 transactions=partition.transactions,
                 max_records_per_batch=opts.max_records_per_batch,
                 result=result,
+                value_specs=() if self._values is None else self._values.specs,
                 **opts.decode_options(),
             ):
-                yield to_spark_arrow(batch)
+                if self._values is None or self._arrow_schema is None:
+                    yield to_spark_arrow(batch)
+                else:
+                    yield self._values.to_spark(batch, self._arrow_schema)
         finally:
             source.close()
         if opts.mode == "PERMISSIVE" and (result.skipped or result.trailing_bytes):
@@ -1030,6 +1046,37 @@ def decode_batches_arrow(col: Any, **options: Any) -> Any:
         return _decode_to_list(content, opts)
 
     return arrow_udf(decode_kafka_batches, ArrayType(KAFKA_SCHEMA))(col)  # type: ignore[call-overload]
+
+
+def parse_values(
+    col: Any,
+    *,
+    format: str = "json",
+    schema: Any = None,
+    schema_registry: Any = None,
+    on_value_error: str = "raise",
+    subject: str | None = None,
+) -> Any:
+    """A column of ``col``'s values parsed in the Rust core: ``"string"``,
+    ``"json"`` (``schema`` a DDL string, ``StructType`` or pyarrow type) or
+    ``"avro"`` (``schema`` the Avro schema, or ``schema_registry`` a URL,
+    a confluent-style config dict or ``{id: schema}`` for Confluent-framed
+    values) — for Spark's own Kafka source, or any binary column. Schemas
+    are fetched now, on the driver; with a URL the writer schemas are
+    ``subject``'s versions (default: every subject's). An Arrow UDF on
+    PySpark 4.1+, a pandas UDF before.
+
+    >>> kafka_df = spark.read.format("kafka").option("subscribe", "orders").load()  # doctest: +SKIP
+    >>> kafka_df.select(kbs.parse_values("value", format="json", schema="id string, qty long").alias("v"))  # doctest: +SKIP
+    """
+    return sparkvalues.parse_values_udf(
+        col,
+        format=format,
+        schema=schema,
+        schema_registry=schema_registry,
+        on_value_error=on_value_error,
+        subject=subject,
+    )
 
 
 def explode_batches(

@@ -1,0 +1,437 @@
+"""Typed values in Spark: schemas as Spark writes them, Arrow as Spark reads it.
+
+A Python data source is planned in a Python worker with no JVM, so
+``valueSchema`` DDL (``"order_id string, qty long, items array<struct<sku:
+string, n: int>>"``) is parsed here rather than by Spark's parser. Parsed
+values leave in the exact Arrow types Spark expects for their Spark type:
+Avro enums (dictionaries) become strings, uuids and fixed binary,
+timestamps microseconds in UTC, every field nullable.
+
+>>> spark_schema_of("id string, qty bigint").simpleString()
+'struct<id:string,qty:bigint>'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from kafkabatch.registry import BASIC_AUTH, BEARER_TOKEN, registry_of
+from kafkabatch.values import ValueSpec, avro_text, resolve
+
+_SIMPLE: dict[str, DataType] = {
+    "string": StringType(),
+    "varchar": StringType(),
+    "char": StringType(),
+    "binary": BinaryType(),
+    "boolean": BooleanType(),
+    "bool": BooleanType(),
+    "tinyint": ByteType(),
+    "byte": ByteType(),
+    "smallint": ShortType(),
+    "short": ShortType(),
+    "int": IntegerType(),
+    "integer": IntegerType(),
+    "bigint": LongType(),
+    "long": LongType(),
+    "float": FloatType(),
+    "real": FloatType(),
+    "double": DoubleType(),
+    "date": DateType(),
+    "timestamp": TimestampType(),
+    "timestamp_ltz": TimestampType(),
+    "timestamp_ntz": TimestampNTZType(),
+}
+
+_TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*)|(\d+)|('(?:[^'\\]|\\.)*')|([<>(),:]))")
+
+
+class _DDL:
+    """A recursive-descent reader of Spark's type DDL."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens: list[str] = []
+        pos = 0
+        while pos < len(text):
+            if text[pos:].strip() == "":
+                break
+            match = _TOKEN.match(text, pos)
+            if not match:
+                raise ValueError(f"cannot read the schema DDL at character {pos}: {text[pos : pos + 20]!r}")
+            self.tokens.append(next(g for g in match.groups() if g is not None))
+            pos = match.end()
+        self.i = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        token = self.peek()
+        if token is None or (expected is not None and token.lower() != expected):
+            want = f"{expected!r}" if expected else "more"
+            raise ValueError(f"schema DDL {self.text!r}: expected {want}, found {token!r}")
+        self.i += 1
+        return token
+
+    def fields(self, end: str | None) -> StructType:
+        fields = []
+        while self.peek() is not None and self.peek() != end:
+            name = self.take()
+            name = name[1:-1].replace("``", "`") if name.startswith("`") else name
+            if self.peek() == ":":
+                self.take(":")
+            data_type = self.type()
+            nullable = True
+            if (self.peek() or "").lower() == "not":
+                self.take("not")
+                self.take("null")
+                nullable = False
+            if (self.peek() or "").lower() == "comment":
+                self.take("comment")
+                self.take()
+            fields.append(StructField(name, data_type, nullable))
+            if self.peek() == ",":
+                self.take(",")
+        return StructType(fields)
+
+    def type(self) -> DataType:
+        word = self.take().lower()
+        if word in ("varchar", "char") and self.peek() == "(":
+            self.take("(")
+            self.take()
+            self.take(")")
+        if word in _SIMPLE:
+            return _SIMPLE[word]
+        if word in ("decimal", "dec", "numeric"):
+            precision, scale = 10, 0
+            if self.peek() == "(":
+                self.take("(")
+                precision = int(self.take())
+                if self.peek() == ",":
+                    self.take(",")
+                    scale = int(self.take())
+                self.take(")")
+            return DecimalType(precision, scale)
+        if word == "array":
+            self.take("<")
+            element = self.type()
+            self.take(">")
+            return ArrayType(element)
+        if word == "map":
+            self.take("<")
+            key = self.type()
+            self.take(",")
+            value = self.type()
+            self.take(">")
+            return MapType(key, value)
+        if word == "struct":
+            self.take("<")
+            struct = self.fields(">")
+            self.take(">")
+            return struct
+        raise ValueError(f"schema DDL {self.text!r}: unknown type {word!r}")
+
+
+def spark_schema_of(schema: Any) -> DataType:
+    """A Spark type from DDL (``"a int, b string"`` or ``"struct<...>"``),
+    Spark's JSON form (``StructType.json()``) or a Spark ``DataType``."""
+    if isinstance(schema, DataType):
+        return schema
+    text = str(schema).strip()
+    if text.startswith("{"):
+        return StructType.fromJson(json.loads(text))
+    ddl = _DDL(text)
+    if (ddl.peek() or "").lower() in ("struct", "array", "map") and len(ddl.tokens) > 1 and ddl.tokens[1] == "<":
+        data_type = ddl.type()
+    else:
+        data_type = ddl.fields(None)
+    if ddl.peek() is not None:
+        raise ValueError(f"schema DDL {text!r}: unexpected {ddl.peek()!r}")
+    return data_type
+
+
+def spark_type_to_arrow(schema: Any) -> pa.DataType:
+    """The Arrow type Spark uses for a Spark type, DDL or JSON schema."""
+    return to_arrow_type(spark_schema_of(schema), timezone="UTC")
+
+
+def _spark_ready(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` with every part Spark can't take replaced by one it can."""
+    if pa.types.is_dictionary(arrow_type):
+        return _spark_ready(arrow_type.value_type)
+    if pa.types.is_fixed_size_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        return pa.binary()
+    if pa.types.is_large_string(arrow_type) or pa.types.is_string_view(arrow_type):
+        return pa.string()
+    if pa.types.is_timestamp(arrow_type):
+        return pa.timestamp("us", tz="UTC" if arrow_type.tz else None)
+    if pa.types.is_time(arrow_type):
+        return pa.int64()
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([pa.field(f.name, _spark_ready(f.type)) for f in arrow_type])
+    if pa.types.is_map(arrow_type):
+        return pa.map_(_spark_ready(arrow_type.key_type), _spark_ready(arrow_type.item_type))
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return pa.list_(_spark_ready(arrow_type.value_type))
+    if pa.types.is_union(arrow_type):
+        raise ValueError(
+            f"Spark has no union type for {arrow_type}: give a reader schema whose unions are "
+            '["null", T] (or read the values with kafkabatch.parse_values in Python)'
+        )
+    return arrow_type
+
+
+def spark_type_of(arrow_type: pa.DataType) -> DataType:
+    """The Spark type of a parsed column, every field nullable."""
+    return _nullable(from_arrow_type(_spark_ready(arrow_type), prefer_timestamp_ntz=False))
+
+
+def _nullable(data_type: DataType) -> DataType:
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
+    return data_type
+
+
+def to_spark_column(array: pa.Array, spark_type: DataType) -> pa.Array:
+    """``array`` cast to exactly the Arrow type Spark reads for ``spark_type``."""
+    target = to_arrow_type(spark_type, timezone="UTC")
+    if array.type.equals(target):
+        return array
+    return _cast(array, target)
+
+
+def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """A cast that also takes dictionaries and fixed binary nested in structs,
+    lists and maps (pyarrow's cast stops at some of those)."""
+    if array.type.equals(target):
+        return array
+    if pa.types.is_struct(target) and pa.types.is_struct(array.type):
+        children = [_cast(array.field(i), target.field(i).type) for i in range(target.num_fields)]
+        return pa.StructArray.from_arrays(
+            children, fields=list(target), mask=array.is_null() if array.null_count else None
+        )
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_map(target) and pa.types.is_map(array.type):
+        keys = _cast(array.keys, target.key_type)
+        items = _cast(array.items, target.item_type)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=mask)
+    if pa.types.is_list(target) and (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)):
+        # offsets of a sliced list point into its whole child, as .values is
+        values = _cast(array.values, target.value_type)
+        return pa.ListArray.from_arrays(array.offsets.cast(pa.int32()), values, type=target, mask=mask)
+    if pa.types.is_dictionary(array.type):
+        return _cast(array.dictionary_decode(), target)
+    if pa.types.is_fixed_size_binary(array.type) and pa.types.is_binary(target):
+        width = array.type.byte_width
+        offsets = pa.array(range(0, (len(array) + 1) * width, width), pa.int32())
+        data = array.buffers()[1]
+        start = array.offset * width
+        return (
+            pa.Array.from_buffers(
+                pa.binary(),
+                len(array),
+                [array.buffers()[0], offsets.buffers()[1], data.slice(start)],
+                array.null_count,
+                array.offset * 0,
+            )
+            if array.offset == 0
+            else _cast(pa.concat_arrays([array]), target)
+        )
+    return array.cast(target)
+
+
+# --------------------------------------------------------------------------
+# the kafka-log source's value options
+# --------------------------------------------------------------------------
+
+#: The ``kafka-log`` options that type ``value`` and ``key`` (docs/spark.md).
+VALUE_OPTIONS: tuple[str, ...] = (
+    "valueFormat",
+    "valueSchema",
+    "keyFormat",
+    "keySchema",
+    "schemaRegistry",
+    "schemaRegistry.basic.auth.user.info",
+    "schemaRegistry.bearer.auth.token",
+    "onValueError",
+)
+
+
+def registry_option(options: Mapping[str, Any]) -> Any:
+    """The ``schemaRegistry`` option (lower-cased names) as :func:`kafkabatch.values.resolve`
+    takes it: a confluent-style config dict for a URL, ``{id: schema}`` for a JSON object."""
+    text = options.get("schemaregistry")
+    if text is None or str(text).strip() == "":
+        return None
+    text = str(text).strip()
+    if text.startswith("{"):
+        return {int(k): avro_text(v) for k, v in json.loads(text).items()}
+    config = {"url": text}
+    for name in (BASIC_AUTH, BEARER_TOKEN):
+        if options.get(f"schemaregistry.{name}"):
+            config[name] = str(options[f"schemaregistry.{name}"])
+    return config
+
+
+@dataclass(frozen=True)
+class SparkValueColumns:
+    """The typed columns of a ``kafka-log`` read: how each is parsed and the
+    Spark type it gets. Resolved on the driver (registry schemas included),
+    pickled to the tasks."""
+
+    specs: tuple[ValueSpec, ...]
+    spark_types: tuple[tuple[str, DataType], ...]
+
+    def schema(self, base: StructType) -> StructType:
+        types = dict(self.spark_types)
+        return StructType([StructField(f.name, types.get(f.name, f.dataType), f.nullable) for f in base.fields])
+
+    def arrow_schema(self, base: StructType) -> pa.Schema:
+        return pa.schema(
+            [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")) for f in self.schema(base).fields]
+        )
+
+    def to_spark(self, batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+        """A parsed batch in exactly the Arrow types of ``target``."""
+        columns = [_cast(batch.column(i), target.field(i).type) for i in range(batch.num_columns)]
+        return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkValueColumns | None:
+    """The typed columns the (lower-cased) options ask for, or None."""
+    registry = registry_option(options)
+    on_error = str(options.get("onvalueerror", "raise")).strip().lower()
+    on_error = {"failfast": "raise", "permissive": "null"}.get(on_error, on_error)
+    specs = []
+    spark_types = []
+    for column in ("value", "key"):
+        fmt = options.get(f"{column}format")
+        schema_text = options.get(f"{column}schema")
+        fmt = None if fmt is None else str(fmt).strip().lower()
+        if fmt in (None, "", "binary") and schema_text is None:
+            continue
+        spark_type = None
+        schema: Any = schema_text
+        if fmt == "json" and schema_text is not None:
+            spark_type = _nullable(spark_schema_of(schema_text))
+            schema = to_arrow_type(spark_type, timezone="UTC")
+        spec = resolve(column, fmt, schema, registry, on_error, topics=topics)
+        if spec is None:
+            continue
+        specs.append(spec)
+        spark_types.append((column, spark_type or spark_type_of(spec.output_type)))
+    if not specs:
+        return None
+    return SparkValueColumns(tuple(specs), tuple(spark_types))
+
+
+# --------------------------------------------------------------------------
+# parse_values over any binary column (Spark's own Kafka source)
+# --------------------------------------------------------------------------
+
+
+def parse_values_udf(
+    col: Any,
+    *,
+    format: str = "json",
+    schema: Any = None,
+    schema_registry: Any = None,
+    on_value_error: str = "raise",
+    subject: str | None = None,
+) -> Any:
+    """A column of ``col``'s values parsed (see :func:`kafkabatch.parse_values`):
+    an Arrow UDF on PySpark 4.1+, a pandas UDF before. Schemas are fetched
+    here, on the driver; tasks never call the registry. With a registry URL
+    the writer schemas are the versions of ``subject`` (default: every
+    subject's).
+
+    >>> kafka_df.select(kbs.parse_values("value", format="avro", schema_registry=url).alias("v"))  # doctest: +SKIP
+    """
+    spark_type = None
+    arrow_schema: Any = schema
+    if format == "json":
+        if schema is None:
+            raise ValueError("format='json' needs schema (DDL, StructType or a pyarrow type)")
+        if isinstance(schema, (pa.DataType, pa.Schema, pa.Field)):
+            from kafkabatch.values import arrow_type_of
+
+            arrow_schema = arrow_type_of(schema)
+            spark_type = spark_type_of(arrow_schema)
+        else:
+            spark_type = _nullable(spark_schema_of(schema))
+            arrow_schema = to_arrow_type(spark_type, timezone="UTC")
+    registry: Any = schema_registry
+    topics: list[str] = []
+    client = registry_of(schema_registry) if format == "avro" else None
+    if client is not None:
+        if subject is not None:
+            subjects = [subject]
+        else:
+            subjects = client.subjects()
+        writers: dict[int, str] = {}
+        for name in subjects:
+            writers.update(client.subject_schemas(name))
+        if schema is None and len(subjects) == 1:
+            arrow_schema = client.latest(subjects[0])[1]
+        registry = writers
+    spec = resolve("value", format, arrow_schema, registry, on_value_error, topics=topics)
+    if spec is None:
+        raise ValueError("format must be 'string', 'json' or 'avro'")
+    spark_type = spark_type or spark_type_of(spec.output_type)
+    target = to_arrow_type(spark_type, timezone="UTC")
+
+    def parse(values: pa.Array) -> pa.Array:
+        parsed = spec.parse(values, threads=1).combine_chunks()
+        return _cast(parsed, target)
+
+    try:
+        from pyspark.sql.functions import arrow_udf
+    except ImportError:
+        return _pandas_parse_udf(parse, spark_type)(col)
+    return arrow_udf(parse, spark_type)(col)  # type: ignore[call-overload]
+
+
+def _pandas_parse_udf(parse: Any, spark_type: DataType) -> Any:
+    """PySpark 4.0: the same through a pandas UDF (a struct comes back as a DataFrame)."""
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+
+    def parse_pandas(values: pd.Series) -> Any:
+        array = pa.array(values.to_numpy(dtype=object, na_value=None), pa.binary())
+        parsed = parse(array)
+        if isinstance(spark_type, StructType):
+            return pa.Table.from_arrays(parsed.flatten(), names=[f.name for f in spark_type.fields]).to_pandas()
+        return pd.Series(parsed.to_pandas(), index=values.index)
+
+    return pandas_udf(parse_pandas, spark_type)  # type: ignore[call-overload]

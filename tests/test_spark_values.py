@@ -1,0 +1,160 @@
+"""Typed values in Spark: the kafka-log source's valueFormat options and kbs.parse_values.
+
+JSON is held against Spark's own ``from_json`` on the same bytes; Avro
+against fastavro on values confluent-kafka's ``AvroSerializer`` wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+import kafkabatch as kb
+
+pytest.importorskip("pyspark")
+fastavro = pytest.importorskip("fastavro")
+tv = pytest.importorskip("test_values")
+
+from pyspark.sql import functions as F  # noqa: E402
+
+import kafkabatch.spark as kbs  # noqa: E402
+
+registry = tv.registry  # fixtures shared with test_values
+registry_server = tv.registry_server
+
+ORDER_DDL = (
+    "order_id string, qty bigint, price double, paid boolean, "
+    "items array<struct<sku: string, n: bigint>>, customer struct<name: string, vip: boolean>, missing string"
+)
+
+
+@pytest.fixture()
+def json_folder(tmp_path):
+    values = [json.dumps(tv.json_order(i)).encode() for i in range(500)]
+    values[7] = None
+    folder = tmp_path / "orders-0"
+    folder.mkdir()
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": v} for v in values], compression="zstd")
+    return tmp_path, values
+
+
+def _rows(df, column="value"):
+    return [None if r[column] is None else r[column].asDict(recursive=True) for r in df.orderBy("offset").collect()]
+
+
+def test_kafka_log_json_equals_spark_from_json(spark, json_folder):
+    path, values = json_folder
+    typed = (
+        spark.read.format("kafka-log").option("valueFormat", "json").option("valueSchema", ORDER_DDL).load(str(path))
+    )
+    assert typed.schema["value"].dataType.simpleString() == (
+        "struct<order_id:string,qty:bigint,price:double,paid:boolean,items:array<struct<sku:string,n:bigint>>,"
+        "customer:struct<name:string,vip:boolean>,missing:string>"
+    )
+    plain = spark.read.format("kafka-log").load(str(path))
+    reference = plain.select("offset", F.from_json(F.col("value").cast("string"), ORDER_DDL).alias("value"))
+    assert _rows(typed) == _rows(reference)
+    assert (
+        typed.select("topic", "partition", "offset").collect() == plain.select("topic", "partition", "offset").collect()
+    )
+
+
+def test_kafka_log_confluent_avro_with_a_registry(spark, tmp_path):
+    registry = tv.sr.SchemaRegistryClient.new_client({"url": "mock://spark-avro"})
+    values = tv.confluent_avro(registry, tv.ORDER_V1, [tv.order(i) for i in range(200)])
+    folder = tmp_path / "orders-1"
+    folder.mkdir()
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": v} for v in values], records_per_batch=40)
+    writers = tv.registry_dict(registry, values)
+    # A V1 reader (no score union of three types, which Spark can't hold) over the writer schema.
+    reader = {**tv.ORDER_V1, "fields": [f for f in tv.ORDER_V1["fields"] if f["name"] != "score"]}
+    df = (
+        spark.read.format("kafka-log")
+        .option("valueFormat", "avro")
+        .option("valueSchema", json.dumps(reader))
+        .option("schemaRegistry", json.dumps({str(k): v for k, v in writers.items()}))
+        .load(str(tmp_path))
+    )
+    got = _rows(df)
+    expected = [tv.fastavro_read(v, tv.ORDER_V1, reader) for v in values]
+    for row, want in zip(got, expected, strict=True):
+        assert row["status"] == want["status"], "an enum arrives as its symbol"
+        assert row["uid"] == want["uid"].bytes
+        assert row["attrs"] == want["attrs"]
+        assert row["ts"] == want["ts"].replace(tzinfo=None), "session time zone UTC"
+        assert row["day"] == want["day"] and row["price"] == want["price"]
+        assert row["items"] == want["items"] and row["note"] == want["note"] and row["qty"] == want["qty"]
+
+
+def test_kafka_log_registry_url_with_basic_auth(spark, tmp_path, registry_server):
+    registry = tv.sr.SchemaRegistryClient.new_client({"url": "mock://spark-url"})
+    reader = {**tv.ORDER_V1, "fields": [f for f in tv.ORDER_V1["fields"] if f["name"] != "score"]}
+    values = tv.confluent_avro(registry, reader, [tv.order(i) for i in range(50)])
+    tv._publish(registry, "orders-value")
+    tv._RegistryHandler.auth = "Basic " + base64.b64encode(b"bob:pw").decode()
+    folder = tmp_path / "orders-0"
+    folder.mkdir()
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": v} for v in values])
+    df = (
+        spark.read.format("kafka-log")
+        .option("valueFormat", "avro")
+        .option("schemaRegistry", registry_server)
+        .option("schemaRegistry.basic.auth.user.info", "bob:pw")
+        .load(str(tmp_path))
+    )
+    assert [r["id"] for r in _rows(df)] == [f"o{i}" for i in range(50)]
+    assert set(tv._RegistryHandler.seen_auth) == {tv._RegistryHandler.auth}
+
+
+def test_bad_values_fail_with_their_offset_or_become_null(spark, tmp_path):
+    folder = tmp_path / "events-3"
+    folder.mkdir()
+    values = [b'{"n": 1}', b'{"n": ', b'{"n": 3}']
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": v, "key": b"k"} for v in values], base_offset=90)
+    reader = (
+        spark.read.format("kafka-log")
+        .option("valueFormat", "json")
+        .option("valueSchema", "n int")
+        .option("keyFormat", "string")
+    )
+    with pytest.raises(Exception, match=r"value at offset 91 of events-3"):
+        reader.load(str(tmp_path)).collect()
+    rows = reader.option("onValueError", "null").load(str(tmp_path)).orderBy("offset").collect()
+    assert [None if r["value"] is None else r["value"]["n"] for r in rows] == [1, None, 3]
+    assert [r["key"] for r in rows] == ["k"] * 3
+
+
+def test_value_options_are_checked_at_load(spark, tmp_path):
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": b"{}"}])
+    with pytest.raises(Exception, match="needs value_schema"):
+        spark.read.format("kafka-log").option("valueFormat", "json").load(str(tmp_path)).collect()
+    with pytest.raises(Exception, match="cannot be reached"):
+        (
+            spark.read.format("kafka-log")
+            .option("valueFormat", "avro")
+            .option("schemaRegistry", "http://127.0.0.1:9")
+            .load(str(tmp_path))
+            .collect()
+        )
+
+
+def test_parse_values_udf_on_a_binary_column(spark, registry_server):
+    docs = [json.dumps(tv.json_order(i)).encode() for i in range(300)] + [None]
+    df = spark.createDataFrame([(i, d) for i, d in enumerate(docs)], "offset long, value binary")
+    ours = df.select("offset", kbs.parse_values("value", format="json", schema=ORDER_DDL).alias("value"))
+    spark_json = df.select("offset", F.from_json(F.col("value").cast("string"), ORDER_DDL).alias("value"))
+    assert _rows(ours) == _rows(spark_json)
+
+    registry = tv.sr.SchemaRegistryClient.new_client({"url": "mock://spark-udf"})
+    reader = {**tv.ORDER_V1, "fields": [f for f in tv.ORDER_V1["fields"] if f["name"] != "score"]}
+    values = tv.confluent_avro(registry, reader, [tv.order(i) for i in range(120)])
+    tv._publish(registry, "orders-value")
+    avro_df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], "offset long, value binary")
+    parsed = avro_df.select(
+        "offset", kbs.parse_values("value", format="avro", schema_registry=registry_server).alias("value")
+    )
+    assert [r["id"] for r in _rows(parsed)] == [f"o{i}" for i in range(120)]
