@@ -422,7 +422,7 @@ def registry_server(registry):
 
 
 def _publish(registry, subject: str) -> None:
-    versions = registry.get_versions(subject)
+    versions = sorted(registry.get_versions(subject))  # the mock answers in no set order
     _RegistryHandler.subjects[subject] = [
         (registry.get_version(subject, v).schema_id, registry.get_version(subject, v).schema.schema_str)
         for v in versions
@@ -525,3 +525,55 @@ def test_avro_round_trip(rows):
     table = kb.decode(kb.encode([{"value": v} for v in values]), value_format="avro", value_schema=HYPO_AVRO)
     got = [None if r is None else {**r, "m": dict(r["m"])} for r in table.column("value").to_pylist()]
     assert got == rows
+
+
+def test_cli_convert_writes_typed_parquet_and_json_lines(tmp_path, registry):
+    import subprocess
+    import sys
+
+    values = confluent_avro(registry, ORDER_V1, [order(i) for i in range(60)])
+    folder = tmp_path / "logs" / "orders-0"
+    folder.mkdir(parents=True)
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": v} for v in values], compression="lz4")
+    writers = tmp_path / "writers.json"
+    writers.write_text(json.dumps({str(k): v for k, v in registry_dict(registry, values).items()}))
+    out = tmp_path / "orders.parquet"
+    # Parquet has no unions: read through a reader schema without the three-way "score" union.
+    reader = {**ORDER_V1, "fields": [f for f in ORDER_V1["fields"] if f["name"] != "score"]}
+    cli = [sys.executable, "-m", "kafkabatch", "convert", str(tmp_path / "logs")]
+    args = ["--value-format", "avro", "--schema-registry", str(writers), "--value-schema", json.dumps(reader), "-q"]
+    done = subprocess.run([*cli, str(out), *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(out)
+    expected = [fastavro_read(v, ORDER_V1, reader) for v in values]
+    assert [normalised(r) for r in table.column("value").to_pylist()] == expected
+
+    docs = [json.dumps(json_order(i)).encode() for i in range(30)] + [b"{broken"]
+    (tmp_path / "logs" / "orders-1").mkdir()
+    kb.write_segment(tmp_path / "logs" / "orders-1" / "00000000000000000000.log", [{"value": d} for d in docs])
+    avsc = tmp_path / "order.avsc"
+    avsc.write_text(
+        json.dumps(
+            {
+                "type": "record",
+                "name": "O",
+                "fields": [{"name": "order_id", "type": "string"}, {"name": "qty", "type": "long"}],
+            }
+        )
+    )
+    json_cli = [
+        *cli[:-1],
+        str(tmp_path / "logs" / "orders-1"),
+        "-",
+        "--value-format",
+        "json",
+        "--value-schema",
+        str(avsc),
+        "-q",
+    ]
+    failed = subprocess.run(json_cli, capture_output=True, text=True)
+    assert failed.returncode != 0 and "offset 30 of orders-1" in failed.stderr
+    lines = subprocess.run([*json_cli, "--on-value-error", "null"], capture_output=True, text=True, check=True).stdout
+    rows = [json.loads(line) for line in lines.splitlines()]
+    assert [r["value"] for r in rows] == [{"order_id": f"o-{i}", "qty": i} for i in range(30)] + [None]
+    assert rows[0]["value_encoding"] == "parsed"

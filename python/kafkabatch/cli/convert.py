@@ -40,6 +40,8 @@ FORMATS = {
     ".ndjson": "jsonl",
 }
 DEFAULT_COMPRESSION = {"parquet": "zstd", "arrow": "none", "jsonl": "none"}
+#: --value-format/--key-format choices that parse into a typed column.
+TYPED_FORMATS = ("string", "json", "avro")
 
 DESCRIPTION = """\
 Convert Kafka log segments to Parquet (default), Arrow IPC / Feather, or JSON
@@ -56,6 +58,8 @@ examples:
   kafkabatch convert /var/lib/kafka/data/orders-0 orders.arrow --offsets 1000:2000
   kafkabatch convert orders-0/00000000000000000000.log - --format jsonl | head
   kafkabatch convert /var/lib/kafka/data all.parquet --isolation read_committed --on-error skip
+  kafkabatch convert /data/orders-0 orders.parquet --value-format json --value-schema 'id string, qty bigint'
+  kafkabatch convert /data/payments-0 payments.parquet --value-format avro --schema-registry http://registry:8081
 
 formats (by --format, else by OUT's extension):
   parquet  .parquet .pq      zstd, row groups of ~128MiB or 1M rows
@@ -119,15 +123,37 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="SIZE",
         help="parquet: close a row group at about SIZE of Arrow data (default 128MiB)",
     )
-    group = p.add_argument_group("JSON lines")
+    group = p.add_argument_group("value and key formats")
     group.add_argument(
-        "--key-format",
-        choices=BYTE_FORMATS,
+        "--value-format",
+        choices=(*BYTE_FORMATS, *TYPED_FORMATS),
         default="utf8",
-        help="utf8 (text when valid UTF-8, else base64), hex or base64",
+        help="string, json or avro: parse values into a typed column (in every output format); "
+        "utf8 (default; text when valid UTF-8, else base64), hex or base64: how JSON lines show the bytes",
     )
-    group.add_argument("--value-format", choices=BYTE_FORMATS, default="utf8", help="as --key-format")
-    group.add_argument("--header-format", choices=BYTE_FORMATS, default="utf8", help="as --key-format")
+    group.add_argument(
+        "--value-schema",
+        metavar="SCHEMA",
+        help="for json: a file or text holding an Avro record schema, a Spark DDL string "
+        "('id string, qty bigint') or Spark's StructType JSON; for avro: the Avro schema (file or text)",
+    )
+    group.add_argument(
+        "--key-format", choices=(*BYTE_FORMATS, *TYPED_FORMATS), default="utf8", help="as --value-format"
+    )
+    group.add_argument("--key-schema", metavar="SCHEMA", help="as --value-schema")
+    group.add_argument(
+        "--schema-registry",
+        metavar="REGISTRY",
+        help="values carry the Confluent Schema Registry prefix: a registry URL (user:password@ for basic auth), "
+        "or a JSON file / text of {schema id: schema}",
+    )
+    group.add_argument(
+        "--on-value-error",
+        choices=("raise", "null"),
+        default="raise",
+        help="a value that can't be parsed: stop naming its offset (default), or write null",
+    )
+    group.add_argument("--header-format", choices=BYTE_FORMATS, default="utf8", help="as --value-format, for headers")
     add_decode_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     p.add_argument(
@@ -151,10 +177,11 @@ def _output_format(args: argparse.Namespace) -> str:
 
 
 class _ParquetSink:
-    def __init__(self, path: str, compression: str, rows: int, nbytes: int) -> None:
+    def __init__(self, path: str, schema: pa.Schema, compression: str, rows: int, nbytes: int) -> None:
         import pyarrow.parquet as pq
 
-        self._writer = pq.ParquetWriter(path, kb.SCHEMA, compression=compression)
+        self._schema = schema
+        self._writer = pq.ParquetWriter(path, schema, compression=compression)
         self._rows_limit, self._bytes_limit = rows, nbytes
         self._pending: list[pa.RecordBatch] = []
         self._rows = self._bytes = 0
@@ -171,7 +198,7 @@ class _ParquetSink:
         (the rest waits for more, unless ``final`` or the byte limit is hit)."""
         if not self._pending:
             return
-        table = pa.Table.from_batches(self._pending, schema=kb.SCHEMA)
+        table = pa.Table.from_batches(self._pending, schema=self._schema)
         keep = 0
         if not final and self._bytes < self._bytes_limit:
             keep = table.num_rows % self._rows_limit
@@ -187,12 +214,12 @@ class _ParquetSink:
 
 
 class _ArrowSink:
-    def __init__(self, path: str, compression: str) -> None:
+    def __init__(self, path: str, schema: pa.Schema, compression: str) -> None:
         if compression not in ("none", "lz4", "zstd"):
             raise CliError(f"Arrow IPC supports --compression none, lz4 or zstd, not {compression}")
         options = pa.ipc.IpcWriteOptions(compression=None if compression == "none" else compression)
         self._sink = pa.OSFile(path, "wb")
-        self._writer = pa.ipc.new_file(self._sink, kb.SCHEMA, options=options)
+        self._writer = pa.ipc.new_file(self._sink, schema, options=options)
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
@@ -213,6 +240,7 @@ class _JsonSink:
             name: batch.column(name).to_pylist()
             for name in ("key", "value", "topic", "partition", "offset", "timestampType", "headers")
         }
+        typed = [name for name in ("key", "value") if not pa.types.is_binary(batch.schema.field(name).type)]
         lines = []
         for i, micros in enumerate(ts.to_pylist()):
             headers = [(h["key"], h["value"]) for h in columns["headers"][i]]
@@ -222,12 +250,15 @@ class _JsonSink:
                 columns["offset"][i],
                 -1 if micros is None else micros // 1000,
                 columns["timestampType"][i],
-                columns["key"][i],
-                columns["value"][i],
+                None if "key" in typed else columns["key"][i],
+                None if "value" in typed else columns["value"][i],
                 headers,
                 self._formats,
             )
-            lines.append(json.dumps(obj, ensure_ascii=False))
+            for name in typed:  # parsed: the value itself, as JSON
+                obj[name] = columns[name][i]
+                obj[f"{name}_encoding"] = None if obj[name] is None else "parsed"
+            lines.append(json.dumps(obj, ensure_ascii=False, default=_json_default))
         if lines:
             self._file.write("\n".join(lines) + "\n")
 
@@ -236,6 +267,81 @@ class _JsonSink:
             self._file.flush()
         else:
             self._file.close()
+
+
+def _json_default(value: Any) -> Any:
+    """Parsed values in JSON: dates and times as ISO-8601, decimals as text, bytes as base64."""
+    import base64
+    import datetime as dt
+    import decimal
+
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _schema_text(arg: str | None) -> str | None:
+    """A schema argument: the text of a file when it names one, else the text itself."""
+    if arg is None:
+        return None
+    if arg.lstrip().startswith(("{", "[", '"')):
+        return arg
+    try:
+        if Path(arg).is_file():
+            return Path(arg).read_text(encoding="utf-8")
+    except OSError:  # not a usable file name (too long, ...): the text itself
+        pass
+    return arg
+
+
+def _json_target(text: str) -> pa.DataType:
+    """The Arrow type a --value-schema for JSON values names."""
+    from kafkabatch.values import ValueSpec
+
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("type") == "record":
+        return ValueSpec("value", "avro", avro_schema=text).output_type
+    try:
+        from kafkabatch.sparkvalues import spark_type_to_arrow
+    except ImportError:
+        raise CliError(
+            "a Spark DDL or StructType schema needs pyspark installed; give an Avro record schema (.avsc) instead"
+        ) from None
+    return spark_type_to_arrow(text)
+
+
+def value_options(args: argparse.Namespace) -> dict[str, Any]:
+    """scan_log's typed-value keywords from the command line."""
+    options: dict[str, Any] = {}
+    for column in ("value", "key"):
+        fmt = getattr(args, f"{column}_format")
+        schema = _schema_text(getattr(args, f"{column}_schema"))
+        if fmt not in TYPED_FORMATS:
+            if schema is not None:
+                raise CliError(f"--{column}-schema needs --{column}-format json or avro")
+            continue
+        options[f"{column}_format"] = fmt
+        if schema is not None:
+            options[f"{column}_schema"] = _json_target(schema) if fmt == "json" else schema
+    if options:
+        registry = _schema_text(args.schema_registry)
+        if registry is not None and registry.lstrip().startswith("{"):
+            options["schema_registry"] = {int(k): v for k, v in json.loads(registry).items()}
+        elif registry is not None:
+            options["schema_registry"] = registry.strip()
+        options["on_value_error"] = args.on_value_error
+    elif args.schema_registry is not None:
+        raise CliError("--schema-registry needs --value-format or --key-format json or avro")
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -270,6 +376,10 @@ def run(args: argparse.Namespace) -> int:
         on_error=args.on_error,
         max_decompressed_size=args.max_decompressed_size,
     )
+    try:
+        decode_options.update(value_options(args))
+    except (ValueError, TypeError, kb.SchemaRegistryError) as error:
+        raise CliError(str(error)) from error
     results: list[Any] = []
     temp = None if out_path is None else out_path.with_name(f".{out_path.name}.partial-{os.getpid()}")
     target = "-" if temp is None else str(temp)
@@ -277,12 +387,15 @@ def run(args: argparse.Namespace) -> int:
     rows = 0
     sink: Any = None
     try:
-        if fmt == "parquet":
-            sink = _ParquetSink(target, compression, args.row_group_size, args.row_group_bytes)
-        elif fmt == "arrow":
-            sink = _ArrowSink(target, compression)
-        else:
-            sink = _JsonSink(target, (args.key_format, args.value_format, args.header_format))
+
+        def open_sink(schema: pa.Schema) -> Any:
+            if fmt == "parquet":
+                return _ParquetSink(target, schema, compression, args.row_group_size, args.row_group_bytes)
+            if fmt == "arrow":
+                return _ArrowSink(target, schema, compression)
+            shown = tuple(f if f in BYTE_FORMATS else "utf8" for f in (args.key_format, args.value_format))
+            return _JsonSink(target, (*shown, args.header_format))
+
         from kafkabatch.logdir import scan_log
 
         total = sum(s.size for s in segments)
@@ -305,15 +418,21 @@ def run(args: argparse.Namespace) -> int:
                     on_segment=on_segment,
                     **decode_options,
                 )
+                if sink is None:
+                    sink = open_sink(reader.schema)
                 try:
                     for batch in reader:
                         rows += batch.num_rows
                         sink.write(batch)
+                except kb.ValueDecodeError as error:
+                    raise CliError(f"{error} (use --on-value-error null to write null instead)") from error
                 except kb.KafkaBatchError as error:
                     hint = "--on-error skip to leave corrupt batches out"
                     if isinstance(error, kb.CrcMismatchError):
                         hint += ", --no-crc to ignore CRCs"
                     raise CliError(f"{error} (use {hint})") from error
+        if sink is None:
+            sink = open_sink(kb.SCHEMA)
         sink.close()
         sink = None
         if temp is not None and out_path is not None:
