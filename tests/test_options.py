@@ -70,6 +70,9 @@ SAMPLE_VALUES = {
     "maxBytesPerPartition": "1m",
     "maxRecordsPerBatch": "100",
     "threads": "2",
+    "maxOffsetsPerTrigger": "1000",
+    "maxBytesPerTrigger": "16m",
+    "failOnDataLoss": "false",
 }
 
 
