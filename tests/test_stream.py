@@ -13,6 +13,7 @@ isolation: every visible record once, across restarts from the checkpoint.
 from __future__ import annotations
 
 import collections
+import json
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from test_logdir import codec
 
 import kafkabatch as kb
 
-pytest.importorskip("pyspark")
+pytest.importorskip("pyspark.sql.streaming.datasource")  # PySpark 4.2+: read limits, availableNow
 
 pytestmark = [requires_spark41, pytest.mark.spark]
 
@@ -168,10 +169,16 @@ def test_growing_log_restarts_exactly_once(spark, tmp_path):
     assert sum(got.values()) == 35 + 15 + 20 + 6 + 7 + 4 + 2
     assert ("payments", 0, 1, b"payments-0#" + str(w.counter).encode()) in got
 
-    # nothing new: a run adds nothing
+    # nothing new: a run adds nothing; progress reports the latest offsets
     query = run(spark, data, ck, out)
     assert input_rows(query) == []
     assert_exactly_once(spark, data, out)
+    latest = json.loads(query.lastProgress["sources"][0]["latestOffset"])
+    assert (
+        latest
+        == {"orders": {"0": 68, "1": 15, "2": 4}, "payments": {"0": 2}}
+        == {t: {str(p): w.next[(t, p)] for (t2, p) in sorted(w.next) if t2 == t} for t, _ in w.next}
+    )
 
 
 def test_read_committed_waits_for_open_transactions(spark, tmp_path):
@@ -314,3 +321,52 @@ def test_clear_errors(spark, tmp_path):
     w.append("e", 0, 1)
     run(spark, data, tmp_path / "ck4", tmp_path / "out4", failOnDataLoss="false")
     assert sum(sink(spark, tmp_path / "out4").values()) == 3  # the 2 first records, then the new one
+
+
+def _read_plan(reader, start: dict, end: dict) -> list[tuple[int, int]]:
+    rows = []
+    for part in reader.partitions(start, end):
+        for batch in reader.read(part):
+            rows += zip(batch.column("partition").to_pylist(), batch.column("offset").to_pylist())
+    return sorted(rows)
+
+
+def test_replayed_micro_batch_reads_the_same_records(tmp_path):
+    """What Spark does after a crash between writing a micro-batch's offsets and
+    committing it: a new reader plans the same (start, end) from the offset
+    log, after the log grew (more data, a new transaction, its abort), and
+    must read exactly the same records, also when ``end`` cuts a batch."""
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    import kafkabatch.spark as kbs
+
+    data = tmp_path / "data"
+    w = Writer(data)
+    w.append("x", 0, 4)
+    w.txn("x", 0, 3, producer_id=5)
+    w.append("x", 0, 5, "zstd")
+    w.marker("x", 0, "abort", 5)
+    w.append("x", 1, 9, "gzip")
+    options = {"path": str(data), "isolation": "read_committed", "maxoffsetspertrigger": "7"}
+
+    def reader():
+        return kbs.KafkaLogDataSource(options).streamReader(kbs.KAFKA_SCHEMA)
+
+    first = reader()
+    start = first.initialOffset()
+    seen = []
+    plans = []
+    while True:
+        end = first.latestOffset(start, ReadMaxRows(7))
+        if end == start:
+            break
+        plans.append((start, end, _read_plan(first, start, end)))
+        seen += plans[-1][2]
+        first.commit(end)
+        start = end
+    assert len(plans) >= 3
+    assert sorted(seen) == [(0, o) for o in [0, 1, 2, 3, 7, 8, 9, 10, 11]] + [(1, o) for o in range(9)]
+    w.append("x", 0, 3)
+    w.txn("x", 0, 2, producer_id=6)
+    for start, end, rows in plans:
+        assert _read_plan(reader(), start, end) == rows
