@@ -542,7 +542,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin = _from_json(start)
         until = _from_json(end)
-        wanted = {tp: begin.get(tp) for tp in until}
+        # -1: a partition new in this micro-batch is read from its earliest offset
+        wanted = {tp: begin.get(tp, -1) for tp in until}
         if any(self._needs_walk(tp, offset) for tp, offset in wanted.items()):
             # a restart replaying the micro-batch in the checkpoint's offset log
             self._refresh(wanted)
