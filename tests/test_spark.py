@@ -335,8 +335,6 @@ def test_in_process_modes(corrupt, caplog):
         ("maxBytesPerPartition", "big", "'maxBytesPerPartition' must be a size"),
         ("partition", "-1", "'partition' must be at least 0"),
         ("startingOffsets", "{orders: 1}", "'startingOffsets' must be earliest or JSON"),
-        ("startingOffsets", "latest", "'startingOffsets' can't be latest"),
-        ("startingOffsets", '{"orders": {"0": -1}}', "orders-0 can't start at latest"),
         ("startingOffsets", '{"orders": {"zero": 5}}', "partition 'zero' of topic 'orders'"),
         ("startingOffsets", '{"orders": {"0": "5"}}', "offset '5' for orders-0"),
         ("startingOffsets", '{"orders": [5]}', "topic 'orders' must map partitions to offsets"),
@@ -350,6 +348,17 @@ def test_in_process_modes(corrupt, caplog):
 def test_bad_option_values(log, option, value, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         kbs.KafkaLogDataSource({"path": str(log), option.lower(): value})
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [("latest", "'startingOffsets' can't be latest"), ('{"orders": {"0": -1}}', "orders-0 can't start at latest")],
+)
+def test_batch_reads_cant_start_at_latest(log, value, message):
+    # a stream can (spark.readStream), so load() takes it and the batch reader refuses it
+    source = kbs.KafkaLogDataSource({"path": str(log), "startingoffsets": value})
+    with pytest.raises(ValueError, match=message):
+        source.reader(kbs.KAFKA_SCHEMA)
 
 
 def test_option_spellings(log):

@@ -26,6 +26,29 @@ class CrcMismatchError(CorruptBatchError): ...
 class DecompressionError(CorruptBatchError): ...
 class UnsupportedFormatError(KafkaBatchError): ...
 
+class ValueDecodeError(KafkaBatchError):
+    """A value (or key) that can't be parsed in the requested format.
+
+    Carries ``row`` and ``reason``; raised by :func:`kafkabatch.decode` also
+    with ``topic``, ``partition``, ``offset`` and ``column``.
+    """
+
+@final
+class ParsedColumn:
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+def parse_values(
+    column: object,
+    *,
+    format: str,
+    data_type: object | None = None,
+    avro_schema: str | None = None,
+    writers: list[tuple[int, str]] | None = None,
+    confluent: bool = False,
+    on_error: str = "raise",
+    threads: int | None = None,
+) -> ParsedColumn: ...
+
 @final
 class ArrowSchema:
     def __new__(cls, binary_view: bool = False) -> ArrowSchema: ...

@@ -32,7 +32,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -181,6 +181,10 @@ KNOWN_OPTIONS: tuple[str, ...] = (
     "maxBytesPerPartition",
     "maxRecordsPerBatch",
     "threads",
+    # streaming (spark.readStream; ignored by batch reads, as Spark's Kafka source does)
+    "maxOffsetsPerTrigger",
+    "maxBytesPerTrigger",
+    "failOnDataLoss",
     # typed values and keys (JSON, Avro, Schema Registry)
     *sparkvalues.VALUE_OPTIONS,
 )
@@ -268,12 +272,33 @@ class _Options:
         self.max_decompressed_size = _size_option(opts, "maxDecompressedSize", kb.DEFAULT_MAX_DECOMPRESSED_SIZE)
         # Decode threads per task: None = the task's CPUs (spark.task.cpus), see _task_threads.
         self.threads = _int_option(opts, "threads", minimum=1)
-        self.starting_offsets = _offsets_option(opts, "startingOffsets")
+        # startingOffsets "latest" (or -1) only makes sense for a stream: the
+        # batch reader refuses it (check_batch), the stream reader takes it.
+        self.starting_spec = _offsets_spec(opts, "startingOffsets")
+        self._batch_error: str | None = None
+        try:
+            self.starting_offsets = _offsets_option(opts, "startingOffsets")
+        except ValueError as error:
+            self.starting_offsets = {}
+            self._batch_error = str(error)
         self.ending_offsets = _offsets_option(opts, "endingOffsets")
+        self.has_ending = any(name in opts for name in ("endingoffsets", "endingtimestamp"))
+        self.max_offsets_per_trigger = _int_option(opts, "maxOffsetsPerTrigger", minimum=1)
+        self.max_bytes_per_trigger = (
+            _size_option(opts, "maxBytesPerTrigger", 0) if opts.get("maxbytespertrigger") not in (None, "") else None
+        )
+        if self.max_bytes_per_trigger is not None and self.max_bytes_per_trigger < 1:
+            raise ValueError("kafka-log option 'maxBytesPerTrigger' must be at least 1 byte")
+        self.fail_on_data_loss = _bool_option(opts, "failOnDataLoss", True)
         self.starting_timestamp = _timestamp_option(opts, "startingTimestamp")
         self.ending_timestamp = _timestamp_option(opts, "endingTimestamp")
         # Typed value/key columns: resolved by the source once the topics are listed.
         self.value_options = {k: v for k, v in opts.items() if k in {o.lower() for o in sparkvalues.VALUE_OPTIONS}}
+
+    def check_batch(self) -> None:
+        """Refuse what only a stream can do (startingOffsets latest), for a batch read."""
+        if self._batch_error:
+            raise ValueError(self._batch_error)
 
     def decode_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -389,6 +414,52 @@ def _timestamp_option(opts: dict[str, Any], name: str) -> int | None:
         ) from None
 
 
+def _offsets_spec(opts: dict[str, Any], name: str) -> str | dict[tuple[str, int], int]:
+    """``startingOffsets``/``endingOffsets`` as a stream takes them: ``"earliest"``,
+    ``"latest"``, or ``{(topic, partition): offset}`` with -2 (earliest) and -1
+    (latest) kept. Checked as :func:`_offsets_option` checks them, without the
+    batch-only refusals."""
+    value = opts.get(name.lower())
+    if value is None:
+        return "earliest" if name == "startingOffsets" else "latest"
+    text = str(value).strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    words = "earliest" if name == "startingOffsets" else "latest"
+    return dict(_offsets_json(name, value, words, " (a stream also takes earliest/latest)"))
+
+
+def _offsets_json(name: str, value: Any, words: str, note: str = "") -> list[tuple[tuple[str, int], int]]:
+    """The ``((topic, partition), offset)`` pairs of an offsets JSON option, each offset >= -2."""
+    try:
+        parsed = json.loads(str(value).strip())
+    except json.JSONDecodeError:
+        parsed = None
+    example = '\'{"orders": {"0": 23, "1": -2}}\''
+    if not isinstance(parsed, dict):
+        raise ValueError(f"kafka-log option '{name}' must be {words} or JSON like {example}{note}, not {value!r}")
+    pairs = []
+    for topic, partitions in parsed.items():
+        if not isinstance(partitions, dict):
+            raise ValueError(
+                f"kafka-log option '{name}': topic {topic!r} must map partitions to offsets, like {example}"
+            )
+        for part, offset in partitions.items():
+            try:
+                part_number = int(part)
+            except ValueError:
+                raise ValueError(
+                    f"kafka-log option '{name}': partition {part!r} of topic {topic!r} is not a number"
+                ) from None
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < -2:
+                raise ValueError(
+                    f"kafka-log option '{name}': offset {offset!r} for {topic}-{part} must be "
+                    "an offset >= 0, -2 (earliest) or -1 (latest)"
+                )
+            pairs.append(((topic, part_number), offset))
+    return pairs
+
+
 def _offsets_option(opts: dict[str, Any], name: str) -> dict[tuple[str, int], int]:
     """``startingOffsets``/``endingOffsets`` as Spark's Kafka source takes them:
     ``earliest``/``latest`` or JSON ``{"topic": {"partition": offset}}`` with -2
@@ -407,42 +478,16 @@ def _offsets_option(opts: dict[str, Any], name: str) -> dict[tuple[str, int], in
             f"(use {'earliest' if starting else 'latest'} or JSON like "
             '\'{"orders": {"0": 23, "1": -2}}\')'
         )
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        parsed = None
-    example = '\'{"orders": {"0": 23, "1": -2}}\''
-    if not isinstance(parsed, dict):
-        raise ValueError(
-            f"kafka-log option '{name}' must be {'earliest' if starting else 'latest'} or JSON "
-            f"like {example}, not {value!r}"
-        )
     bounds: dict[tuple[str, int], int] = {}
-    for topic, partitions in parsed.items():
-        if not isinstance(partitions, dict):
+    for (topic, part_number), offset in _offsets_json(name, value, "earliest" if starting else "latest"):
+        if offset == (-1 if starting else -2):
             raise ValueError(
-                f"kafka-log option '{name}': topic {topic!r} must map partitions to offsets, like {example}"
+                f"kafka-log option '{name}': {topic}-{part_number} can't "
+                f"{'start at latest (-1)' if starting else 'end at earliest (-2)'} "
+                "in a batch read"
             )
-        for part, offset in partitions.items():
-            try:
-                part_number = int(part)
-            except ValueError:
-                raise ValueError(
-                    f"kafka-log option '{name}': partition {part!r} of topic {topic!r} is not a number"
-                ) from None
-            if isinstance(offset, bool) or not isinstance(offset, int) or offset < -2:
-                raise ValueError(
-                    f"kafka-log option '{name}': offset {offset!r} for {topic}-{part} must be "
-                    "an offset >= 0, -2 (earliest) or -1 (latest)"
-                )
-            if offset == (-1 if starting else -2):
-                raise ValueError(
-                    f"kafka-log option '{name}': {topic}-{part} can't "
-                    f"{'start at latest (-1)' if starting else 'end at earliest (-2)'} "
-                    "in a batch read"
-                )
-            if offset >= 0:
-                bounds[(topic, part_number)] = offset
+        if offset >= 0:
+            bounds[(topic, part_number)] = offset
     return bounds
 
 
@@ -609,23 +654,50 @@ class KafkaLogDataSource(DataSource):
         return KAFKA_SCHEMA if self._values is None else self._values.schema(KAFKA_SCHEMA)
 
     def reader(self, schema: StructType) -> "KafkaLogReader":
-        if schema != self.schema():
-            raise ValueError(
-                "kafka-log has a fixed schema (Spark's Kafka source schema, value and key typed by "
-                f"valueFormat/keyFormat): {self.schema().simpleString()}; got {schema.simpleString()}"
-            )
+        _check_schema(schema, self.schema())
+        self._options.check_batch()
         return KafkaLogReader(self._options, self._segments, self._values)
 
+    def streamReader(self, schema: StructType) -> Any:
+        """``spark.readStream.format("kafka-log")``: see :mod:`kafkabatch.stream`
+        (PySpark 4.2+: a stream reader with read limits and Trigger.AvailableNow)."""
+        _check_schema(schema, self.schema())
+        try:
+            from kafkabatch.stream import KafkaLogStreamReader
+        except ImportError as error:
+            import pyspark
+
+            raise RuntimeError(
+                "spark.readStream.format('kafka-log') needs PySpark 4.2 or later (streaming Python data sources "
+                f"with read limits and Trigger.AvailableNow); this is PySpark {pyspark.__version__} ({error}). "
+                "Batch reads (spark.read) work here"
+            ) from None
+        return KafkaLogStreamReader(self._options, self._values)
+
     def _list(self) -> list[Segment]:
-        segments: dict[str, Segment] = {}
-        for path in self._options.paths:
-            for seg in logdir.list_segments(path, topic=self._options.topic, partition=self._options.partition):
-                if self._options.path_glob_filter and not fnmatch.fnmatchcase(
-                    logdir._basename(seg.path), self._options.path_glob_filter
-                ):
-                    continue  # as Spark's pathGlobFilter: a glob on file names only
-                segments.setdefault(seg.path, seg)
-        return sorted(segments.values(), key=logdir._sort_key)
+        return _list_segments(self._options)
+
+
+def _check_schema(schema: StructType, expected: StructType) -> None:
+    if schema != expected:
+        raise ValueError(
+            "kafka-log has a fixed schema (Spark's Kafka source schema, value and key typed by "
+            f"valueFormat/keyFormat): {expected.simpleString()}; got {schema.simpleString()}"
+        )
+
+
+def _list_segments(options: _Options) -> list[Segment]:
+    """The segments under the ``path``/``paths`` options (see :func:`kafkabatch.logdir.list_segments`),
+    filtered by ``pathGlobFilter``, in topic, partition, offset order."""
+    segments: dict[str, Segment] = {}
+    for path in options.paths:
+        for seg in logdir.list_segments(path, topic=options.topic, partition=options.partition):
+            if options.path_glob_filter and not fnmatch.fnmatchcase(
+                logdir._basename(seg.path), options.path_glob_filter
+            ):
+                continue  # as Spark's pathGlobFilter: a glob on file names only
+            segments.setdefault(seg.path, seg)
+    return sorted(segments.values(), key=logdir._sort_key)
 
 
 class KafkaLogReader(DataSourceReader):
@@ -647,33 +719,7 @@ class KafkaLogReader(DataSourceReader):
             transactions = None
             if opts.isolation == "read_committed":
                 transactions = logdir._partition_transactions(group)
-            for i, seg in enumerate(group):
-                if seg.size == 0 or logdir._segment_skippable(group, i, bounds):
-                    continue
-                txns = None if transactions is None else _transactions_for(transactions, group, i)
-                source = logdir._open_source(seg.path)
-                try:
-                    start, end = logdir.seek_position(seg, bounds, source)
-                    # Remote objects: a read per split would cost a request each; count wire bytes.
-                    local = not logdir._is_remote(seg.path)
-                    for a, b, from_index in _split(seg, start, opts.max_bytes_per_partition):
-                        if end is not None:
-                            if a >= end:
-                                break
-                            b = min(b, end)
-                        splits.append(
-                            _LogSplit(
-                                seg,
-                                a,
-                                b,
-                                bounds,
-                                txns,
-                                check_start=from_index and a > 0,
-                                work=_estimate_work(source, a, b) if local else None,
-                            )
-                        )
-                finally:
-                    source.close()
+            splits.extend(_plan_partition(opts, group, bounds, transactions))
         return _pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -713,6 +759,48 @@ class KafkaLogReader(DataSourceReader):
             source.close()
         if opts.mode == "PERMISSIVE" and (result.skipped or result.trailing_bytes):
             log.warning("kafka-log PERMISSIVE: %s", result.describe())
+
+
+def _plan_partition(
+    opts: _Options,
+    group: list[Segment],
+    bounds: _Bounds,
+    transactions: list[Transaction] | None,
+    seek: Callable[[Segment, _Bounds, Any], tuple[int, int | None]] = logdir.seek_position,
+) -> list[_LogSplit]:
+    """The splits (byte ranges, at most ``maxBytesPerPartition`` each) that read
+    ``bounds`` of one topic-partition's segments ``group`` (in offset order);
+    shared by the batch reader and the stream reader's micro-batches (whose
+    ``seek`` knows batch positions from its own walk of the headers)."""
+    splits: list[_LogSplit] = []
+    for i, seg in enumerate(group):
+        if seg.size == 0 or logdir._segment_skippable(group, i, bounds):
+            continue
+        txns = None if transactions is None else _transactions_for(transactions, group, i)
+        source = logdir._open_source(seg.path)
+        try:
+            start, end = seek(seg, bounds, source)
+            # Remote objects: a read per split would cost a request each; count wire bytes.
+            local = not logdir._is_remote(seg.path)
+            for a, b, from_index in _split(seg, start, opts.max_bytes_per_partition):
+                if end is not None:
+                    if a >= end:
+                        break
+                    b = min(b, end)
+                splits.append(
+                    _LogSplit(
+                        seg,
+                        a,
+                        b,
+                        bounds,
+                        txns,
+                        check_start=from_index and a > 0,
+                        work=_estimate_work(source, a, b) if local else None,
+                    )
+                )
+        finally:
+            source.close()
+    return splits
 
 
 def _transactions_for(transactions: list[Transaction], group: list[Segment], i: int) -> list[Transaction]:
