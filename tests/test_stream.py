@@ -370,3 +370,59 @@ def test_replayed_micro_batch_reads_the_same_records(tmp_path):
     w.txn("x", 0, 2, producer_id=6)
     for start, end, rows in plans:
         assert _read_plan(reader(), start, end) == rows
+
+
+def test_three_runs_read_committed_with_a_rate_limit(spark, tmp_path):
+    """One query, three availableNow runs, read_committed and maxOffsetsPerTrigger
+    together, the folder growing between runs in every way at once: a
+    half-written batch, appends, a rolled segment, a new partition and a
+    transaction open across a run, committed before the next."""
+    data, ck, out = tmp_path / "data", tmp_path / "ck", tmp_path / "out"
+    options = {"isolation": "read_committed", "maxOffsetsPerTrigger": 7}
+    w = Writer(data)
+    w.append("acc", 0, 6, "zstd")
+    w.txn("acc", 0, 5, producer_id=42)  # open across the first run
+    w.append("acc", 0, 3, "lz4")
+    w.append("acc", 1, 9, "snappy")
+    half = w.batch("acc", 1, 4, "gzip")
+    w.write("acc", 1, half[:10])
+    query = run(spark, data, ck, out, **options)
+    assert max(input_rows(query)) <= 7
+    # Not yet a batch read's rows: a read_committed consumer stops at the last
+    # stable offset (6), so 11-13 after the open transaction wait too.
+    got = sink(spark, out)
+    assert max(got.values()) == 1
+    assert sorted(o for _, p, o, _ in got if p == 0) == list(range(6)), "held back at the open transaction"
+    assert sorted(o for _, p, o, _ in got if p == 1) == list(range(9))
+
+    w.write("acc", 1, half[10:])
+    w.marker("acc", 0, "commit", 42)
+    w.roll("acc", 0)
+    w.append("acc", 0, 8, "gzip")
+    w.append("acc", 2, 5, "none")
+    query = run(spark, data, ck, out, **options)
+    assert max(input_rows(query)) <= 7
+    got = assert_exactly_once(spark, data, out, isolation="read_committed")
+    assert sorted(o for _, p, o, _ in got if p == 0) == [*range(14), *range(15, 23)], "14 is the COMMIT marker"
+
+    w.txn("acc", 2, 3, producer_id=43)
+    w.marker("acc", 2, "abort", 43)
+    w.append("acc", 2, 2, "lz4")
+    w.append("acc", 1, 3, "zstd")
+    run(spark, data, ck, out, **options)
+    got = assert_exactly_once(spark, data, out, isolation="read_committed")
+    assert sorted(o for _, p, o, _ in got if p == 2) == [0, 1, 2, 3, 4, 9, 10], "aborted 5-7, marker 8"
+
+
+def test_stream_takes_the_value_formats(spark, tmp_path):
+    data, ck, out = tmp_path / "data", tmp_path / "ck", tmp_path / "out"
+    folder = data / "j-0"
+    folder.mkdir(parents=True)
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": json.dumps({"n": i}).encode()} for i in range(5)])
+    run(spark, data, ck, out, valueFormat="json", valueSchema="n int", keyFormat="string")
+    with open(folder / "00000000000000000000.log", "ab") as f:
+        f.write(kb.encode([{"value": b'{"n": 5}', "key": b"k"}], base_offset=5))
+    run(spark, data, ck, out, valueFormat="json", valueSchema="n int", keyFormat="string")
+    rows = spark.read.parquet(str(out)).orderBy("offset").collect()
+    assert [r.value.n for r in rows] == list(range(6))
+    assert [r.key for r in rows] == [None] * 5 + ["k"]

@@ -1,0 +1,226 @@
+"""Typed values (issue 16): parsing in the core against what people do today.
+
+The ``orders`` topic of a generated log folder (realistic JSON documents:
+nested shipping struct, an items array, nullable coupon and note), decoded
+and parsed into typed Arrow columns four ways, and the same records as
+Confluent-framed Avro (fastavro's ``schemaless_writer`` behind the 5-byte
+prefix, as confluent-kafka's ``AvroSerializer`` writes them):
+
+* ``json``             - ``kb.decode(data, value_format="json", value_schema=ORDERS)``
+* ``decode+polars``    - ``kb.decode(data)``, then polars ``str.json_decode(dtype)`` on the value column
+* ``decode+json.loads``- ``kb.decode(data)``, ``json.loads`` per value, ``pa.array(rows, ORDERS)``
+* ``avro``             - ``kb.decode(data, value_format="avro", schema_registry={1: schema})``
+* ``decode+fastavro``  - ``kb.decode(data)``, fastavro ``schemaless_reader`` per value (dicts, no Arrow)
+* ``spark``            - ``kafka-log`` with ``valueFormat=json`` → Parquet, against ``kafka-log`` +
+                         ``from_json`` → Parquet (``--spark``; local[2])
+
+Every method runs once per round, rounds interleaved; the median of
+``--repeat`` rounds after a warm-up::
+
+    .venv/bin/python benches/bench_values.py [--size 96MB] [--repeat 5] [--spark]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+import kafkabatch as kb
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+ORDERS_DDL = (
+    "order_id string, customer_id string, created_at string, status string, channel string, currency string, "
+    "items array<struct<sku: string, name: string, qty: bigint, unit_price: double>>, total double, "
+    "shipping struct<method: string, country: string, city: string, postcode: string>, coupon string, note string"
+)
+ITEM = pa.struct([("sku", pa.string()), ("name", pa.string()), ("qty", pa.int64()), ("unit_price", pa.float64())])
+SHIPPING = pa.struct([(n, pa.string()) for n in ("method", "country", "city", "postcode")])
+ORDERS = pa.struct(
+    [(n, pa.string()) for n in ("order_id", "customer_id", "created_at", "status", "channel", "currency")]
+    + [("items", pa.list_(ITEM)), ("total", pa.float64()), ("shipping", SHIPPING)]
+    + [("coupon", pa.string()), ("note", pa.string())]
+)
+ORDERS_AVRO = {
+    "type": "record",
+    "name": "Order",
+    "fields": [
+        *({"name": n, "type": "string"} for n in ("order_id", "customer_id", "created_at", "status", "channel")),
+        {"name": "currency", "type": "string"},
+        {
+            "name": "items",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "Item",
+                    "fields": [
+                        {"name": "sku", "type": "string"},
+                        {"name": "name", "type": "string"},
+                        {"name": "qty", "type": "long"},
+                        {"name": "unit_price", "type": "double"},
+                    ],
+                },
+            },
+        },
+        {"name": "total", "type": "double"},
+        {
+            "name": "shipping",
+            "type": {
+                "type": "record",
+                "name": "Shipping",
+                "fields": [{"name": n, "type": "string"} for n in ("method", "country", "city", "postcode")],
+            },
+        },
+        {"name": "coupon", "type": ["null", "string"], "default": None},
+        {"name": "note", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
+def orders_bytes(folder: Path, size: str) -> bytes:
+    """Every segment of the generated ``orders`` topic, concatenated."""
+    if not folder.exists():
+        from kafkabatch.generate import DEFAULT_TOPICS
+
+        kb.generate(
+            folder, size=size, seed=16, topics=[t for t in DEFAULT_TOPICS if t.name == "orders"], progress=False
+        )
+    return b"".join(p.read_bytes() for p in sorted(folder.glob("orders-*/*.log")))
+
+
+def avro_bytes(values: list[bytes]) -> bytes:
+    import fastavro
+
+    parsed = fastavro.parse_schema(ORDERS_AVRO)
+    out = []
+    for v in values:
+        doc = json.loads(v)
+        doc.setdefault("note", None)
+        buf = io.BytesIO()
+        buf.write(b"\0\0\0\0\1")
+        fastavro.schemaless_writer(buf, parsed, doc)
+        out.append(buf.getvalue())
+    return kb.encode([{"value": v} for v in out], compression="lz4", records_per_batch=500)
+
+
+def python_methods(json_data: bytes, avro_data: bytes) -> dict:
+    import fastavro
+    import polars as pl
+
+    polars_type = pl.from_arrow(pa.array([], ORDERS)).dtype
+    registry = {1: json.dumps(ORDERS_AVRO)}
+    parsed_avro = fastavro.parse_schema(ORDERS_AVRO)
+
+    def decode_polars():
+        values = pl.from_arrow(kb.decode(json_data).column("value")).cast(pl.Utf8)
+        return values.str.json_decode(polars_type).len()
+
+    def decode_json_loads():
+        values = kb.decode(json_data).column("value").to_pylist()
+        return len(pa.array([json.loads(v) for v in values], ORDERS))
+
+    def decode_fastavro():
+        values = kb.decode(avro_data).column("value").to_pylist()
+        return len([fastavro.schemaless_reader(io.BytesIO(v[5:]), parsed_avro, None) for v in values])
+
+    return {
+        "json": lambda: kb.decode(json_data, value_format="json", value_schema=ORDERS).num_rows,
+        "decode+polars": decode_polars,
+        "decode+json.loads": decode_json_loads,
+        "avro": lambda: kb.decode(avro_data, value_format="avro", schema_registry=registry).num_rows,
+        "decode+fastavro": decode_fastavro,
+    }
+
+
+def spark_methods(folder: Path, out: Path) -> dict:
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import kafkabatch.spark as kbs
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    kbs.register(spark)
+
+    def typed():
+        df = spark.read.format("kafka-log").option("valueFormat", "json").option("valueSchema", ORDERS_DDL)
+        df.load(str(folder)).write.mode("overwrite").parquet(str(out / "typed"))
+
+    def from_json():
+        df = spark.read.format("kafka-log").load(str(folder))
+        df = df.withColumn("value", F.from_json(F.col("value").cast("string"), ORDERS_DDL))
+        df.write.mode("overwrite").parquet(str(out / "from_json"))
+
+    return {"spark valueFormat=json": typed, "spark from_json": from_json}
+
+
+def run(methods: dict, repeat: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in methods}
+    for round_ in range(repeat + 1):
+        for name, method in methods.items():
+            t0 = time.perf_counter()
+            method()
+            if round_:  # round 0 warms up
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--folder", type=Path, help="a generated folder to reuse (default: a temporary one)")
+    parser.add_argument("--size", default="96MB", help="generated size of the orders topic")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--spark", action="store_true", help="also time the Spark jobs (local[2])")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-values-"))
+    try:
+        folder = args.folder or tmp / "logs"
+        json_data = orders_bytes(folder, args.size)
+        records = kb.decode(json_data)
+        avro_data = avro_bytes(records.column("value").to_pylist())
+        print(
+            f"# {records.num_rows} orders, {len(json_data) / 2**20:.1f} MiB of JSON batches, "
+            f"{len(avro_data) / 2**20:.1f} MiB as Confluent Avro; {platform.machine()}, {os.cpu_count()} cores, "
+            f"load {os.getloadavg()[0]:.2f}"
+        )
+        medians = run(python_methods(json_data, avro_data), args.repeat)
+        rows = records.num_rows
+        print(f"{'method':24} {'median s':>9} {'M rec/s':>8}  ratio")
+        for name, base in (("json", None), ("decode+polars", "json"), ("decode+json.loads", "json")):
+            ratio = "" if base is None else f"{medians[name] / medians[base]:.1f}x slower than json"
+            print(f"{name:24} {medians[name]:9.3f} {rows / medians[name] / 1e6:8.2f}  {ratio}")
+        for name, base in (("avro", None), ("decode+fastavro", "avro")):
+            ratio = "" if base is None else f"{medians[name] / medians[base]:.1f}x slower than avro"
+            print(f"{name:24} {medians[name]:9.3f} {rows / medians[name] / 1e6:8.2f}  {ratio}")
+        if args.spark:
+            spark = run(spark_methods(folder, tmp / "out"), max(3, args.repeat // 2))
+            typed, baseline = spark["spark valueFormat=json"], spark["spark from_json"]
+            print(f"{'spark valueFormat=json':24} {typed:9.3f} {rows / typed / 1e6:8.2f}")
+            print(
+                f"{'spark from_json':24} {baseline:9.3f} {rows / baseline / 1e6:8.2f}  {baseline / typed:.1f}x slower"
+            )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
