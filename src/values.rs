@@ -1,7 +1,8 @@
 //! Typed values: a column of record values (or keys) parsed into Arrow.
 //!
 //! Each value is one document of a [`ValueFormat`]: UTF-8 text, one JSON
-//! document (arrow-json), or one Avro datum (arrow-avro), plain or with the
+//! document (arrow-json, with Spark's `from_json` rules: [`spark_json`]), or
+//! one Avro datum (arrow-avro), plain or with the
 //! Confluent Schema Registry prefix (magic byte 0, a 4-byte big-endian schema
 //! id, then the payload). Nothing here knows about Kafka: the caller maps a
 //! failing row back to its topic, partition and offset.
@@ -11,6 +12,8 @@
 //! the decoder builds its arrays (a JSON type conflict), sends the piece to
 //! [`parse_rows_one_by_one`]: it bisects the rows with fresh decoders, so
 //! good rows around a bad one are kept and each bad row gets its own reason.
+
+mod spark_json;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -148,8 +151,8 @@ impl ValueFormat {
         };
         JsonReaderBuilder::new_with_field(field.clone())
             .with_batch_size(rows + 1)
-            // Spark's from_json reads a number or boolean into a string field as its text.
-            .with_coerce_primitive(true)
+            // Numbers, strings and nested values as Spark's from_json reads them.
+            .with_decoder_factory(Arc::new(spark_json::SparkJson))
             .build_decoder()
             .map_err(|e| format!("cannot parse JSON into {}: {e}", field.data_type()))
     }
@@ -735,6 +738,46 @@ mod tests {
             "an escaped backslash starts no escape"
         );
         assert_eq!(out.value(2), "\u{1f600} é");
+    }
+
+    #[test]
+    fn json_follows_spark_from_json() {
+        let fields = vec![
+            Field::new("i", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("f", DataType::Float64, true),
+            Field::new(
+                "t",
+                DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
+        ];
+        let format = ValueFormat::json(DataType::Struct(fields.into()), false).unwrap();
+        let values = binary(&[
+            Some(br#"{"i": 7, "s": {"x": [1, "a\"b"], "y": null}, "f": "NaN", "t": 1714521600}"#),
+            Some(br#"{"s": 5, "t": "2024-05-01T00:00:01Z"}"#),
+            Some(br#"{"i": 1.5}"#),
+            Some(br#"{"i": "5"}"#),
+            Some(br#"{"i": 1e2}"#),
+            Some(br#"{"f": "1.5"}"#),
+        ]);
+        let out = format.parse(values.as_ref(), 0, OnValueError::Null).unwrap();
+        let out = out.as_struct();
+        assert_eq!(out.column(0).as_primitive::<Int64Type>().value(0), 7);
+        let s = out.column(1).as_string::<i32>();
+        assert_eq!(s.value(0), r#"{"x":[1,"a\"b"],"y":null}"#);
+        assert_eq!(s.value(1), "5");
+        assert!(out
+            .column(2)
+            .as_primitive::<arrow_array::types::Float64Type>()
+            .value(0)
+            .is_nan());
+        let t = out
+            .column(3)
+            .as_primitive::<arrow_array::types::TimestampMicrosecondType>();
+        assert_eq!((t.value(0), t.value(1)), (1_714_521_600_000_000, 1_714_521_601_000_000));
+        let nulls: Vec<bool> = (0..6).map(|i| out.is_null(i)).collect();
+        assert_eq!(nulls, [false, false, true, true, true, true]);
     }
 
     #[test]

@@ -26,7 +26,8 @@ registry_server = tv.registry_server
 
 ORDER_DDL = (
     "order_id string, qty bigint, price double, paid boolean, "
-    "items array<struct<sku: string, n: bigint>>, customer struct<name: string, vip: boolean>, missing string"
+    "items array<struct<sku: string, n: bigint>>, customer struct<name: string, vip: boolean>, missing string, "
+    "at timestamp"
 )
 
 
@@ -51,7 +52,7 @@ def test_kafka_log_json_equals_spark_from_json(spark, json_folder):
     )
     assert typed.schema["value"].dataType.simpleString() == (
         "struct<order_id:string,qty:bigint,price:double,paid:boolean,items:array<struct<sku:string,n:bigint>>,"
-        "customer:struct<name:string,vip:boolean>,missing:string>"
+        "customer:struct<name:string,vip:boolean>,missing:string,at:timestamp>"
     )
     plain = spark.read.format("kafka-log").load(str(path))
     reference = plain.select("offset", F.from_json(F.col("value").cast("string"), ORDER_DDL).alias("value"))
@@ -158,3 +159,31 @@ def test_parse_values_udf_on_a_binary_column(spark, registry_server):
         "offset", kbs.parse_values("value", format="avro", schema_registry=registry_server).alias("value")
     )
     assert [r["id"] for r in _rows(parsed)] == [f"o{i}" for i in range(120)]
+
+
+def test_json_edge_cases_follow_from_json(spark):
+    ddl = "i bigint, s string, d double, t timestamp"
+    good = [
+        b'{"s": {"x": 1, "y": [true, null, "q\\""]}}',
+        b'{"s": [1, "a"]}',
+        b'{"s": 5}',
+        b'{"s": true, "d": 1}',
+        b'{"t": 1714521600}',
+        b'{"t": "2024-05-01T12:00:00Z"}',
+        b'{"i": null, "extra": {"deep": 1}}',
+        b'{"I": 3}',
+        b'{"d": "NaN"}',
+    ]
+    bad = [b'{"i": 1.5}', b'{"i": "5"}', b'{"i": 1e2}', b'{"d": "1.5"}', b'{"i": 9223372036854775808}']
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(good + bad)], "offset long, value binary")
+    ours = _rows(
+        df.select("offset", kbs.parse_values("value", format="json", schema=ddl, on_value_error="null").alias("value"))
+    )
+    theirs = _rows(df.select("offset", F.from_json(F.col("value").cast("string"), ddl).alias("value")))
+    for doc, mine, spark_row in zip(good, ours, theirs, strict=False):
+        if spark_row["d"] != spark_row["d"]:  # NaN
+            assert mine["d"] != mine["d"], doc
+            continue
+        assert mine == spark_row, doc
+    for doc, mine, spark_row in zip(bad, ours[len(good) :], theirs[len(good) :], strict=True):
+        assert mine is None and set(spark_row.values()) == {None}, doc

@@ -225,6 +225,7 @@ ORDER_ARROW = pa.struct(
         ("items", pa.list_(pa.struct([("sku", pa.string()), ("n", pa.int64())]))),
         ("customer", pa.struct([("name", pa.string()), ("vip", pa.bool_())])),
         ("missing", pa.string()),
+        ("at", pa.timestamp("us", "UTC")),
     ]
 )
 
@@ -238,6 +239,7 @@ def json_order(i: int) -> dict:
         "items": [{"sku": f"s{j}", "n": j} for j in range(i % 3)],
         "customer": {"name": f"c{i}", "vip": i % 5 == 0},
         "ignored": {"deep": [1, 2, 3]},
+        "at": f"2024-05-01T12:{i % 60:02d}:07.{i % 1000:03d}Z",
     }
     if i % 4 == 0:
         del doc["customer"]
@@ -258,6 +260,8 @@ def _project(value, arrow_type):
         return {f.name: _project(value.get(f.name), f.type) for f in arrow_type}
     if pa.types.is_list(arrow_type):
         return [_project(v, arrow_type.value_type) for v in value]
+    if pa.types.is_timestamp(arrow_type):
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     return value
 
 
