@@ -1,7 +1,7 @@
 //! Typed values: a column of record values (or keys) parsed into Arrow.
 //!
 //! Each value is one document of a [`ValueFormat`]: UTF-8 text, one JSON
-//! document (arrow-json, with Spark's `from_json` rules: [`spark_json`]), or
+//! document (arrow-json, with Spark's `from_json` rules: see `spark_json`), or
 //! one Avro datum (arrow-avro), plain or with the
 //! Confluent Schema Registry prefix (magic byte 0, a 4-byte big-endian schema
 //! id, then the payload). Nothing here knows about Kafka: the caller maps a
@@ -10,7 +10,7 @@
 //! The fast path feeds every value of a piece to one decoder and checks after
 //! each that it made exactly one row. A failure there, or one only seen when
 //! the decoder builds its arrays (a JSON type conflict), sends the piece to
-//! [`parse_rows_one_by_one`]: it bisects the rows with fresh decoders, so
+//! `ValueFormat::parse_rows_one_by_one`: it bisects the rows with fresh decoders, so
 //! good rows around a bad one are kept and each bad row gets its own reason.
 
 mod spark_json;
@@ -629,7 +629,7 @@ impl<'a> Values<'a> {
 }
 
 /// Parse every array of a column on up to `threads` threads (0: one per
-/// core), in pieces of [`PIECE_ROWS`]; the result has the input's chunking
+/// core), in pieces of `PIECE_ROWS` rows; the result has the input's chunking
 /// split at piece boundaries, in order. Row numbers in errors count over the
 /// whole column; the first bad row wins, as in a sequential parse.
 pub fn parse_column(

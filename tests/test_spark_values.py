@@ -187,3 +187,22 @@ def test_json_edge_cases_follow_from_json(spark):
         assert mine == spark_row, doc
     for doc, mine, spark_row in zip(bad, ours[len(good) :], theirs[len(good) :], strict=True):
         assert mine is None and set(spark_row.values()) == {None}, doc
+
+
+def test_value_schema_as_a_struct_type_object(spark, json_folder):
+    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+    path, _ = json_folder
+    schema = StructType(
+        [
+            StructField("order_id", StringType()),
+            StructField(
+                "items", ArrayType(StructType([StructField("sku", StringType()), StructField("n", LongType())]))
+            ),
+        ]
+    )
+    # PySpark passes option values as str(value): the StructType's repr
+    df = spark.read.format("kafka-log").option("valueFormat", "json").option("valueSchema", schema).load(str(path))
+    assert df.schema["value"].dataType == schema
+    first = df.orderBy("offset").first()["value"]
+    assert first["order_id"] == "o-0" and first["items"] == []

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import mapped_file, topic_partition_of_folder
+from kafkabatch.registry import registry_of
 from kafkabatch.values import VALUE_OPTIONS, OnValueError, ValueFormat, apply_all, specs, specs_from_options
 
 #: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
@@ -205,6 +206,9 @@ def decode(
     >>> table.column_names
     ['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'headers']
     """
+    typed = not (value_format == "binary" and key_format == "binary" and value_schema is None and key_schema is None)
+    if typed and registry_of(schema_registry) is not None:
+        registry_of(schema_registry).check()  # type: ignore[union-attr]  # unreachable: fail before any work
     # The native call directly, not through decode_report: its account is
     # not needed, and this is called once per fetch (a few µs count).
     stream = _native.decode(
@@ -222,7 +226,7 @@ def decode(
         binary_view=binary_view,
     )
     table = _table(stream, VIEW_SCHEMA if binary_view else SCHEMA)
-    if value_format == "binary" and key_format == "binary" and value_schema is None and key_schema is None:
+    if not typed:
         return table
     value_specs = specs(
         value_format=value_format,

@@ -13,6 +13,7 @@ confluent-kafka's configuration names.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import threading
 import urllib.error
@@ -64,6 +65,7 @@ class SchemaRegistry:
         self._timeout = timeout
         self._cache: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._reachable = False
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> SchemaRegistry:
@@ -71,9 +73,11 @@ class SchemaRegistry:
         (``url``, ``basic.auth.user.info``, ``bearer.auth.token``)."""
         return cls(str(config["url"]), basic_auth=config.get(BASIC_AUTH), bearer_token=config.get(BEARER_TOKEN))
 
-    def _get(self, path: str) -> Any:
+    def _get(self, path: str, *, cache: bool = True) -> Any:
+        """GET ``path`` as JSON; answers that can't change (a schema by id, a
+        numbered version) are kept, lists and ``latest`` are asked each time."""
         with self._lock:
-            if path in self._cache:
+            if cache and path in self._cache:
                 return self._cache[path]
         request = urllib.request.Request(self.url + path, headers=self._headers)
         try:
@@ -87,50 +91,61 @@ class SchemaRegistry:
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
             raise SchemaRegistryError(f"schema registry {self.url} cannot be reached: {reason}") from None
-        with self._lock:
-            self._cache[path] = answer
+        if cache:
+            with self._lock:
+                self._cache[path] = answer
         return answer
 
     def check(self) -> None:
-        """Raise :class:`SchemaRegistryError` unless the registry answers."""
-        self._get("/subjects")
+        """Raise :class:`SchemaRegistryError` unless the registry answers (asked
+        until it has answered once)."""
+        if not self._reachable:
+            self._get("/subjects", cache=False)
+            self._reachable = True
 
     def schema(self, schema_id: int) -> str:
         """The schema registered under ``schema_id``, as JSON text."""
         return str(self._get(f"/schemas/ids/{int(schema_id)}")["schema"])
 
     def subjects(self) -> list[str]:
-        return [str(s) for s in self._get("/subjects")]
+        return [str(s) for s in self._get("/subjects", cache=False)]
 
     def subject_schemas(self, subject: str) -> list[tuple[int, str]]:
         """``(id, schema)`` of every version of ``subject``, oldest first."""
         quoted = urllib.parse.quote(subject, safe="")
         out = []
-        for version in self._get(f"/subjects/{quoted}/versions"):
+        for version in self._get(f"/subjects/{quoted}/versions", cache=False):
             entry = self._get(f"/subjects/{quoted}/versions/{int(version)}")
             out.append((int(entry["id"]), str(entry["schema"])))
         return out
 
     def latest(self, subject: str) -> tuple[int, str]:
         """``(id, schema)`` of the newest version of ``subject``."""
-        entry = self._get(f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/latest")
+        entry = self._get(f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/latest", cache=False)
         return int(entry["id"]), str(entry["schema"])
 
     def subjects_of(self, schema_id: int) -> list[str]:
         """The subjects ``schema_id`` is registered under (empty if the registry can't say)."""
         try:
-            return [str(v["subject"]) for v in self._get(f"/schemas/ids/{int(schema_id)}/versions")]
+            return [str(v["subject"]) for v in self._get(f"/schemas/ids/{int(schema_id)}/versions", cache=False)]
         except SchemaRegistryError:
             return []
 
 
 def registry_of(spec: Any) -> SchemaRegistry | None:
     """A :class:`SchemaRegistry` for a URL, a confluent-style config dict
-    (with ``url``) or a client; None for anything else (a dict of schemas)."""
+    (with ``url``) or a client; None for anything else (a dict of schemas).
+    One client per URL and credentials in a process, so each schema id is
+    fetched once however many calls name the registry."""
     if isinstance(spec, SchemaRegistry):
         return spec
     if isinstance(spec, str):
-        return SchemaRegistry(spec)
+        return _client(spec, None, None)
     if isinstance(spec, Mapping) and "url" in spec:
-        return SchemaRegistry.from_config(spec)
+        return _client(str(spec["url"]), spec.get(BASIC_AUTH), spec.get(BEARER_TOKEN))
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _client(url: str, basic_auth: str | None, bearer_token: str | None) -> SchemaRegistry:
+    return SchemaRegistry(url, basic_auth=basic_auth, bearer_token=bearer_token)

@@ -159,14 +159,42 @@ class _DDL:
         raise ValueError(f"schema DDL {self.text!r}: unknown type {word!r}")
 
 
+def _from_repr(text: str) -> DataType:
+    """A Spark type from its Python repr, which is what ``.option("valueSchema",
+    StructType(...))`` passes (PySpark turns option values into ``str``).
+    Read with :mod:`ast`: only pyspark type constructors and literals."""
+    import ast
+
+    from pyspark.sql import types
+
+    def build(node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.List):
+            return [build(e) for e in node.elts]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            cls = getattr(types, node.func.id, None)
+            if isinstance(cls, type) and (issubclass(cls, DataType) or cls is StructField):
+                return cls(*[build(a) for a in node.args], **{k.arg: build(k.value) for k in node.keywords if k.arg})
+        raise ValueError(f"not a Spark type: {ast.unparse(node)!r}")
+
+    built = build(ast.parse(text, mode="eval").body)
+    if not isinstance(built, DataType):
+        raise ValueError(f"not a Spark type: {text!r}")
+    return built
+
+
 def spark_schema_of(schema: Any) -> DataType:
     """A Spark type from DDL (``"a int, b string"`` or ``"struct<...>"``),
-    Spark's JSON form (``StructType.json()``) or a Spark ``DataType``."""
+    Spark's JSON form (``StructType.json()``), a ``StructType``'s repr, or a
+    Spark ``DataType``."""
     if isinstance(schema, DataType):
         return schema
     text = str(schema).strip()
     if text.startswith("{"):
         return StructType.fromJson(json.loads(text))
+    if re.match(r"^[A-Za-z]+Type\(", text):
+        return _from_repr(text)
     ddl = _DDL(text)
     if (ddl.peek() or "").lower() in ("struct", "array", "map") and len(ddl.tokens) > 1 and ddl.tokens[1] == "<":
         data_type = ddl.type()
