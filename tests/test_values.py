@@ -581,3 +581,42 @@ def test_cli_convert_writes_typed_parquet_and_json_lines(tmp_path, registry):
     rows = [json.loads(line) for line in lines.splitlines()]
     assert [r["value"] for r in rows] == [{"order_id": f"o-{i}", "qty": i} for i in range(30)] + [None]
     assert rows[0]["value_encoding"] == "parsed"
+
+
+ORDER_JSON_SCHEMA_FULL = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "order_id": {"type": "string"},
+        "qty": {"type": "integer"},
+        "price": {"type": ["number", "null"]},
+        "paid": {"type": "boolean"},
+        "items": {"type": "array", "items": {"$ref": "#/definitions/item"}},
+        "customer": {"type": "object", "properties": {"name": {"type": "string"}, "vip": {"type": "boolean"}}},
+        "ignored": {"type": "object"},
+        "at": {"type": "string", "format": "date-time"},
+    },
+    "definitions": {"item": {"type": "object", "properties": {"sku": {"type": "string"}, "n": {"type": "integer"}}}},
+}
+
+
+def test_a_json_schema_is_a_value_schema(registry, tmp_path):
+    """The JSON Schema a JSONSerializer registers types the values it wrote."""
+    serializer = JSONSerializer(json.dumps(ORDER_JSON_SCHEMA_FULL), registry)
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    docs = [json_order(i) for i in range(50)]
+    values = [serializer(d, ctx) for d in docs]
+    data = kb.encode([{"value": v} for v in values])
+    table = kb.decode(data, value_format="json", value_schema=ORDER_JSON_SCHEMA_FULL, schema_registry={})
+    value_type = table.schema.field("value").type
+    assert value_type.field("items").type == pa.list_(pa.struct([("sku", pa.string()), ("n", pa.int64())]))
+    assert value_type.field("at").type == pa.timestamp("us", "UTC")
+    got = table.column("value").to_pylist()
+    for doc, row in zip(docs, got, strict=True):
+        assert row["order_id"] == doc["order_id"] and row["qty"] == doc["qty"] and row["items"] == doc["items"]
+        assert row["customer"] == doc.get("customer")
+        assert row["ignored"] == json.dumps(doc["ignored"], separators=(",", ":")), "a free-form object as JSON text"
+        assert row["at"] == dt.datetime.fromisoformat(doc["at"].replace("Z", "+00:00"))
+    assert kb.decode(
+        data, value_format="json", value_schema=json.dumps(ORDER_JSON_SCHEMA_FULL), schema_registry={}
+    ).equals(table)

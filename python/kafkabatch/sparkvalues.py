@@ -205,6 +205,19 @@ def spark_schema_of(schema: Any) -> DataType:
     return data_type
 
 
+def _json_spark_type(schema: Any) -> DataType:
+    """``valueSchema`` for JSON values: Spark DDL, StructType JSON or repr, or a
+    JSON Schema / Avro record schema document (through its Arrow type)."""
+    text = str(schema).strip()
+    if text.startswith("{"):
+        document = json.loads(text)
+        if document.get("type") == "record" or "properties" in document or "$schema" in document:
+            from kafkabatch.values import arrow_type_of
+
+            return spark_type_of(arrow_type_of(document))
+    return spark_schema_of(schema)
+
+
 def spark_type_to_arrow(schema: Any) -> pa.DataType:
     """The Arrow type Spark uses for a Spark type, DDL or JSON schema."""
     return to_arrow_type(spark_schema_of(schema), timezone="UTC")
@@ -372,7 +385,7 @@ def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkVal
         spark_type = None
         schema: Any = schema_text
         if fmt == "json" and schema_text is not None:
-            spark_type = _nullable(spark_schema_of(schema_text))
+            spark_type = _nullable(_json_spark_type(schema_text))
             schema = to_arrow_type(spark_type, timezone="UTC")
         spec = resolve(column, fmt, schema, registry, on_error, topics=topics)
         if spec is None:
@@ -417,7 +430,7 @@ def parse_values_udf(
             arrow_schema = arrow_type_of(schema)
             spark_type = spark_type_of(arrow_schema)
         else:
-            spark_type = _nullable(spark_schema_of(schema))
+            spark_type = _nullable(_json_spark_type(json.dumps(schema) if isinstance(schema, Mapping) else schema))
             arrow_schema = to_arrow_type(spark_type, timezone="UTC")
     registry: Any = schema_registry
     topics: list[str] = []

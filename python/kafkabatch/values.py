@@ -116,18 +116,79 @@ def located(error: Exception, table: pa.Table | pa.RecordBatch, column: str) -> 
 
 def arrow_type_of(schema: Any) -> pa.DataType:
     """A JSON target type from a pyarrow type, field or schema (a struct of
-    its fields), or a Spark ``StructType`` / DDL string (needs pyspark)."""
+    its fields); a JSON Schema document (dict or text, as JSON Schema
+    serializers register them); an Avro record schema (dict or text, by
+    Arrow's Avro mapping); or a Spark ``StructType`` / DDL string (needs pyspark)."""
     if isinstance(schema, pa.Schema):
         return pa.struct(list(schema))
     if isinstance(schema, pa.Field):
         return schema.type
     if isinstance(schema, pa.DataType):
         return schema
+    document = schema
+    if isinstance(schema, str) and schema.lstrip().startswith("{"):
+        document = json.loads(schema)
+    if isinstance(document, Mapping) and document.get("type") == "record":
+        return ValueSpec("value", "avro", avro_schema=json.dumps(document)).output_type
+    if isinstance(document, Mapping) and _is_json_schema(document):
+        return json_schema_to_arrow(document)
     if isinstance(schema, str) or type(schema).__module__.startswith("pyspark"):
         from kafkabatch.sparkvalues import spark_type_to_arrow
 
         return spark_type_to_arrow(schema)
     raise TypeError(f"a JSON schema must be a pyarrow type or schema, not {type(schema).__name__}")
+
+
+def _is_json_schema(document: Mapping[str, Any]) -> bool:
+    return "$schema" in document or "properties" in document or document.get("type") == "object"
+
+
+def json_schema_to_arrow(document: Mapping[str, Any]) -> pa.DataType:
+    """The Arrow type of values described by a JSON Schema: objects with
+    ``properties`` → struct, ``additionalProperties`` alone → map, arrays →
+    list, ``integer`` → int64, ``number`` → float64, ``string`` (``date-time``
+    → timestamp, ``date`` → date32), ``["T", "null"]`` → nullable T. Anything
+    else (several types, free-form objects) is kept as its JSON text.
+
+    >>> json_schema_to_arrow({"type": "object", "properties": {"id": {"type": "integer"}}})
+    StructType(struct<id: int64>)
+    """
+    definitions = {**document.get("definitions", {}), **document.get("$defs", {})}
+
+    def convert(node: Any, depth: int = 0) -> pa.DataType:
+        if not isinstance(node, Mapping) or depth > 64:
+            return pa.string()
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(("#/definitions/", "#/$defs/")):
+            return convert(definitions.get(ref.rsplit("/", 1)[1]), depth + 1)
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                members = [m for m in node[key] if not (isinstance(m, Mapping) and m.get("type") == "null")]
+                return convert(members[0], depth + 1) if len(members) == 1 else pa.string()
+        kind = node.get("type")
+        kinds = [k for k in (kind if isinstance(kind, list) else [kind]) if k != "null"]
+        if not kinds and "properties" in node:
+            kinds = ["object"]
+        if len(kinds) != 1:
+            return pa.string()
+        kind = kinds[0]
+        if kind == "object":
+            properties = node.get("properties")
+            if properties:
+                return pa.struct([pa.field(name, convert(sub, depth + 1)) for name, sub in properties.items()])
+            extra = node.get("additionalProperties")
+            if isinstance(extra, Mapping):
+                return pa.map_(pa.string(), convert(extra, depth + 1))
+            return pa.string()
+        if kind == "array":
+            return pa.list_(convert(node.get("items", {}), depth + 1))
+        if kind == "string":
+            return {"date-time": pa.timestamp("us", "UTC"), "date": pa.date32()}.get(
+                str(node.get("format")), pa.string()
+            )
+        return {"integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}.get(str(kind), pa.string())
+
+    return convert(document)
 
 
 def avro_text(schema: Any) -> str:

@@ -301,22 +301,16 @@ def _schema_text(arg: str | None) -> str | None:
 
 
 def _json_target(text: str) -> pa.DataType:
-    """The Arrow type a --value-schema for JSON values names."""
-    from kafkabatch.values import ValueSpec
+    """The Arrow type a --value-schema for JSON values names: a JSON Schema,
+    an Avro record schema, or (with pyspark) Spark DDL / StructType JSON."""
+    from kafkabatch.values import arrow_type_of
 
     try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict) and parsed.get("type") == "record":
-        return ValueSpec("value", "avro", avro_schema=text).output_type
-    try:
-        from kafkabatch.sparkvalues import spark_type_to_arrow
+        return arrow_type_of(text)
     except ImportError:
         raise CliError(
-            "a Spark DDL or StructType schema needs pyspark installed; give an Avro record schema (.avsc) instead"
+            "a Spark DDL or StructType schema needs pyspark installed; give a JSON Schema or an Avro record schema"
         ) from None
-    return spark_type_to_arrow(text)
 
 
 def value_options(args: argparse.Namespace) -> dict[str, Any]:
