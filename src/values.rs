@@ -66,6 +66,8 @@ pub enum ValueFormat {
         store: SchemaStore,
         reader: AvroSchema,
         framed: bool,
+        /// Writer schema ids the reader schema can't read, and why.
+        unreadable: Arc<Vec<(u32, String)>>,
     },
 }
 
@@ -92,6 +94,7 @@ impl ValueFormat {
             store,
             reader: schema,
             framed: false,
+            unreadable: Arc::new(Vec::new()),
         };
         format.check()?;
         Ok(format)
@@ -100,12 +103,6 @@ impl ValueFormat {
     /// Confluent-framed Avro: `writers` maps schema ids to writer schemas;
     /// values are read as `reader` (default: the writer schema of the highest id).
     pub fn avro_confluent(writers: &[(u32, String)], reader: Option<&str>) -> Result<Self, String> {
-        let mut store = SchemaStore::new_with_type(FingerprintAlgorithm::Id);
-        for (id, schema) in writers {
-            store
-                .set(Fingerprint::Id(*id), AvroSchema::new(schema.clone()))
-                .map_err(|e| format!("schema id {id}: {e}"))?;
-        }
         let reader = match reader {
             Some(text) => AvroSchema::new(text.to_string()),
             None => {
@@ -116,13 +113,48 @@ impl ValueFormat {
                 AvroSchema::new(newest.1.clone())
             }
         };
-        let format = ValueFormat::Avro {
+        // A registry subject may hold versions the reader schema can't read
+        // (a breaking change under compatibility NONE): those ids are set
+        // aside, and only values written with them fail.
+        let mut store = SchemaStore::new_with_type(FingerprintAlgorithm::Id);
+        let mut unreadable = Vec::new();
+        for (id, schema) in writers {
+            let mut alone = SchemaStore::new_with_type(FingerprintAlgorithm::Id);
+            let schema = AvroSchema::new(schema.clone());
+            alone
+                .set(Fingerprint::Id(*id), schema.clone())
+                .map_err(|e| format!("schema id {id}: {e}"))?;
+            let one = ValueFormat::Avro {
+                store: alone,
+                reader: reader.clone(),
+                framed: true,
+                unreadable: Arc::new(Vec::new()),
+            };
+            match one.check() {
+                Ok(()) => {
+                    store
+                        .set(Fingerprint::Id(*id), schema)
+                        .map_err(|e| format!("schema id {id}: {e}"))?;
+                }
+                Err(reason) => unreadable.push((*id, reason)),
+            }
+        }
+        if store.fingerprints().is_empty() {
+            let reasons: Vec<String> = unreadable
+                .iter()
+                .map(|(id, r)| format!("schema id {id}: {r}"))
+                .collect();
+            return Err(format!(
+                "no writer schema can be read as the reader schema ({})",
+                reasons.join("; ")
+            ));
+        }
+        Ok(ValueFormat::Avro {
             store,
             reader,
             framed: true,
-        };
-        format.check()?;
-        Ok(format)
+            unreadable: Arc::new(unreadable),
+        })
     }
 
     /// Build a decoder once, so a bad schema is an error before any work.
@@ -158,7 +190,10 @@ impl ValueFormat {
     }
 
     fn avro_decoder(&self, rows: usize) -> Result<AvroDecoder, String> {
-        let ValueFormat::Avro { store, reader, framed } = self else {
+        let ValueFormat::Avro {
+            store, reader, framed, ..
+        } = self
+        else {
             unreachable!("avro_decoder on a non-Avro format")
         };
         let mode = if *framed {
@@ -185,10 +220,11 @@ impl ValueFormat {
                 rows: 0,
                 confluent: *confluent,
             },
-            ValueFormat::Avro { framed, .. } => Sink::Avro {
+            ValueFormat::Avro { framed, unreadable, .. } => Sink::Avro {
                 decoder: self.avro_decoder(rows)?,
                 rows: 0,
                 framed: *framed,
+                unreadable: unreadable.clone(),
                 done: Vec::new(),
             },
         })
@@ -325,6 +361,7 @@ enum Sink {
         decoder: AvroDecoder,
         rows: usize,
         framed: bool,
+        unreadable: Arc<Vec<(u32, String)>>,
         /// Rows flushed when the writer schema changed mid-piece.
         done: Vec<ArrayRef>,
     },
@@ -365,6 +402,7 @@ impl Sink {
                 decoder,
                 rows,
                 framed,
+                unreadable,
                 done,
             } => {
                 if *framed && value.len() < CONFLUENT_PREFIX_LEN {
@@ -383,7 +421,7 @@ impl Sink {
                 loop {
                     let used = decoder
                         .decode(rest)
-                        .map_err(|e| avro_reason(&e.to_string(), value, *framed))?;
+                        .map_err(|e| avro_reason(&e.to_string(), value, *framed, unreadable))?;
                     rest = &rest[used..];
                     if rest.is_empty() || !decoder.batch_is_full() {
                         break;
@@ -559,9 +597,12 @@ fn astral_unescaped(document: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 }
 
 /// An arrow-avro error in words a user can act on.
-fn avro_reason(error: &str, value: &[u8], framed: bool) -> String {
+fn avro_reason(error: &str, value: &[u8], framed: bool, unreadable: &[(u32, String)]) -> String {
     if framed && error.contains("Unknown fingerprint") {
         let id = u32::from_be_bytes([value[1], value[2], value[3], value[4]]);
+        if let Some((_, why)) = unreadable.iter().find(|(bad, _)| *bad == id) {
+            return format!("schema id {id} can't be read as the reader schema: {why}");
+        }
         return format!("unknown schema id {id}: no writer schema was given for it");
     }
     if error.contains("EOF") || error.contains("eof") || error.contains("Unexpected") || error.contains("varint") {
@@ -816,6 +857,19 @@ mod tests {
         let out = format.parse(framed.as_ref(), 0, OnValueError::Null).unwrap();
         let nulls: Vec<bool> = (0..3).map(|i| out.is_null(i)).collect();
         assert_eq!(nulls, [false, true, true]);
+    }
+
+    #[test]
+    fn a_writer_the_reader_cannot_read_fails_only_its_values() {
+        let string_x = r#"{"type":"record","name":"R","fields":[{"name":"x","type":"string"}]}"#;
+        let format =
+            ValueFormat::avro_confluent(&[(7, SCHEMA_V1.into()), (8, string_x.into())], Some(SCHEMA_V1)).unwrap();
+        let values = binary(&[Some(&[0, 0, 0, 0, 7, 0x02]), Some(&[0, 0, 0, 0, 8, 0x02, b'a'])]);
+        let err = format.parse(values.as_ref(), 0, OnValueError::Raise).unwrap_err();
+        assert_eq!(err.row, 1);
+        assert!(err.reason.contains("schema id 8 can't be read"), "{}", err.reason);
+        let only_bad = ValueFormat::avro_confluent(&[(8, string_x.into())], Some(SCHEMA_V1));
+        assert!(only_bad.unwrap_err().contains("no writer schema can be read"));
     }
 
     #[test]

@@ -620,3 +620,28 @@ def test_a_json_schema_is_a_value_schema(registry, tmp_path):
     assert kb.decode(
         data, value_format="json", value_schema=json.dumps(ORDER_JSON_SCHEMA_FULL), schema_registry={}
     ).equals(table)
+
+
+def test_a_writer_version_the_reader_cannot_read_fails_only_its_values(registry):
+    """A subject with a breaking change (compatibility NONE): old values stay readable."""
+    v1 = confluent_avro(registry, ORDER_V1, [order(i) for i in range(5)])
+    breaking = {"type": "record", "name": "Order", "namespace": "shop", "fields": [{"name": "id", "type": "long"}]}
+    v3 = confluent_avro(registry, breaking, [{"id": 7}], topic="orders-breaking")
+    data = kb.encode([{"value": v} for v in v1 + v3], base_offset=10)
+    writers = registry_dict(registry, v1 + v3)
+    with pytest.raises(kb.ValueDecodeError, match=r"offset 15.*can't be read as the reader schema"):
+        kb.decode(data, value_format="avro", value_schema=ORDER_V1, schema_registry=writers)
+    table = kb.decode(data, value_format="avro", value_schema=ORDER_V1, schema_registry=writers, on_value_error="null")
+    got = table.column("value").to_pylist()
+    assert [normalised(r) for r in got[:5]] == [fastavro_read(v, ORDER_V1) for v in v1] and got[5] is None
+
+
+def test_module_doctests():
+    import doctest
+
+    import kafkabatch.registry
+    import kafkabatch.values
+
+    for module in (kafkabatch.values, kafkabatch.registry):
+        failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert failures == 0, module.__name__
