@@ -426,3 +426,70 @@ def test_stream_takes_the_value_formats(spark, tmp_path):
     rows = spark.read.parquet(str(out)).orderBy("offset").collect()
     assert [r.value.n for r in rows] == list(range(6))
     assert [r.key for r in rows] == [None] * 5 + ["k"]
+
+
+@pytest.fixture()
+def s3(tmp_path, monkeypatch):
+    """A real S3 protocol server (moto's) on loopback, and a pyarrow filesystem on it."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    pytest.importorskip("moto")
+    from pyarrow import fs
+
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
+        monkeypatch.setenv(name, value)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server_bin = os.path.join(os.path.dirname(sys.executable), "moto_server")
+    server = subprocess.Popen([server_bin, "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        filesystem = fs.S3FileSystem(
+            endpoint_override=f"127.0.0.1:{port}", scheme="http", allow_bucket_creation=True, region="us-east-1"
+        )
+        for _ in range(100):
+            try:
+                filesystem.create_dir("tiered")
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield filesystem, f"endpoint_override=127.0.0.1:{port}&scheme=http"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_stream_over_an_object_store(spark, tmp_path, s3):
+    """Tiered storage: segments arrive as new objects; each run reads the new ones once."""
+    filesystem, query = s3
+    ck, out = tmp_path / "ck", tmp_path / "out"
+
+    def put(path: str, data: bytes) -> None:
+        with filesystem.open_output_stream(f"tiered/{path}") as f:
+            f.write(data)
+
+    put(
+        "orders-0/00000000000000000000.log",
+        kb.encode([{"value": f"a{i}".encode()} for i in range(10)], compression="zstd"),
+    )
+    put("orders-1/00000000000000000000.log", kb.encode([{"value": f"b{i}".encode()} for i in range(4)]))
+    uri = f"s3://tiered/orders-*/?{query}"
+    options = {"maxOffsetsPerTrigger": 5, "valueFormat": "string"}
+    run(spark, uri, ck, out, **options)
+    put("orders-0/00000000000000000010.log", kb.encode([{"value": f"c{i}".encode()} for i in range(6)], base_offset=10))
+    put("orders-2/00000000000000000000.log", kb.encode([{"value": b"d"}], compression="lz4"))
+    query_run = run(spark, uri, ck, out, **options)
+    assert max(input_rows(query_run)) <= 5
+    rows = spark.read.parquet(str(out)).select("topic", "partition", "offset", "value").collect()
+    got = collections.Counter((r.partition, r.offset, r.value) for r in rows)
+    assert max(got.values()) == 1
+    want = [(0, i, f"a{i}") for i in range(10)] + [(1, i, f"b{i}") for i in range(4)]
+    want += [(0, 10 + i, f"c{i}") for i in range(6)] + [(2, 0, "d")]
+    assert sorted(got) == sorted(want)
