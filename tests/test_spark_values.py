@@ -206,3 +206,16 @@ def test_value_schema_as_a_struct_type_object(spark, json_folder):
     assert df.schema["value"].dataType == schema
     first = df.orderBy("offset").first()["value"]
     assert first["order_id"] == "o-0" and first["items"] == []
+
+
+def test_parse_values_through_pandas_as_on_pyspark_40(spark, monkeypatch):
+    import pyspark.sql.functions
+
+    monkeypatch.delattr(pyspark.sql.functions, "arrow_udf", raising=False)  # PySpark 4.0 has none
+    docs = [json.dumps(tv.json_order(i)).encode() for i in range(50)]
+    df = spark.createDataFrame([(i, d) for i, d in enumerate(docs)], "offset long, value binary")
+    ours = df.select("offset", kbs.parse_values("value", format="json", schema=ORDER_DDL).alias("value"))
+    spark_json = df.select("offset", F.from_json(F.col("value").cast("string"), ORDER_DDL).alias("value"))
+    assert _rows(ours) == _rows(spark_json)
+    strings = df.select(kbs.parse_values("value", format="string").alias("s")).collect()
+    assert [r.s for r in strings] == [d.decode() for d in docs]

@@ -218,9 +218,17 @@ def _json_spark_type(schema: Any) -> DataType:
     return spark_schema_of(schema)
 
 
+def arrow_type_for_spark(data_type: DataType) -> pa.DataType:
+    """The Arrow type Spark reads for ``data_type``, timestamps in UTC."""
+    try:
+        return to_arrow_type(data_type, timezone="UTC")
+    except TypeError:  # PySpark 4.0: no timezone argument, timestamps are UTC
+        return to_arrow_type(data_type)
+
+
 def spark_type_to_arrow(schema: Any) -> pa.DataType:
     """The Arrow type Spark uses for a Spark type, DDL or JSON schema."""
-    return to_arrow_type(spark_schema_of(schema), timezone="UTC")
+    return arrow_type_for_spark(spark_schema_of(schema))
 
 
 def _spark_ready(arrow_type: pa.DataType) -> pa.DataType:
@@ -266,7 +274,7 @@ def _nullable(data_type: DataType) -> DataType:
 
 def to_spark_column(array: pa.Array, spark_type: DataType) -> pa.Array:
     """``array`` cast to exactly the Arrow type Spark reads for ``spark_type``."""
-    target = to_arrow_type(spark_type, timezone="UTC")
+    target = arrow_type_for_spark(spark_type)
     if array.type.equals(target):
         return array
     return _cast(array, target)
@@ -359,9 +367,7 @@ class SparkValueColumns:
         return StructType([StructField(f.name, types.get(f.name, f.dataType), f.nullable) for f in base.fields])
 
     def arrow_schema(self, base: StructType) -> pa.Schema:
-        return pa.schema(
-            [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")) for f in self.schema(base).fields]
-        )
+        return pa.schema([pa.field(f.name, arrow_type_for_spark(f.dataType)) for f in self.schema(base).fields])
 
     def to_spark(self, batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
         """A parsed batch in exactly the Arrow types of ``target``."""
@@ -386,7 +392,7 @@ def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkVal
         schema: Any = schema_text
         if fmt == "json" and schema_text is not None:
             spark_type = _nullable(_json_spark_type(schema_text))
-            schema = to_arrow_type(spark_type, timezone="UTC")
+            schema = arrow_type_for_spark(spark_type)
         spec = resolve(column, fmt, schema, registry, on_error, topics=topics)
         if spec is None:
             continue
@@ -431,7 +437,7 @@ def parse_values_udf(
             spark_type = spark_type_of(arrow_schema)
         else:
             spark_type = _nullable(_json_spark_type(json.dumps(schema) if isinstance(schema, Mapping) else schema))
-            arrow_schema = to_arrow_type(spark_type, timezone="UTC")
+            arrow_schema = arrow_type_for_spark(spark_type)
     registry: Any = schema_registry
     topics: list[str] = []
     client = registry_of(schema_registry) if format == "avro" else None
@@ -450,7 +456,7 @@ def parse_values_udf(
     if spec is None:
         raise ValueError("format must be 'string', 'json' or 'avro'")
     spark_type = spark_type or spark_type_of(spec.output_type)
-    target = to_arrow_type(spark_type, timezone="UTC")
+    target = arrow_type_for_spark(spark_type)
 
     def parse(values: pa.Array) -> pa.Array:
         parsed = spec.parse(values, threads=1).combine_chunks()
@@ -475,4 +481,7 @@ def _pandas_parse_udf(parse: Any, spark_type: DataType) -> Any:
             return pa.Table.from_arrays(parsed.flatten(), names=[f.name for f in spark_type.fields]).to_pandas()
         return pd.Series(parsed.to_pandas(), index=values.index)
 
+    # pandas_udf reads the UDF kind from real annotations (this module's are strings).
+    returns = pd.DataFrame if isinstance(spark_type, StructType) else pd.Series
+    parse_pandas.__annotations__ = {"values": pd.Series, "return": returns}
     return pandas_udf(parse_pandas, spark_type)  # type: ignore[call-overload]
