@@ -55,7 +55,16 @@ struct Text {
 
 impl ArrayDecoder for Text {
     fn decode(&mut self, tape: &Tape<'_>, pos: &[u32]) -> Result<ArrayRef, ArrowError> {
-        let mut builder = StringBuilder::with_capacity(pos.len(), pos.len() * 8);
+        // Sized by a first pass, as arrow-json's own string decoder is: growing
+        // the value buffer by doubling showed as a tenth of all the copying.
+        let bytes: usize = pos
+            .iter()
+            .map(|&p| match tape.get(p) {
+                TapeElement::String(i) | TapeElement::Number(i) => tape.get_string(i).len(),
+                _ => 8,
+            })
+            .sum();
+        let mut builder = StringBuilder::with_capacity(pos.len(), bytes);
         let mut scratch = String::new();
         for &p in pos {
             match tape.get(p) {
