@@ -302,21 +302,10 @@ def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_dictionary(array.type):
         return _cast(array.dictionary_decode(), target)
     if pa.types.is_fixed_size_binary(array.type) and pa.types.is_binary(target):
-        width = array.type.byte_width
-        offsets = pa.array(range(0, (len(array) + 1) * width, width), pa.int32())
-        data = array.buffers()[1]
-        start = array.offset * width
-        return (
-            pa.Array.from_buffers(
-                pa.binary(),
-                len(array),
-                [array.buffers()[0], offsets.buffers()[1], data.slice(start)],
-                array.null_count,
-                array.offset * 0,
-            )
-            if array.offset == 0
-            else _cast(pa.concat_arrays([array]), target)
-        )
+        try:
+            return array.cast(target)
+        except pa.ArrowNotImplementedError:  # older pyarrow: no fixed -> variable binary cast
+            return pa.array(array.to_pylist(), target)
     return array.cast(target)
 
 
