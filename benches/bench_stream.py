@@ -28,20 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_spark import ensure_folder  # the same generated folder (magic-2 topics) as the Spark bench
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-
-
-def ensure_folder(folder: Path, size: str, seed: int) -> None:
-    if folder.exists() and any(folder.iterdir()):
-        return
-    import kafkabatch as kb
-    from kafkabatch.generate import DEFAULT_TOPICS
-
-    summary = kb.generate(
-        folder, size=size, seed=seed, topics=[t for t in DEFAULT_TOPICS if t.magic == 2], progress=False
-    )
-    print(summary, file=sys.stderr)
 
 
 def parquet_rows(folder: Path) -> int:

@@ -1136,35 +1136,9 @@ def decode_batches_arrow(col: Any, **options: Any) -> Any:
     return arrow_udf(decode_kafka_batches, ArrayType(KAFKA_SCHEMA))(col)  # type: ignore[call-overload]
 
 
-def parse_values(
-    col: Any,
-    *,
-    format: str = "json",
-    schema: Any = None,
-    schema_registry: Any = None,
-    on_value_error: str = "raise",
-    subject: str | None = None,
-) -> Any:
-    """A column of ``col``'s values parsed in the Rust core: ``"string"``,
-    ``"json"`` (``schema`` a DDL string, ``StructType`` or pyarrow type) or
-    ``"avro"`` (``schema`` the Avro schema, or ``schema_registry`` a URL,
-    a confluent-style config dict or ``{id: schema}`` for Confluent-framed
-    values) — for Spark's own Kafka source, or any binary column. Schemas
-    are fetched now, on the driver; with a URL the writer schemas are
-    ``subject``'s versions (default: every subject's). An Arrow UDF on
-    PySpark 4.1+, a pandas UDF before.
-
-    >>> kafka_df = spark.read.format("kafka").option("subscribe", "orders").load()  # doctest: +SKIP
-    >>> kafka_df.select(kbs.parse_values("value", format="json", schema="id string, qty long").alias("v"))  # doctest: +SKIP
-    """
-    return sparkvalues.parse_values_udf(
-        col,
-        format=format,
-        schema=schema,
-        schema_registry=schema_registry,
-        on_value_error=on_value_error,
-        subject=subject,
-    )
+#: ``kbs.parse_values(col, format=..., schema=..., schema_registry=..., on_value_error=..., subject=...)``:
+#: see :func:`kafkabatch.sparkvalues.parse_values_udf`.
+parse_values = sparkvalues.parse_values_udf
 
 
 def explode_batches(

@@ -406,11 +406,16 @@ def parse_values_udf(
     on_value_error: str = "raise",
     subject: str | None = None,
 ) -> Any:
-    """A column of ``col``'s values parsed (see :func:`kafkabatch.parse_values`):
-    an Arrow UDF on PySpark 4.1+, a pandas UDF before. Schemas are fetched
-    here, on the driver; tasks never call the registry. With a registry URL
-    the writer schemas are the versions of ``subject`` (default: every
-    subject's).
+    """``kbs.parse_values``: a column of ``col``'s values parsed in the Rust
+    core (see :func:`kafkabatch.parse_values`), for Spark's own Kafka source
+    or any binary column: ``"string"``, ``"json"`` (``schema`` DDL, a
+    ``StructType``, a JSON Schema or a pyarrow type) or ``"avro"``
+    (``schema`` the Avro schema, or ``schema_registry`` a URL, a
+    confluent-style config dict or ``{id: schema}`` for Confluent-framed
+    values). An Arrow UDF on PySpark 4.1+, a pandas UDF before (where a null
+    struct comes back as a struct of nulls). Schemas are fetched here, on the
+    driver; tasks never call the registry. With a registry URL the writer
+    schemas are the versions of ``subject`` (default: every subject's).
 
     >>> kafka_df.select(kbs.parse_values("value", format="avro", schema_registry=url).alias("v"))  # doctest: +SKIP
     """

@@ -91,9 +91,7 @@ impl DecodedStream {
         let chunks = self.take_chunks()?;
         // binary or binary_view, as decoded; there is always a chunk.
         let stream_schema = chunks.first().map_or_else(schema, RecordBatch::schema);
-        let reader = RecordBatchIterator::new(chunks.into_iter().map(Ok), stream_schema);
-        let ffi = FFI_ArrowArrayStream::new(Box::new(reader));
-        PyCapsule::new_with_value(py, ffi, c"arrow_array_stream")
+        stream_capsule(py, chunks, stream_schema)
     }
 
     /// The chunks as C Data Interface `ArrowArray` structs (of the schema's
@@ -117,6 +115,16 @@ impl DecodedStream {
             .map(|array| std::ptr::from_ref::<FFI_ArrowArray>(array).addr())
             .collect())
     }
+}
+
+/// Record batches handed out as an Arrow C stream (`__arrow_c_stream__`).
+pub(crate) fn stream_capsule(
+    py: Python<'_>,
+    chunks: Vec<RecordBatch>,
+    schema: arrow_schema::SchemaRef,
+) -> PyResult<Bound<'_, PyCapsule>> {
+    let reader = RecordBatchIterator::new(chunks.into_iter().map(Ok), schema);
+    PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(reader)), c"arrow_array_stream")
 }
 
 /// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).

@@ -2,8 +2,7 @@
 
 use std::sync::Mutex;
 
-use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator};
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::{DataType, Field, Schema};
 use pyo3::create_exception;
@@ -11,6 +10,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use super::arrow::stream_capsule;
 use super::encode::import_stream;
 use super::errors::KafkaBatchError;
 use crate::values::{parse_column, OnValueError, ValueFormat};
@@ -45,8 +45,7 @@ impl ParsedColumn {
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("this column was already consumed"))?;
         let schema = std::sync::Arc::new(Schema::new(vec![Field::new("value", self.data_type.clone(), true)]));
-        let reader = RecordBatchIterator::new(chunks.into_iter().map(Ok), schema);
-        PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(reader)), c"arrow_array_stream")
+        stream_capsule(py, chunks, schema)
     }
 }
 
