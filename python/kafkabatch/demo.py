@@ -28,6 +28,14 @@ from kafkabatch._util import format_bytes, size_arg
 _MARKER = ".kafkabatch-demo"
 
 
+#: The generated orders' JSON, as Spark DDL (see kafkabatch.generate).
+ORDERS_SCHEMA = (
+    "order_id string, customer_id string, created_at timestamp, status string, channel string, currency string, "
+    "items array<struct<sku: string, name: string, qty: bigint, unit_price: double>>, total double, "
+    "shipping struct<method: string, country: string, city: string, postcode: string>, coupon string, note string"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m kafkabatch.demo",
@@ -187,6 +195,20 @@ def main(argv: list[str] | None = None) -> int:
             )
             .collect()
         }
+        # Typed values: the orders' JSON parsed into columns in the Rust core as they are read.
+        orders = (
+            spark.read.format("kafka-log")
+            .option("isolation", isolation)
+            .option("valueFormat", "json")
+            .option("valueSchema", ORDERS_SCHEMA)
+            .load(str(logs / "orders-*"))
+        )
+        by_status = (
+            orders.groupBy(F.col("value.status").alias("status"))
+            .agg(F.count(F.lit(1)).alias("orders"), F.round(F.sum("value.total"), 2).alias("total"))
+            .orderBy(F.desc("orders"))
+            .collect()
+        )
         hidden: dict[str, int] = {}
         if committed:
             everything = spark.read.format("kafka-log").load(str(logs)).groupBy("topic").count().collect()
@@ -240,6 +262,13 @@ def main(argv: list[str] | None = None) -> int:
             "records: what a read_committed consumer sees; hidden: records of aborted or still-open "
             "transactions; codecs: batches per codec"
         )
+    if by_status:
+        statuses = Table(title="orders by status (valueFormat=json: the JSON parsed as it is read)")
+        for column, justify in (("status", "left"), ("orders", "right"), ("total", "right")):
+            statuses.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for r in by_status:
+            statuses.add_row(str(r["status"]), f"{r['orders']:,}", f"{r['total']:,.2f}")
+        console.print(statuses)
     console.print(f"[bold]Parquet:[/] {parquet}")
     console.print(f"  spark.read.parquet({str(parquet)!r}).where(\"topic = '{topics[0] if topics else 'orders'}'\")")
     return 0
