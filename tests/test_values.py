@@ -645,3 +645,13 @@ def test_module_doctests():
     for module in (kafkabatch.values, kafkabatch.registry):
         failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert failures == 0, module.__name__
+
+
+def test_decode_report_takes_the_value_options():
+    data = kb.encode([{"value": json.dumps({"a": i}).encode()} for i in range(3)] + [{"value": b"bad"}], base_offset=3)
+    schema = pa.struct([("a", pa.int64())])
+    report = kb.decode_report(data, value_format="json", value_schema=schema, on_value_error="null")
+    assert report.table.column("value").to_pylist() == [{"a": 0}, {"a": 1}, {"a": 2}, None]
+    assert report.records == 4
+    with pytest.raises(kb.ValueDecodeError, match="offset 6"):
+        kb.decode_report(data, value_format="json", value_schema=schema)

@@ -105,6 +105,12 @@ def decode_report(
     aborted_transactions: AbortedTransactions = None,
     hide_open_transactions: bool | None = None,
     threads: int | None = None,
+    value_format: ValueFormat = "binary",
+    value_schema: Any = None,
+    key_format: ValueFormat = "binary",
+    key_schema: Any = None,
+    schema_registry: Any = None,
+    on_value_error: OnValueError = "raise",
 ) -> DecodeReport:
     """Like :func:`decode`, but also report skipped batches and trailing bytes.
 
@@ -126,6 +132,16 @@ def decode_report(
         threads=threads,
     )
     table = _table(stream)
+    value_options = {
+        "value_format": value_format,
+        "value_schema": value_schema,
+        "key_format": key_format,
+        "key_schema": key_schema,
+        "schema_registry": schema_registry,
+        "on_value_error": on_value_error,
+    }
+    if not (value_format == "binary" and key_format == "binary" and value_schema is None and key_schema is None):
+        table = apply_all(table, specs_from_options(value_options, table=table), threads)
     return DecodeReport(
         table=table,
         batches=stream.batches,
