@@ -159,6 +159,10 @@ def test_parse_values_udf_on_a_binary_column(spark, registry_server):
         "offset", kbs.parse_values("value", format="avro", schema_registry=registry_server).alias("value")
     )
     assert [r["id"] for r in _rows(parsed)] == [f"o{i}" for i in range(120)]
+    with_client = avro_df.select(
+        "offset", kbs.parse_values("value", format="avro", schema_registry=registry).alias("value")
+    )
+    assert _rows(with_client) == _rows(parsed), "confluent-kafka's client object, asked on the driver"
 
 
 def test_json_edge_cases_follow_from_json(spark):

@@ -655,3 +655,14 @@ def test_decode_report_takes_the_value_options():
     assert report.records == 4
     with pytest.raises(kb.ValueDecodeError, match="offset 6"):
         kb.decode_report(data, value_format="json", value_schema=schema)
+
+
+def test_a_confluent_registry_client_is_a_schema_registry(registry):
+    """confluent-kafka's own client (here its mock) answers for the registry, newest version as reader."""
+    v1 = confluent_avro(registry, ORDER_V1, [order(i) for i in range(20)])
+    v2_rows = [{k: v for k, v in order(i).items() if k != "note"} | {"channel": "app"} for i in range(20, 30)]
+    v2 = confluent_avro(registry, ORDER_V2, v2_rows)
+    data = kb.encode([{"value": v} for v in v1 + v2])
+    table = kb.decode(data, value_format="avro", schema_registry=registry)
+    expected = [fastavro_read(v, ORDER_V1, ORDER_V2) for v in v1] + [fastavro_read(v, ORDER_V2) for v in v2]
+    assert [normalised(r) for r in table.column("value").to_pylist()] == expected

@@ -211,7 +211,8 @@ def decode(
     ``value_schema`` (a pyarrow struct type or schema; missing fields are
     null, others ignored) or ``"avro"``: plain datums of ``value_schema``
     (Avro JSON), or with ``schema_registry`` (a URL, a confluent-kafka style
-    config dict with ``url``, or ``{schema_id: schema}``) Confluent-framed
+    config dict with ``url``, a confluent-kafka ``SchemaRegistryClient``, or
+    ``{schema_id: schema}``) Confluent-framed
     values whose writer schemas are resolved to ``value_schema`` or else the
     newest one. Tombstones stay null. A bad value raises
     :class:`ValueDecodeError` naming its topic, partition and offset, or

@@ -132,13 +132,67 @@ class SchemaRegistry:
             return []
 
 
+class ConfluentClientRegistry(SchemaRegistry):
+    """The same questions asked of a confluent-kafka ``SchemaRegistryClient``
+    (a real one, or its ``mock://`` client), which caches what it fetches.
+
+    >>> registry = ConfluentClientRegistry(SchemaRegistryClient.new_client({"url": "mock://x"}))  # doctest: +SKIP
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.url = str(getattr(client, "_rest_client", None) and client._rest_client.base_urls[0] or "client")
+        self._reachable = False
+
+    def _ask(self, what: str, call: Any) -> Any:
+        try:
+            return call()
+        except Exception as error:  # confluent-kafka raises its own error types, and httpx's
+            raise SchemaRegistryError(f"schema registry client: {what}: {error}") from None
+
+    def check(self) -> None:
+        if not self._reachable:
+            self._ask("list subjects", self._client.get_subjects)
+            self._reachable = True
+
+    def schema(self, schema_id: int) -> str:
+        return str(self._ask(f"schema id {schema_id}", lambda: self._client.get_schema(int(schema_id))).schema_str)
+
+    def subjects(self) -> list[str]:
+        return [str(s) for s in self._ask("list subjects", self._client.get_subjects)]
+
+    def subject_schemas(self, subject: str) -> list[tuple[int, str]]:
+        out = []
+        for version in sorted(self._ask(f"versions of {subject}", lambda: self._client.get_versions(subject))):
+            entry = self._ask(f"{subject} version {version}", lambda v=version: self._client.get_version(subject, v))
+            out.append((int(entry.schema_id), str(entry.schema.schema_str)))
+        return out
+
+    def latest(self, subject: str) -> tuple[int, str]:
+        entry = self._ask(f"latest of {subject}", lambda: self._client.get_latest_version(subject))
+        return int(entry.schema_id), str(entry.schema.schema_str)
+
+    def subjects_of(self, schema_id: int) -> list[str]:
+        lookup = getattr(self._client, "get_subjects_by_schema_id", None)
+        try:
+            found = [str(s) for s in lookup(int(schema_id))] if lookup is not None else []
+        except Exception:  # an older client, or the mock client, without the lookup
+            found = []
+        if found:
+            return found
+        return [s for s in self.subjects() if any(i == int(schema_id) for i, _ in self.subject_schemas(s))]
+
+
 def registry_of(spec: Any) -> SchemaRegistry | None:
     """A :class:`SchemaRegistry` for a URL, a confluent-style config dict
-    (with ``url``) or a client; None for anything else (a dict of schemas).
+    (with ``url``) or a client (ours, or confluent-kafka's
+    ``SchemaRegistryClient``); None for anything else (a dict of schemas).
     One client per URL and credentials in a process, so each schema id is
     fetched once however many calls name the registry."""
     if isinstance(spec, SchemaRegistry):
         return spec
+    if hasattr(spec, "get_schema") and hasattr(spec, "get_latest_version"):
+        return ConfluentClientRegistry(spec)
     if isinstance(spec, str):
         return _client(spec, None, None)
     if isinstance(spec, Mapping) and "url" in spec:
