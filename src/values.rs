@@ -249,13 +249,12 @@ impl ValueFormat {
                         });
                     }
                 }
-                let arrays: Vec<&dyn Array> = out.arrays.iter().map(|a| a.as_ref()).collect();
-                let parsed = if arrays.is_empty() {
+                let parsed = if out.arrays.is_empty() {
                     arrow_array::new_empty_array(
                         &self.data_type().map_err(|reason| RowError { row: first_row, reason })?,
                     )
                 } else {
-                    arrow_select::concat::concat(&arrays).map_err(|e| RowError {
+                    joined(out.arrays).map_err(|e| RowError {
                         row: first_row,
                         reason: e.to_string(),
                     })?
@@ -474,18 +473,22 @@ impl Sink {
                     })
                     .collect::<Result<_, _>>()
                     .map_err(|e| e.to_string())?;
-                let mut done = done;
-                match done.len() {
-                    0 => Err("no rows".into()),
-                    1 => Ok(done.pop().expect("one array")),
-                    _ => {
-                        let arrays: Vec<&dyn Array> = done.iter().map(|a| a.as_ref()).collect();
-                        arrow_select::concat::concat(&arrays).map_err(|e| e.to_string())
-                    }
+                if done.is_empty() {
+                    return Err("no rows".into());
                 }
+                joined(done).map_err(|e| e.to_string())
             }
         }
     }
+}
+
+/// One array of `arrays` (at least one), in order; a lone array is not copied.
+fn joined(mut arrays: Vec<ArrayRef>) -> Result<ArrayRef, arrow_schema::ArrowError> {
+    if arrays.len() == 1 {
+        return Ok(arrays.pop().expect("one array"));
+    }
+    let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+    arrow_select::concat::concat(&refs)
 }
 
 /// `data_type` with the metadata of every field, at any depth, left out.

@@ -70,11 +70,7 @@ pub struct DecodedStream {
 impl DecodedStream {
     /// The decoded chunks, handed out once.
     fn take_chunks(&self) -> PyResult<Vec<RecordBatch>> {
-        self.chunks
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))
+        take_once(&self.chunks)
     }
 }
 
@@ -115,6 +111,15 @@ impl DecodedStream {
             .map(|array| std::ptr::from_ref::<FFI_ArrowArray>(array).addr())
             .collect())
     }
+}
+
+/// Chunks that may be handed out once (Arrow consumers move them out).
+pub(crate) fn take_once(chunks: &Mutex<Option<Vec<RecordBatch>>>) -> PyResult<Vec<RecordBatch>> {
+    chunks
+        .lock()
+        .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
+        .take()
+        .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))
 }
 
 /// Record batches handed out as an Arrow C stream (`__arrow_c_stream__`).

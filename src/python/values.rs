@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use super::arrow::stream_capsule;
+use super::arrow::{stream_capsule, take_once};
 use super::encode::import_stream;
 use super::errors::KafkaBatchError;
 use crate::values::{parse_column, OnValueError, ValueFormat};
@@ -38,12 +38,7 @@ impl ParsedColumn {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let chunks = self
-            .chunks
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("lock poisoned"))?
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("this column was already consumed"))?;
+        let chunks = take_once(&self.chunks)?;
         let schema = std::sync::Arc::new(Schema::new(vec![Field::new("value", self.data_type.clone(), true)]));
         stream_capsule(py, chunks, schema)
     }

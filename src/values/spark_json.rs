@@ -149,7 +149,7 @@ fn write_compact(tape: &Tape<'_>, idx: u32, out: &mut String) -> u32 {
             let _ = write!(out, "{}", f32::from_bits(v));
             idx + 1
         }
-        TapeElement::EndObject(_) | TapeElement::EndList(_) => idx + 1,
+        // EndObject/EndList are stepped over by their start; the enum is non-exhaustive.
         _ => idx + 1,
     }
 }
