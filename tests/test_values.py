@@ -666,3 +666,16 @@ def test_a_confluent_registry_client_is_a_schema_registry(registry):
     table = kb.decode(data, value_format="avro", schema_registry=registry)
     expected = [fastavro_read(v, ORDER_V1, ORDER_V2) for v in v1] + [fastavro_read(v, ORDER_V2) for v in v2]
     assert [normalised(r) for r in table.column("value").to_pylist()] == expected
+
+
+def test_values_outside_the_bounds_are_not_parsed(tmp_path):
+    """A bad value before start_offset is not read, so it can't fail the read (nor cost a parse)."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    values = [b"{broken", b'{"n": 1}', b'{"n": 2}']
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": v} for v in values])
+    schema = pa.struct([("n", pa.int64())])
+    table = kb.scan_log(tmp_path, start_offset=1, value_format="json", value_schema=schema).read_all()
+    assert table.column("value").to_pylist() == [{"n": 1}, {"n": 2}]
+    with pytest.raises(kb.ValueDecodeError, match="offset 0 of t-0"):
+        kb.scan_log(tmp_path, value_format="json", value_schema=schema).read_all()

@@ -11,8 +11,7 @@ import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import mapped_file, topic_partition_of_folder
-from kafkabatch.registry import registry_of
-from kafkabatch.values import VALUE_OPTIONS, OnValueError, ValueFormat, apply_all, specs, specs_from_options
+from kafkabatch.values import VALUE_OPTIONS, OnValueError, ValueFormat, parse_columns, typed_options
 
 #: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
 #: largest legal batches, small enough that a decompression bomb is refused.
@@ -118,6 +117,16 @@ def decode_report(
     >>> report.records, len(report.skipped), report.trailing_bytes  # doctest: +SKIP
     (1000, 1, 0)
     """
+    value_options = typed_options(
+        {
+            "value_format": value_format,
+            "value_schema": value_schema,
+            "key_format": key_format,
+            "key_schema": key_schema,
+            "schema_registry": schema_registry,
+            "on_value_error": on_value_error,
+        }
+    )
     stream = _native.decode(
         data,
         topic=topic,
@@ -132,16 +141,8 @@ def decode_report(
         threads=threads,
     )
     table = _table(stream)
-    value_options = {
-        "value_format": value_format,
-        "value_schema": value_schema,
-        "key_format": key_format,
-        "key_schema": key_schema,
-        "schema_registry": schema_registry,
-        "on_value_error": on_value_error,
-    }
-    if not (value_format == "binary" and key_format == "binary" and value_schema is None and key_schema is None):
-        table = apply_all(table, specs_from_options(value_options, table=table), threads)
+    if value_options is not None:
+        table = parse_columns(table, value_options, threads)
     return DecodeReport(
         table=table,
         batches=stream.batches,
@@ -223,9 +224,16 @@ def decode(
     >>> table.column_names
     ['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'headers']
     """
-    typed = not (value_format == "binary" and key_format == "binary" and value_schema is None and key_schema is None)
-    if typed and registry_of(schema_registry) is not None:
-        registry_of(schema_registry).check()  # type: ignore[union-attr]  # unreachable: fail before any work
+    value_options = typed_options(
+        {
+            "value_format": value_format,
+            "value_schema": value_schema,
+            "key_format": key_format,
+            "key_schema": key_schema,
+            "schema_registry": schema_registry,
+            "on_value_error": on_value_error,
+        }
+    )
     # The native call directly, not through decode_report: its account is
     # not needed, and this is called once per fetch (a few µs count).
     stream = _native.decode(
@@ -243,18 +251,7 @@ def decode(
         binary_view=binary_view,
     )
     table = _table(stream, VIEW_SCHEMA if binary_view else SCHEMA)
-    if not typed:
-        return table
-    value_specs = specs(
-        value_format=value_format,
-        value_schema=value_schema,
-        key_format=key_format,
-        key_schema=key_schema,
-        schema_registry=schema_registry,
-        on_value_error=on_value_error,
-        table=table,
-    )
-    return apply_all(table, value_specs, threads)
+    return table if value_options is None else parse_columns(table, value_options, threads)
 
 
 def iter_batches(
@@ -380,6 +377,7 @@ def _read_bounded(
         end_offset=end_offset,
         start_timestamp_ms=None if start_us is None else start_us // 1000,
     )
+    value_options = typed_options({k: v for k, v in options.items() if k in VALUE_OPTIONS})
     report_options = {k: v for k, v in options.items() if k != "threads" and k not in VALUE_OPTIONS}
     stream = _native.decode(
         data,
@@ -413,7 +411,4 @@ def _read_bounded(
     for condition in conditions[1:]:
         mask = pc.and_(mask, condition)
     table = table.filter(mask)
-    value_options = {k: v for k, v in options.items() if k in VALUE_OPTIONS}
-    if not value_options:
-        return table
-    return apply_all(table, specs_from_options(value_options, table=table), options.get("threads"))
+    return table if value_options is None else parse_columns(table, value_options, options.get("threads"))

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 import kafkabatch as kb
 from kafkabatch._util import mapped_file, parse_size, segment_base_offset, topic_partition_of_folder
-from kafkabatch.values import VALUE_OPTIONS, ValueSpec, apply_all, specs_from_options
+from kafkabatch.values import VALUE_OPTIONS, ValueSpec, apply_all, specs, typed_options
 
 __all__ = [
     "DEFAULT_MAX_CHUNK_BYTES",
@@ -786,8 +786,7 @@ def decode_range(
         if report.end != "clean":
             result.status = report.end
         mask_needed = bounds.start_ts is not None or bounds.end_ts is not None or bounds.offsets
-        table = apply_all(report.table, value_specs, options.get("threads"))
-        for batch in table.to_batches(max_chunksize=max_records_per_batch):
+        for batch in report.table.to_batches(max_chunksize=max_records_per_batch):
             if mask_needed and batch.num_rows:
                 mask = bounds.mask(batch)
                 if mask is not None:
@@ -796,7 +795,12 @@ def decode_range(
                         batch = batch.filter(mask) if kept else batch.slice(0, 0)
             if batch.num_rows:
                 result.rows += batch.num_rows
-                yield batch
+                if value_specs:  # only the records in bounds are parsed
+                    yield from apply_all(
+                        pa.Table.from_batches([batch]), value_specs, options.get("threads")
+                    ).to_batches()
+                else:
+                    yield batch
 
 
 def _segment_skippable(segments: list[Segment], i: int, bounds: _Bounds) -> bool:
@@ -889,9 +893,9 @@ def scan_log(
     chunk = parse_size(max_chunk_bytes)
     if chunk <= 0:
         raise ValueError("max_chunk_bytes must be positive")
-    value_options = {k: decode_options.pop(k) for k in VALUE_OPTIONS if k in decode_options}
+    value_options = typed_options({k: decode_options.pop(k) for k in VALUE_OPTIONS if k in decode_options})
     options = _decode_options(decode_options)
-    value_specs = specs_from_options(value_options, topics=sorted({s.topic for s in segments})) if value_options else []
+    value_specs = [] if value_options is None else specs(value_options, topics=sorted({s.topic for s in segments}))
     schema = typed_schema(kb.SCHEMA, value_specs)
     start_ts = None if start_timestamp is None else parse_timestamp(start_timestamp)
     end_ts = None if end_timestamp is None else parse_timestamp(end_timestamp)

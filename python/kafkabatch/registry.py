@@ -141,7 +141,7 @@ class ConfluentClientRegistry(SchemaRegistry):
 
     def __init__(self, client: Any) -> None:
         self._client = client
-        self.url = str(getattr(client, "_rest_client", None) and client._rest_client.base_urls[0] or "client")
+        self.url = f"{type(client).__name__} client"
         self._reachable = False
 
     def _ask(self, what: str, call: Any) -> Any:

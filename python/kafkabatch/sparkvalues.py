@@ -43,7 +43,7 @@ from pyspark.sql.types import (
 )
 
 from kafkabatch.registry import BASIC_AUTH, BEARER_TOKEN, registry_of
-from kafkabatch.values import ValueSpec, avro_text, resolve
+from kafkabatch.values import ValueSpec, avro_text, resolve, subject_writers
 
 _SIMPLE: dict[str, DataType] = {
     "string": StringType(),
@@ -272,14 +272,6 @@ def _nullable(data_type: DataType) -> DataType:
     return data_type
 
 
-def to_spark_column(array: pa.Array, spark_type: DataType) -> pa.Array:
-    """``array`` cast to exactly the Arrow type Spark reads for ``spark_type``."""
-    target = arrow_type_for_spark(spark_type)
-    if array.type.equals(target):
-        return array
-    return _cast(array, target)
-
-
 def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
     """A cast that also takes dictionaries and fixed binary nested in structs,
     lists and maps (pyarrow's cast stops at some of those)."""
@@ -433,20 +425,12 @@ def parse_values_udf(
             spark_type = _nullable(_json_spark_type(json.dumps(schema) if isinstance(schema, Mapping) else schema))
             arrow_schema = arrow_type_for_spark(spark_type)
     registry: Any = schema_registry
-    topics: list[str] = []
     client = registry_of(schema_registry) if format == "avro" else None
     if client is not None:
-        if subject is not None:
-            subjects = [subject]
-        else:
-            subjects = client.subjects()
-        writers: dict[int, str] = {}
-        for name in subjects:
-            writers.update(client.subject_schemas(name))
-        if schema is None and len(subjects) == 1:
-            arrow_schema = client.latest(subjects[0])[1]
-        registry = writers
-    spec = resolve("value", format, arrow_schema, registry, on_value_error, topics=topics)
+        registry, latest = subject_writers(client, [subject] if subject is not None else client.subjects())
+        if schema is None:
+            arrow_schema = latest
+    spec = resolve("value", format, arrow_schema, registry, on_value_error)
     if spec is None:
         raise ValueError("format must be 'string', 'json' or 'avro'")
     spark_type = spark_type or spark_type_of(spec.output_type)

@@ -88,11 +88,6 @@ class ValueSpec:
             raise located(error, table, self.column) from None
         return table.set_column(index, pa.field(self.column, parsed.type), parsed)
 
-    def apply_batch(self, batch: pa.RecordBatch, threads: int | None = None) -> pa.RecordBatch:
-        table = self.apply(pa.Table.from_batches([batch]), threads).combine_chunks()
-        out = table.to_batches()
-        return out[0] if out else pa.RecordBatch.from_pylist([], schema=table.schema)
-
 
 def located(error: Exception, table: pa.Table | pa.RecordBatch, column: str) -> Exception:
     """The same error, its message naming the record's topic, partition and offset."""
@@ -280,27 +275,33 @@ def resolve(
 def _fetch_writers(
     registry: SchemaRegistry, column: str, values: Any, topics: Iterable[str]
 ) -> tuple[dict[int, str], str | None]:
-    """Writer schemas by id and the newest one of their subject."""
+    """Writer schemas by id and the newest one of their subject: the ids
+    found in ``values``, else the subjects ``<topic>-<column>`` of ``topics``."""
+    if values is None:
+        known = set(registry.subjects())
+        return subject_writers(registry, [f"{t}-{column}" for t in topics if f"{t}-{column}" in known])
     writers: dict[int, str] = {}
     subjects: list[str] = []
-    if values is not None:
-        ids = confluent_ids(values)
-        if not ids:
-            registry.check()
-        for schema_id in ids:
-            writers[schema_id] = registry.schema(schema_id)
-            subjects.extend(s for s in registry.subjects_of(schema_id) if s not in subjects)
-    else:
-        known = set(registry.subjects())
-        for topic in topics:
-            subject = f"{topic}-{column}"
-            if subject in known:
-                subjects.append(subject)
-                writers.update(registry.subject_schemas(subject))
+    ids = confluent_ids(values)
+    if not ids:
+        registry.check()
+    for schema_id in ids:
+        writers[schema_id] = registry.schema(schema_id)
+        subjects.extend(s for s in registry.subjects_of(schema_id) if s not in subjects)
     latest = None
     if len(subjects) == 1:
         latest_id, latest = registry.latest(subjects[0])
         writers.setdefault(latest_id, latest)
+    return writers, latest
+
+
+def subject_writers(registry: SchemaRegistry, subjects: list[str]) -> tuple[dict[int, str], str | None]:
+    """Every version of ``subjects`` by schema id, and the newest schema when
+    there is one subject (the reader schema by default)."""
+    writers: dict[int, str] = {}
+    for subject in subjects:
+        writers.update(registry.subject_schemas(subject))
+    latest = registry.latest(subjects[0])[1] if len(subjects) == 1 else None
     return writers, latest
 
 
@@ -339,45 +340,51 @@ def parse_values(
     return spec.parse(values, threads)
 
 
-def specs(
-    *,
-    value_format: str | None,
-    value_schema: Any,
-    key_format: str | None,
-    key_schema: Any,
-    schema_registry: Any,
-    on_value_error: str,
-    table: pa.Table | None = None,
-    topics: Iterable[str] = (),
-) -> list[ValueSpec]:
-    """The specs for ``value`` and ``key`` (those not left binary)."""
+#: The keywords of :func:`kafkabatch.decode` that type the value and key columns.
+VALUE_OPTIONS = ("value_format", "value_schema", "key_format", "key_schema", "schema_registry", "on_value_error")
+
+
+def typed_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``options`` (:data:`VALUE_OPTIONS` keywords) when they ask for a typed
+    column, else None. A registry they name is asked here, before any
+    decoding, and handed on as its client, so it is asked once."""
+    if (
+        options.get("value_format", "binary") == "binary"
+        and options.get("key_format", "binary") == "binary"
+        and options.get("value_schema") is None
+        and options.get("key_schema") is None
+    ):
+        return None
+    registry = registry_of(options.get("schema_registry"))
+    if registry is None:
+        return dict(options)
+    registry.check()  # unreachable: fail before any work
+    return {**options, "schema_registry": registry}
+
+
+def specs(options: Mapping[str, Any], *, table: pa.Table | None = None, topics: Iterable[str] = ()) -> list[ValueSpec]:
+    """The specs for ``value`` and ``key`` (those not left binary) from
+    :data:`VALUE_OPTIONS` keywords; ``table``'s columns or ``topics`` tell a
+    registry URL which schemas to fetch (see :func:`resolve`)."""
     out = []
-    for column, fmt, schema in (("value", value_format, value_schema), ("key", key_format, key_schema)):
-        values = table.column(column) if table is not None else None
-        spec = resolve(column, fmt, schema, schema_registry, on_value_error, values=values, topics=topics)
+    for column in ("value", "key"):
+        spec = resolve(
+            column,
+            options.get(f"{column}_format", "binary"),
+            options.get(f"{column}_schema"),
+            options.get("schema_registry"),
+            options.get("on_value_error", "raise"),
+            values=table.column(column) if table is not None else None,
+            topics=topics,
+        )
         if spec is not None:
             out.append(spec)
     return out
 
 
-#: The keywords of :func:`kafkabatch.decode` that type the value and key columns.
-VALUE_OPTIONS = ("value_format", "value_schema", "key_format", "key_schema", "schema_registry", "on_value_error")
-
-
-def specs_from_options(
-    options: Mapping[str, Any], *, table: pa.Table | None = None, topics: Iterable[str] = ()
-) -> list[ValueSpec]:
-    """:func:`specs` from a dict of :data:`VALUE_OPTIONS` keywords."""
-    return specs(
-        value_format=options.get("value_format", "binary"),
-        value_schema=options.get("value_schema"),
-        key_format=options.get("key_format", "binary"),
-        key_schema=options.get("key_schema"),
-        schema_registry=options.get("schema_registry"),
-        on_value_error=options.get("on_value_error", "raise"),
-        table=table,
-        topics=topics,
-    )
+def parse_columns(table: pa.Table, options: Mapping[str, Any], threads: int | None = None) -> pa.Table:
+    """``table`` with the columns :data:`VALUE_OPTIONS` keywords ask for parsed."""
+    return apply_all(table, specs(options, table=table), threads)
 
 
 def apply_all(table: pa.Table, value_specs: Iterable[ValueSpec], threads: int | None = None) -> pa.Table:
