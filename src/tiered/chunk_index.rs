@@ -445,7 +445,7 @@ mod tests {
         for cut in 0..p.len() {
             assert!(decode_sizes(&p[..cut]).is_err(), "cut {cut}");
         }
-        let mut p = pack(&[0, 0xFFFF_FF, 3]);
+        let mut p = pack(&[0, 0x00FF_FFFF, 3]);
         p[4..8].copy_from_slice(&i32::MAX.to_be_bytes());
         assert!(decode_sizes(&p).is_err());
         assert!(decode_transformed_chunks("not base64!").is_err());

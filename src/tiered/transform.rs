@@ -3,7 +3,7 @@
 //! Each chunk is undone on its own: with encryption, AES-256-GCM over
 //! IV(12) ‖ ciphertext ‖ tag(16) with the manifest's AAD; then, with
 //! compression, one zstd frame. Chunks are independent, so several are
-//! undone at once across cores ([`crate::parallel::run_beside`]).
+//! undone at once across cores (the crate's `run_beside` helper threads).
 //!
 //! Limits: a chunk may inflate to the size its chunk index gives it and no
 //! further (and never past `max_decompressed_size`); the bytes it produces
