@@ -291,9 +291,7 @@ class RemoteManifest:
     >>> first_bytes = m.detransform(log_object[start:end])  # doctest: +SKIP
     """
 
-    def __new__(
-        cls, text: str | Buffer, keys: TieredKeys | None = None, *, name: str = ""
-    ) -> RemoteManifest: ...
+    def __new__(cls, text: str | Buffer, keys: TieredKeys | None = None, *, name: str = "") -> RemoteManifest: ...
     @property
     def name(self) -> str: ...
     @property

@@ -10,10 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import kafkabatch.log.fs as fs
 from kafkabatch._decode import iter_batches
 from kafkabatch.log.bounds import Bounds
-from kafkabatch.log.listing import Segment
+from kafkabatch.log.listing import Segment, open_segment
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
 
 
@@ -75,7 +74,7 @@ def partition_transactions(group: list[Segment]) -> list[Transaction]:
     sources = []
     try:
         for seg in group:
-            sources.append(fs.open_source(seg.path))
+            sources.append(open_segment(seg))
         return hidden_transactions(sources)
     finally:
         for source in sources:

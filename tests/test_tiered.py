@@ -1,0 +1,359 @@
+"""Tiered storage: remote segments read where they live, against the broker folder they came from.
+
+Fixtures are laid out as Aiven's plugin and Kafka's LocalTieredStorage write
+them (see tests/tiered_fixtures.py: zstandard, cryptography's AESGCM and
+pycryptodome's OAEP-SHA3-512, never kafkabatch's own code), from a log dir
+written by kafkabatch's generator; every read is compared with reading the
+original broker folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import tiered_fixtures as tf
+
+import kafkabatch as kb
+from kafkabatch import _kafkabatch as native
+from kafkabatch.log import list_segments, scan_log
+from kafkabatch.log.tiered import TieredSource, TieredStorageWarning, remote_name
+
+pytest.importorskip("Crypto")
+pytest.importorskip("cryptography")
+
+CHUNK = 8 << 10  # small chunks: every segment spans many
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory) -> Path:
+    """A broker log dir: two partitions of several segments, lz4 and zstd batches, transactions."""
+    root = tmp_path_factory.mktemp("broker")
+    kb.generate(
+        root,
+        size="1200KB",
+        topics=[kb.TopicSpec("orders", 2, codec="lz4"), kb.TopicSpec("payments", 1, codec="zstd")],
+        segment_bytes="96KB",
+        progress=False,
+    )
+    return root
+
+
+@pytest.fixture(scope="session")
+def keys() -> tuple[tf.KeyPair, tf.KeyPair]:
+    return tf.make_key_pair("key-1"), tf.make_key_pair("key-2")
+
+
+def _partitions(broker: Path) -> list[tuple[str, int, Path]]:
+    out = []
+    for folder in sorted(broker.iterdir()):
+        if folder.is_dir() and "-" in folder.name:
+            topic, _, partition = folder.name.rpartition("-")
+            out.append((topic, int(partition), folder))
+    return out
+
+
+def _end_offsets(log: Path) -> tuple[int, int]:
+    batches = list(kb.iter_batches(log.read_bytes(), validate_crc=False))
+    return batches[-1].last_offset, max(b.max_timestamp for b in batches)
+
+
+def _upload(broker: Path, root: Path, mode: str, key: tf.KeyPair | None, *, segments=None, prefix="tiered/", **kw):
+    uploader = tf.Uploader(root, mode, CHUNK, key, prefix=prefix, **kw)
+    for topic, partition, folder in _partitions(broker):
+        logs = tf.broker_segments(folder)
+        for log in logs if segments is None else [logs[i] for i in segments if i < len(logs)]:
+            end, max_ts = _end_offsets(log)
+            uploader.upload(log, topic, partition, end_offset=end, max_timestamp=max_ts)
+    return uploader
+
+
+def _key_spec(key: tf.KeyPair) -> dict[str, str]:
+    return {key.key_id: key.private_pem}
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    cols = ["topic", "partition", "offset", "timestamp", "key", "value", "headers"]
+    return sorted(zip(*(table[c].to_pylist() for c in cols)))
+
+
+def _same(a: pa.Table, b: pa.Table) -> None:
+    assert a.num_rows == b.num_rows
+    assert _rows(a) == _rows(b)
+
+
+@pytest.fixture(scope="session")
+def buckets(broker, keys, tmp_path_factory):
+    """One bucket per mode, every segment uploaded."""
+    out = {}
+    for mode in tf.MODES:
+        root = tmp_path_factory.mktemp(mode.replace("+", "-"))
+        _upload(broker, root, mode, keys[0] if "encrypted" in mode else None)
+        out[mode] = root
+    return out
+
+
+@pytest.mark.parametrize("mode", tf.MODES)
+def test_every_mode_reads_as_the_broker_folder(broker, buckets, keys, mode):
+    expected = scan_log(broker).read_all()
+    segments = list_segments(buckets[mode])
+    assert {s.layout for s in segments} == {"aiven"}
+    assert {(s.topic, s.partition) for s in segments} == {("orders", 0), ("orders", 1), ("payments", 0)}
+    got = scan_log(buckets[mode], tiered_keys=_key_spec(keys[0])).read_all()
+    _same(got, expected)
+    # Objects really are transformed, and span many chunks.
+    manifest = json.loads(Path(segments[0].manifest).read_text())
+    assert manifest["chunkIndex"]["type"] == ("variable" if "zstd" in mode else "fixed")
+    m = native.RemoteManifest(Path(segments[0].manifest).read_text(), native.TieredKeys(_key_spec(keys[0])))
+    assert m.chunk_count > 5 and m.original_size == segments[0].size
+    assert m.compression == ("zstd" in mode) and m.encrypted == ("encrypted" in mode)
+
+
+@pytest.mark.parametrize("mode", ["plain", "zstd+encrypted"])
+def test_bounded_reads_fetch_only_what_they_need(broker, buckets, keys, mode):
+    start, end = 700, 760
+    expected = scan_log(broker, start_offset=start, end_offset=end).read_all()
+    assert expected.num_rows > 0
+    requested = []
+
+    original_close = TieredSource.close
+
+    def counting_close(self):
+        requested.append((self.requested, self.manifest.transformed_size))
+        original_close(self)
+
+    TieredSource.close = counting_close
+    try:
+        got = scan_log(buckets[mode], start_offset=start, end_offset=end, tiered_keys=_key_spec(keys[0])).read_all()
+    finally:
+        TieredSource.close = original_close
+    _same(got, expected)
+    fetched = sum(r for r, _ in requested)
+    whole = sum(t for _, t in requested)
+    assert 0 < fetched < whole / 3, (fetched, whole)
+    # Timestamps too.
+    ts = expected["timestamp"][0].as_py()
+    _same(
+        scan_log(buckets[mode], start_timestamp=ts, end_offset=end, tiered_keys=_key_spec(keys[0])).read_all(),
+        scan_log(broker, start_timestamp=ts, end_offset=end).read_all(),
+    )
+
+
+def test_read_segment_by_manifest_or_log_key(broker, buckets, keys):
+    seg = list_segments(buckets["zstd+encrypted"])[1]
+    broker_log = broker / f"{seg.topic}-{seg.partition}" / f"{seg.base_offset:020d}.log"
+    expected = kb.read_segment(broker_log)
+    keyspec = _key_spec(keys[0])
+    _same(kb.read_segment(seg.manifest, tiered_keys=keyspec), expected)
+    _same(kb.read_segment(seg.path, tiered_keys=keyspec), expected)
+    first = expected["offset"][10].as_py()
+    _same(
+        kb.read_segment(seg.path, tiered_keys=keyspec, start_offset=first, end_offset=first + 5),
+        kb.read_segment(broker_log, start_offset=first, end_offset=first + 5),
+    )
+    # read_committed: the same records as the broker's segment gives.
+    _same(
+        kb.read_segment(seg.path, tiered_keys=keyspec, isolation="read_committed"),
+        scan_log(broker / f"{seg.topic}-{seg.partition}", isolation="read_committed", start_offset=seg.base_offset,
+                 end_offset=expected["offset"][-1].as_py() + 1).read_all(),
+    )  # fmt: skip
+
+
+def test_remote_and_local_together_every_offset_once(broker, keys, tmp_path):
+    """A bucket of older segments, a broker dir holding the newer ones (and
+    some of the same), and a second upload of the same offsets under another
+    segment id: every offset exactly once."""
+    root = tmp_path / "all"
+    bucket = root / "bucket"
+    uploader = _upload(broker, bucket, "zstd+encrypted", keys[0], segments=[0, 1, 2, 3])
+    # The same offsets uploaded again after a leader change (another segment id, other chunking).
+    again = tf.Uploader(bucket, "zstd", CHUNK * 2, prefix="tiered/", topic_ids=uploader.topic_ids, seed=9)
+    for topic, partition, folder in _partitions(broker):
+        log = tf.broker_segments(folder)[1]
+        end, max_ts = _end_offsets(log)
+        again.upload(log, topic, partition, end_offset=end, max_timestamp=max_ts)
+    # The broker keeps its newest segments locally (2.. of each partition).
+    for _topic, _partition, folder in _partitions(broker):
+        local = root / "broker" / folder.name
+        local.mkdir(parents=True)
+        for log in tf.broker_segments(folder)[2:]:
+            for f in folder.glob(log.stem + ".*"):
+                shutil.copy(f, local / f.name)
+    expected = scan_log(broker).read_all()
+    got = scan_log(root, tiered_keys=_key_spec(keys[0])).read_all()
+    offsets = list(zip(got["topic"].to_pylist(), got["partition"].to_pylist(), got["offset"].to_pylist()))
+    assert len(offsets) == len(set(offsets))
+    _same(got, expected)
+    # Bounded reads across the seam.
+    seam = tf.broker_segments(broker / "orders-0")[2].name
+    base = int(seam[:20])
+    _same(
+        scan_log(root, start_offset=base - 7, end_offset=base + 9, tiered_keys=_key_spec(keys[0])).read_all(),
+        scan_log(broker, start_offset=base - 7, end_offset=base + 9).read_all(),
+    )
+
+
+def test_local_tiered_storage_layout(broker, tmp_path):
+    import random
+
+    rng = random.Random(3)
+    topic_ids = {}
+    for topic, partition, folder in _partitions(broker):
+        topic_id = topic_ids.setdefault(topic, tf.kafka_uuid(rng, dash_digit=True))
+        for i, log in enumerate(tf.broker_segments(folder)):
+            tf.local_tiered_copy(tmp_path, log, topic, partition, topic_id, tf.kafka_uuid(rng), padded=i % 2 == 0)
+    segments = list_segments(tmp_path)
+    assert {s.layout for s in segments} == {"local-tiered"}
+    assert {(s.topic, s.partition) for s in segments} == {("orders", 0), ("orders", 1), ("payments", 0)}
+    assert all("-" in s.topic_id for s in segments if s.topic_id)
+    _same(scan_log(tmp_path).read_all(), scan_log(broker).read_all())
+    _same(
+        scan_log(tmp_path, start_offset=300, end_offset=420).read_all(),
+        scan_log(broker, start_offset=300, end_offset=420).read_all(),
+    )
+
+
+def test_names_are_not_parsed_by_the_last_dash():
+    n = remote_name("b/p/my-topic-7-Ab3-12defghijklmnop-12/12/00000000000000000042-tqimKeZwStOEOwRzT3L5oQ.rsm-manifest")
+    assert (n.layout, n.topic, n.partition, n.topic_id, n.base_offset) == (
+        "aiven", "my-topic-7", 12, "Ab3-12defghijklmnop-12", 42,
+    )  # fmt: skip
+    n = remote_name("x/my-topic-7-3-Ab3-12defghijklmnop-12/42-tqimKeZwStOEOwRzT3L5oQ.log")
+    assert (n.layout, n.topic, n.partition, n.topic_id) == ("local-tiered", "my-topic-7", 3, "Ab3-12defghijklmnop-12")
+    assert remote_name("orders-0/00000000000000000000.log") is None
+
+
+#: The plugin's own manifest strings (SegmentManifestV1SerdeTest), key removed as in its test.
+RLSM = (
+    '{"remoteLogSegmentId":{"topicIdPartition":{"topicId":"lZ6vvmajTWKDBUTV6SQAtQ","topicPartition":'
+    '{"topic":"topic1","partition":42}},"id":"adh9f8BMS4anaUnD8KWfWg"},"startOffset":0,"endOffset":1000,'
+    '"maxTimestampMs":1000000000,"brokerId":2,"eventTimestampMs":2000000000,'
+    '"segmentLeaderEpochs":{"0":100,"1":200,"2":300}}'
+)
+WITHOUT_ENCRYPTION_JSON = (
+    '{"version":"1","chunkIndex":{"type":"fixed","originalChunkSize":100,"originalFileSize":1000,'
+    '"transformedChunkSize":110,"finalTransformedChunkSize":110},"segmentIndexes":{'
+    '"offset":{"position":0,"size":1},"timestamp":{"position":1,"size":1},'
+    '"producerSnapshot":{"position":2,"size":1},"leaderEpoch":{"position":3,"size":1},'
+    '"transaction":{"position":4,"size":1}},"compression":false,"remoteLogSegmentMetadata":' + RLSM + "}"
+)
+VARIABLE_CHUNK_INDEX_JSON = (
+    '{"type":"variable","originalChunkSize":100,"originalFileSize":250,'
+    '"transformedChunks":"KLUv/SAPeQAAAAAAAwAAAAoBAAoAAAAe"}'
+)
+
+
+def test_plugin_manifest_strings():
+    m = native.RemoteManifest(WITHOUT_ENCRYPTION_JSON, name="m")
+    assert (m.chunk_index_type, m.chunk_count, m.original_size, m.transformed_size) == ("fixed", 10, 1000, 1100)
+    assert (m.topic, m.partition, m.topic_id, m.segment_id) == (
+        "topic1",
+        42,
+        "lZ6vvmajTWKDBUTV6SQAtQ",
+        "adh9f8BMS4anaUnD8KWfWg",
+    )
+    assert (m.start_offset, m.end_offset, m.max_timestamp) == (0, 1000, 1000000000)
+    assert m.index_slice("transaction") == (4, 1) and m.index_slice("leaderEpoch") == (3, 1)
+    assert not m.encrypted and m.key_id is None
+    variable = WITHOUT_ENCRYPTION_JSON.replace(
+        '{"type":"fixed","originalChunkSize":100,"originalFileSize":1000,"transformedChunkSize":110,'
+        '"finalTransformedChunkSize":110}',
+        VARIABLE_CHUNK_INDEX_JSON,
+    )
+    m = native.RemoteManifest(variable)
+    assert [m.chunk(i) for i in range(m.chunk_count)] == [(0, 100, 0, 10), (100, 100, 10, 20), (200, 50, 30, 30)]
+    assert m.chunks_for(150, 201) == (1, 3) and m.transformed_range(1, 3) == (10, 60)
+
+
+def _first_manifest(root: Path) -> Path:
+    return sorted(root.rglob("*.rsm-manifest"))[0]
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_bad_input_clear_errors(broker, buckets, keys, tmp_path):
+    enc = buckets["zstd+encrypted"]
+    # No keys, a wrong key.
+    with pytest.raises(kb.TieredStorageError, match='key pair "key-1" and no keys were given') as info:
+        scan_log(enc).read_all()
+    assert info.value.kind == "key" and info.value.object.endswith(".rsm-manifest")
+    wrong = {"key-1": keys[1].private_pem}
+    with pytest.raises(kb.TieredStorageError, match="does not unwrap"):
+        scan_log(enc, tiered_keys=wrong).read_all()
+    with pytest.raises(kb.TieredStorageError, match="not among the keys given \\(key-2\\)"):
+        scan_log(enc, tiered_keys=_key_spec(keys[1])).read_all()
+    # A chunk whose GCM tag fails: named, and skippable.
+    bad = _copy(enc, tmp_path / "gcm")
+    manifest = _first_manifest(bad)
+    m = native.RemoteManifest(manifest.read_text(), native.TieredKeys(_key_spec(keys[0])))
+    log = manifest.with_name(manifest.name.replace(".rsm-manifest", ".log"))
+    data = bytearray(log.read_bytes())
+    data[m.chunk(3)[2] + 20] ^= 0x55
+    log.write_bytes(bytes(data))
+    with pytest.raises(kb.TieredStorageError, match="chunk 3: the AES-GCM tag does not match") as info:
+        scan_log(bad, tiered_keys=_key_spec(keys[0])).read_all()
+    assert info.value.kind == "chunk" and info.value.chunk == 3 and str(log) in str(info.value)
+    results = []
+    got = scan_log(bad, tiered_keys=_key_spec(keys[0]), on_error="skip", on_segment=results.append).read_all()
+    assert sum(len(r.skipped) for r in results) == 1
+    assert 0 < got.num_rows < scan_log(broker).read_all().num_rows
+    # A truncated object.
+    cut = _copy(enc, tmp_path / "cut")
+    log = sorted(cut.rglob("*.log"))[0]
+    log.write_bytes(log.read_bytes()[:-100])
+    with pytest.raises(kb.TieredStorageError, match="describes") as info:
+        scan_log(cut, tiered_keys=_key_spec(keys[0])).read_all()
+    assert info.value.kind == "truncated"
+    # Unknown manifest version, malformed JSON.
+    for text, want in (('{"version":"2"}', 'version "2" is not supported'), ("{not json", "not valid JSON")):
+        odd = _copy(enc, tmp_path / f"m{len(text)}")
+        _first_manifest(odd).write_text(text)
+        with pytest.raises(kb.TieredStorageError, match=want) as info:
+            scan_log(odd, tiered_keys=_key_spec(keys[0])).read_all()
+        assert info.value.kind == "manifest"
+        results = []
+        scan_log(odd, tiered_keys=_key_spec(keys[0]), on_error="skip", on_segment=results.append).read_all()
+        assert sum(len(r.skipped) for r in results) == 1
+    # An index slice out of range.
+    out = _copy(buckets["zstd"], tmp_path / "index")
+    manifest = _first_manifest(out)
+    doc = json.loads(manifest.read_text())
+    doc["segmentIndexes"]["offset"]["position"] = 1 << 30
+    manifest.write_text(json.dumps(doc))
+    base = int(manifest.name[:20])
+    with pytest.raises(kb.TieredStorageError, match="offset index lies at bytes"):
+        scan_log(out, start_offset=base + 50, end_offset=base + 60).read_all()
+
+
+def test_log_without_manifest_is_left_out(broker, buckets, tmp_path):
+    partial = _copy(buckets["zstd"], tmp_path / "partial")
+    manifest = _first_manifest(partial)
+    manifest.unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        segments = list_segments(partial)
+    assert any(issubclass(w.category, TieredStorageWarning) and "upload in progress" in str(w.message) for w in caught)
+    assert len(segments) == len(list_segments(buckets["zstd"])) - 1
+
+
+def test_spark_reads_a_bucket(spark, broker, buckets, keys):
+    keyspec = json.dumps(_key_spec(keys[0]))
+    df = (
+        spark.read.format("kafka-log")
+        .option("tieredKeys", keyspec)
+        .option("maxBytesPerPartition", str(64 << 10))
+        .load(str(buckets["zstd+encrypted"]))
+    )
+    rows = df.select("topic", "partition", "offset").collect()
+    expected = scan_log(broker).read_all()
+    assert sorted((r.topic, r.partition, r.offset) for r in rows) == sorted(
+        zip(expected["topic"].to_pylist(), expected["partition"].to_pylist(), expected["offset"].to_pylist())
+    )
+    assert df.rdd.getNumPartitions() > 3
