@@ -9,6 +9,7 @@ original broker folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import warnings
@@ -357,3 +358,31 @@ def test_spark_reads_a_bucket(spark, broker, buckets, keys):
         zip(expected["topic"].to_pylist(), expected["partition"].to_pylist(), expected["offset"].to_pylist())
     )
     assert df.rdd.getNumPartitions() > 3
+
+
+def test_cli_dump_stats_convert(broker, buckets, keys, tmp_path):
+    from kafkabatch.cli import main
+
+    pem = tmp_path / "key-1.pem"
+    pem.write_text(keys[0].private_pem)
+    flag = ["--tiered-key", f"key-1={pem}"]
+    bucket = str(buckets["zstd+encrypted"])
+    out = tmp_path / "out.parquet"
+    assert main(["convert", bucket, str(out), "--no-progress", "-q", *flag]) == 0
+    import pyarrow.parquet as pq
+
+    _same(pq.read_table(out), scan_log(broker).read_all())
+    totals = []
+    for path in (bucket, str(broker)):
+        stats = tmp_path / "stats.json"
+        with open(stats, "w") as f, contextlib.redirect_stdout(f):
+            assert main(["stats", path, "--json", "--no-progress", *flag]) == 0
+        totals.append(json.loads(stats.read_text())["total"])
+    for field in ("records", "batches", "control_batches", "record_bytes"):
+        assert totals[0][field] == totals[1][field], field
+    seg = list_segments(bucket)[0]
+    dumped = tmp_path / "dump.txt"
+    with open(dumped, "w") as f, contextlib.redirect_stdout(f):
+        assert main(["dump", seg.manifest, *flag]) == 0
+    lines = [line for line in dumped.read_text().splitlines() if line.startswith("baseOffset:")]
+    assert len(lines) == len(list(kb.iter_batches((broker / "orders-0" / f"{seg.base_offset:020d}.log").read_bytes())))

@@ -154,6 +154,8 @@ def resolve_keys(spec: Any) -> KeySpec:
     """
     if spec is None:
         return ()
+    if isinstance(spec, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in spec):
+        return tuple(sorted((str(k), str(v)) for k, v in spec))  # already resolved
     pairs: list[tuple[str, str]] = []
     if isinstance(spec, Mapping):
         pairs = [(str(k), os.fspath(v)) for k, v in spec.items()]
@@ -172,7 +174,8 @@ def resolve_keys(spec: Any) -> KeySpec:
         for item in items:
             key_id, sep, pem = str(item).partition("=")
             if not sep or not key_id.strip() or not pem.strip():
-                raise ValueError(f"{KEYS_OPTION}: expected KEY_PAIR_ID=PEM (a file path or the PEM text), not {item!r}")
+                shown = "a PEM text" if "-----BEGIN" in str(item) else repr(item)  # never echo a key
+                raise ValueError(f"{KEYS_OPTION}: expected KEY_PAIR_ID=PEM (a file path or the PEM text), not {shown}")
             pairs.append((key_id.strip(), pem.strip()))
     resolved = []
     for key_id, pem in pairs:
@@ -180,7 +183,9 @@ def resolve_keys(spec: Any) -> KeySpec:
             try:
                 pem = _read_text(pem)
             except OSError as e:
-                raise ValueError(f"{KEYS_OPTION}: can't read the private key of key pair {key_id!r}: {e}") from None
+                raise ValueError(
+                    f"{KEYS_OPTION}: can't read the private key file of key pair {key_id!r}: {e.strerror or e}"
+                ) from None
         resolved.append((key_id, pem))
     return tuple(sorted(resolved))
 
