@@ -386,3 +386,97 @@ def test_cli_dump_stats_convert(broker, buckets, keys, tmp_path):
         assert main(["dump", seg.manifest, *flag]) == 0
     lines = [line for line in dumped.read_text().splitlines() if line.startswith("baseOffset:")]
     assert len(lines) == len(list(kb.iter_batches((broker / "orders-0" / f"{seg.base_offset:020d}.log").read_bytes())))
+
+
+@pytest.fixture()
+def recorded_s3(tmp_path, monkeypatch):
+    """A real S3 protocol server (moto's) on loopback that records every request it serves."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("moto")
+    from pyarrow import fs as pafs
+
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
+        monkeypatch.setenv(name, value)
+    recording = tmp_path / "requests.jsonl"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "moto_server"), "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, MOTO_RECORDER_FILEPATH=str(recording)),
+    )
+    try:
+        filesystem = pafs.S3FileSystem(
+            endpoint_override=f"127.0.0.1:{port}", scheme="http", allow_bucket_creation=True, region="us-east-1"
+        )
+        for _ in range(100):
+            try:
+                filesystem.create_dir("tiered")
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield filesystem, f"127.0.0.1:{port}", recording
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_bounded_read_on_s3_fetches_chunks_not_objects(broker, buckets, keys, recorded_s3):
+    """Counted on the server: a bounded read requests its chunks and one index slice, never whole objects."""
+    import urllib.request
+
+    filesystem, endpoint, recording = recorded_s3
+    local = buckets["zstd+encrypted"]
+    sizes = {}
+    for path in sorted(local.rglob("*")):
+        if path.is_file():
+            key = "tiered/" + path.relative_to(local).as_posix()
+            with filesystem.open_output_stream(key) as f:
+                f.write(path.read_bytes())
+            sizes[key] = path.stat().st_size
+    urllib.request.urlopen(
+        urllib.request.Request(f"http://{endpoint}/moto-api/recorder/start-recording", method="POST")
+    )
+    seg = list_segments(local)[2]
+    folder = Path(seg.path).parent.relative_to(local).as_posix()
+    uri = f"s3://tiered/{folder}/?endpoint_override={endpoint}&scheme=http"
+    start = seg.base_offset + 100
+    got = scan_log(uri, start_offset=start, end_offset=start + 5, tiered_keys=_key_spec(keys[0])).read_all()
+    _same(got, scan_log(broker / f"{seg.topic}-{seg.partition}", start_offset=start, end_offset=start + 5).read_all())
+    urllib.request.urlopen(urllib.request.Request(f"http://{endpoint}/moto-api/recorder/stop-recording", method="POST"))
+    fetched: dict[str, int] = {}
+    for line in recording.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["method"] != "GET":
+            continue
+        key = entry["url"].split(f"{endpoint}/", 1)[-1].split("?", 1)[0]
+        if key not in sizes:
+            continue
+        ranged = {k.lower(): v for k, v in entry["headers"].items()}.get("range")
+        if ranged:
+            a, b = ranged.split("=", 1)[1].split("-")
+            n = min(int(b), sizes[key] - 1) - int(a) + 1
+        else:
+            n = sizes[key]
+        fetched[key] = fetched.get(key, 0) + n
+    m = native.RemoteManifest(Path(seg.manifest).read_text(), native.TieredKeys(_key_spec(keys[0])))
+    biggest_chunk = max(m.chunk(i)[3] for i in range(m.chunk_count))
+    log_key = "tiered/" + Path(seg.path).relative_to(local).as_posix()
+    indexes_key = log_key[: -len(".log")] + ".indexes"
+    assert 0 < fetched.get(log_key, 0) <= 3 * biggest_chunk, (fetched, biggest_chunk)
+    assert fetched.get(indexes_key, 0) <= m.index_slice("offset")[1]
+    # Other segments of the partition: at most their (small) manifests.
+    for key, n in fetched.items():
+        if key not in (log_key, indexes_key):
+            assert key.endswith(".rsm-manifest"), key
