@@ -477,6 +477,6 @@ def test_bounded_read_on_s3_fetches_chunks_not_objects(broker, buckets, keys, re
     assert 0 < fetched.get(log_key, 0) <= 3 * biggest_chunk, (fetched, biggest_chunk)
     assert fetched.get(indexes_key, 0) <= m.index_slice("offset")[1]
     # Other segments of the partition: at most their (small) manifests.
-    for key, n in fetched.items():
+    for key in fetched:
         if key not in (log_key, indexes_key):
             assert key.endswith(".rsm-manifest"), key
