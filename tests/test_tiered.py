@@ -282,7 +282,7 @@ def _copy(src: Path, dst: Path) -> Path:
 def test_bad_input_clear_errors(broker, buckets, keys, tmp_path):
     enc = buckets["zstd+encrypted"]
     # No keys, a wrong key.
-    with pytest.raises(kb.TieredStorageError, match='key pair "key-1" and no keys were given') as info:
+    with pytest.raises(kb.TieredStorageError, match=r'key pair "key-1" and no keys were given \(tiered_keys\)') as info:
         scan_log(enc).read_all()
     assert info.value.kind == "key" and info.value.object.endswith(".rsm-manifest")
     wrong = {"key-1": keys[1].private_pem}
@@ -480,3 +480,49 @@ def test_bounded_read_on_s3_fetches_chunks_not_objects(broker, buckets, keys, re
     for key in fetched:
         if key not in (log_key, indexes_key):
             assert key.endswith(".rsm-manifest"), key
+
+
+def test_stream_picks_up_segments_once_their_manifest_exists(spark, broker, keys, tmp_path):
+    """readStream over a bucket: each trigger reads the segments uploaded since, a segment
+    counting only once its manifest exists."""
+    from pyspark.sql import functions as F
+
+    bucket, ck, out = tmp_path / "bucket", tmp_path / "ck", tmp_path / "out"
+    uploader = tf.Uploader(bucket, "zstd+encrypted", CHUNK, keys[0], prefix="tiered/")
+    logs = tf.broker_segments(broker / "orders-0")
+
+    def put(log: Path) -> dict[str, Path]:
+        end, max_ts = _end_offsets(log)
+        return uploader.upload(log, "orders", 0, end_offset=end, max_timestamp=max_ts)
+
+    def run() -> list[int]:
+        query = (
+            spark.readStream.format("kafka-log")
+            .option("tieredKeys", json.dumps(_key_spec(keys[0])))
+            .load(str(bucket))
+            .writeStream.format("parquet")
+            .option("checkpointLocation", str(ck))
+            .trigger(availableNow=True)
+            .start(str(out))
+        )
+        query.awaitTermination(120)
+        if query.exception() is not None:
+            raise query.exception()
+        return sorted(r.offset for r in spark.read.parquet(str(out)).select(F.col("offset")).collect())
+
+    def offsets(upto: int) -> list[int]:
+        table = scan_log(broker / "orders-0").read_all()
+        return sorted(o for o in table["offset"].to_pylist() if o < upto)
+
+    for log in logs[:2]:
+        put(log)
+    assert run() == offsets(int(logs[2].name[:20]))
+    put(logs[2])
+    pending = put(logs[3])
+    manifest_text = pending["rsm-manifest"].read_text()
+    pending["rsm-manifest"].unlink()  # still uploading: the .log is there, its manifest not yet
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TieredStorageWarning)
+        assert run() == offsets(int(logs[3].name[:20]))
+        pending["rsm-manifest"].write_text(manifest_text)
+        assert run() == offsets(int(logs[4].name[:20]) if len(logs) > 4 else 1 << 62)

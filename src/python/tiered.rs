@@ -12,9 +12,10 @@ use rsa::RsaPrivateKey;
 use super::errors::KafkaBatchError;
 use super::input::Input;
 use crate::decode::{DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
+use crate::tiered::transform::{chunks_of, detransform_into};
 use crate::tiered::{
-    detransform_chunks, detransform_index, parse_manifest, parse_private_key, unwrap_data_key, ChunkIndex, IndexKind,
-    Manifest, TieredError, Transform,
+    detransform_index, parse_manifest, parse_private_key, unwrap_data_key, ChunkIndex, IndexKind, Manifest,
+    TieredError, Transform,
 };
 
 create_exception!(
@@ -122,7 +123,7 @@ impl RemoteManifest {
                     let Some(key) = keys.and_then(|k| k.keys.get(&enc.key_id)) else {
                         return Err(TieredError::key(if known.is_empty() {
                             format!(
-                                "the segment is encrypted with key pair {:?} and no keys were given",
+                                "the segment is encrypted with key pair {:?} and no keys were given (tiered_keys)",
                                 enc.key_id
                             )
                         } else {
@@ -309,20 +310,21 @@ impl RemoteManifest {
         }
         let input = Input::new(data)?;
         let bytes = input.as_slice();
-        let result = py.detach(|| {
-            detransform_chunks(
-                bytes,
-                &self.manifest.chunk_index,
-                first,
-                &self.transform,
-                max_decompressed_size,
-                threads.unwrap_or(0),
-            )
-        });
-        match result {
-            Ok(out) => Ok(PyBytes::new(py, &out)),
-            Err(e) => Err(self.err(py, &e)),
-        }
+        let threads = threads.unwrap_or(0);
+        let chunks = chunks_of(
+            bytes,
+            &self.manifest.chunk_index,
+            first,
+            &self.transform,
+            max_decompressed_size,
+        )
+        .map_err(|e| self.err(py, &e))?;
+        let total: u64 = chunks.iter().map(|c| c.original_size).sum();
+        // Chunks are undone straight into the new bytes object, with the GIL released.
+        PyBytes::new_with(py, total as usize, |out| {
+            py.detach(|| detransform_into(bytes, &chunks, &self.transform, threads, out))
+                .map_err(|e| self.err(py, &e))
+        })
     }
 
     /// Undo one index's slice of the `.indexes` object (decrypt it when

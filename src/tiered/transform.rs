@@ -3,21 +3,25 @@
 //! Each chunk is undone on its own: with encryption, AES-256-GCM over
 //! IV(12) ‖ ciphertext ‖ tag(16) with the manifest's AAD; then, with
 //! compression, one zstd frame. Chunks are independent, so several are
-//! undone at once across cores (the crate's `run_beside` helper threads).
+//! undone at once across cores (the crate's `run_beside` helper threads),
+//! each straight into its place in the output: an encrypted chunk is
+//! decrypted in place there, a compressed one decompressed there.
 //!
 //! Limits: a chunk may inflate to the size its chunk index gives it and no
-//! further (and never past `max_decompressed_size`); the bytes it produces
-//! must match that size exactly. Output is allocated chunk by chunk as
-//! chunks are undone, never from the manifest's totals alone.
+//! further, and never past `max_decompressed_size`; the bytes it produces
+//! must match that size exactly. One call undoes at most
+//! [`MAX_DECOMPRESSED_SIZE_LIMIT`] bytes, so a manifest's sizes never make
+//! an allocation past the configured limits.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use aes_gcm::aead::{AeadInPlace, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce, Tag};
 
 use super::chunk_index::{Chunk, ChunkIndex};
 use super::TieredError;
+use crate::decode::MAX_DECOMPRESSED_SIZE_LIMIT;
 
 /// GCM's IV, as the plugin writes it in front of each chunk.
 pub const IV_SIZE: usize = 12;
@@ -25,6 +29,9 @@ pub const IV_SIZE: usize = 12;
 pub const TAG_SIZE: usize = 16;
 /// Below this many original bytes, one thread does the work.
 const PARALLEL_MIN: u64 = 512 << 10;
+
+/// An encrypted piece's IV, ciphertext and tag.
+type Sealed<'a> = (&'a [u8], &'a [u8], &'a [u8]);
 
 /// How a segment's chunks were transformed.
 #[derive(Clone)]
@@ -40,6 +47,13 @@ impl std::fmt::Debug for Transform {
             .field("encrypted", &self.cipher.is_some())
             .finish()
     }
+}
+
+fn tag_failure(chunk: Option<usize>) -> TieredError {
+    TieredError::chunk(
+        chunk,
+        "the AES-GCM tag does not match (altered bytes, or a data key or AAD of another segment)",
+    )
 }
 
 impl Transform {
@@ -69,11 +83,17 @@ impl Transform {
         !self.compression && self.cipher.is_none()
     }
 
-    /// Decrypt one encrypted piece (a chunk or an index).
-    fn decrypt(&self, data: &[u8], chunk: Option<usize>) -> Result<Vec<u8>, TieredError> {
-        let Some((cipher, aad)) = &self.cipher else {
-            return Ok(data.to_vec());
-        };
+    /// Bytes a transformed piece has beyond its plaintext (IV and tag).
+    fn overhead(&self) -> u64 {
+        if self.cipher.is_some() {
+            (IV_SIZE + TAG_SIZE) as u64
+        } else {
+            0
+        }
+    }
+
+    /// Split an encrypted piece into IV, ciphertext and tag.
+    fn sealed(data: &[u8], chunk: Option<usize>) -> Result<Sealed<'_>, TieredError> {
         if data.len() < IV_SIZE + TAG_SIZE {
             return Err(TieredError::chunk(
                 chunk,
@@ -85,73 +105,76 @@ impl Transform {
         }
         let (iv, rest) = data.split_at(IV_SIZE);
         let (ciphertext, tag) = rest.split_at(rest.len() - TAG_SIZE);
-        let mut plain = ciphertext.to_vec();
-        cipher
-            .decrypt_in_place_detached(Nonce::from_slice(iv), aad, &mut plain, Tag::from_slice(tag))
-            .map_err(|_| {
-                TieredError::chunk(
-                    chunk,
-                    "the AES-GCM tag does not match (altered bytes, or a data key or AAD of another segment)",
-                )
-            })?;
-        Ok(plain)
+        Ok((iv, ciphertext, tag))
     }
 
-    /// Undo one chunk whose original size the index gives.
-    pub fn chunk(&self, data: &[u8], chunk: &Chunk, max_decompressed_size: usize) -> Result<Vec<u8>, TieredError> {
-        let plain = self.decrypt(data, Some(chunk.index))?;
-        let out = if self.compression {
-            let limit = usize::try_from(chunk.original_size)
-                .unwrap_or(usize::MAX)
-                .min(max_decompressed_size);
-            let mut out = Vec::new();
-            crate::compression::zstd::decompress(&plain, limit, &mut out).map_err(|e| {
-                TieredError::chunk(
-                    Some(chunk.index),
-                    format!("{e} (the chunk index gives it {} bytes)", chunk.original_size),
-                )
-            })?;
-            out
-        } else {
-            plain
+    /// Decrypt `data` into `out` (exactly its ciphertext's length).
+    fn decrypt_into(&self, data: &[u8], out: &mut [u8], chunk: Option<usize>) -> Result<(), TieredError> {
+        let Some((cipher, aad)) = &self.cipher else {
+            out.copy_from_slice(data);
+            return Ok(());
         };
-        if out.len() as u64 != chunk.original_size {
-            return Err(TieredError::chunk(
-                Some(chunk.index),
-                format!(
-                    "holds {} bytes, the chunk index gives it {}",
-                    out.len(),
-                    chunk.original_size
-                ),
-            ));
+        let (iv, ciphertext, tag) = Self::sealed(data, chunk)?;
+        out.copy_from_slice(ciphertext);
+        cipher
+            .decrypt_in_place_detached(Nonce::from_slice(iv), aad, out, Tag::from_slice(tag))
+            .map_err(|_| tag_failure(chunk))
+    }
+
+    /// Undo one chunk into `out`, which has the chunk's original size.
+    /// `scratch` holds a decrypted, still compressed chunk.
+    fn chunk_into(&self, data: &[u8], chunk: &Chunk, out: &mut [u8], scratch: &mut Vec<u8>) -> Result<(), TieredError> {
+        let index = Some(chunk.index);
+        if !self.compression {
+            if data.len() as u64 != out.len() as u64 + self.overhead() {
+                return Err(TieredError::chunk(
+                    index,
+                    format!(
+                        "{} bytes cannot hold the {} bytes the chunk index gives it",
+                        data.len(),
+                        out.len()
+                    ),
+                ));
+            }
+            return self.decrypt_into(data, out, index);
         }
-        Ok(out)
+        let frame = if self.cipher.is_some() {
+            let ciphertext = Self::sealed(data, index)?.1;
+            scratch.clear();
+            scratch.resize(ciphertext.len(), 0);
+            self.decrypt_into(data, scratch, index)?;
+            scratch.as_slice()
+        } else {
+            data
+        };
+        crate::compression::zstd::decompress_exact(frame, out).map_err(|e| {
+            TieredError::chunk(
+                index,
+                format!("{e} (the chunk index gives it {} bytes)", chunk.original_size),
+            )
+        })
     }
 }
 
-/// Undo chunks `first..first + n` of a segment, given `data`: exactly the
-/// transformed bytes of those chunks (a ranged read of the `.log` object),
-/// `n` being as many chunks as `data` holds. Returns the original bytes.
-///
-/// `threads`: 0 for one per core.
-pub fn detransform_chunks(
+/// The chunks `first..` that `data` holds, checked: whole chunks, each of
+/// an original size within `max_decompressed_size`, their total within
+/// [`MAX_DECOMPRESSED_SIZE_LIMIT`].
+pub fn chunks_of(
     data: &[u8],
     index: &ChunkIndex,
     first: usize,
     transform: &Transform,
     max_decompressed_size: usize,
-    threads: usize,
-) -> Result<Vec<u8>, TieredError> {
+) -> Result<Vec<Chunk>, TieredError> {
     let count = index.count();
     if first > count {
         return Err(TieredError::truncated(format!(
             "chunk {first} is past the segment's {count} chunks"
         )));
     }
-    let (start, _) = index.transformed_range(first, first)?;
-    // The chunks `data` covers: each must be there whole.
     let mut chunks: Vec<Chunk> = Vec::new();
     let mut covered = 0u64;
+    let mut total = 0u64;
     let data_len = data.len() as u64;
     while covered < data_len {
         let Some(chunk) = index.chunk(first + chunks.len()) else {
@@ -169,80 +192,146 @@ pub fn detransform_chunks(
                 data_len - covered
             )));
         }
-        debug_assert_eq!(chunk.transformed_position, start + covered);
+        if !transform.compression && chunk.transformed_size != chunk.original_size + transform.overhead() {
+            return Err(TieredError::chunk(
+                Some(chunk.index),
+                format!(
+                    "the chunk index gives it {} bytes stored in {}, which cannot be without compression",
+                    chunk.original_size, chunk.transformed_size
+                ),
+            ));
+        }
+        if chunk.original_size > max_decompressed_size as u64 {
+            return Err(TieredError::chunk(
+                Some(chunk.index),
+                format!(
+                    "the chunk index gives it {} bytes, past the {max_decompressed_size}-byte cap (max_decompressed_size)",
+                    chunk.original_size
+                ),
+            ));
+        }
         covered += chunk.transformed_size;
+        total += chunk.original_size;
         chunks.push(chunk);
         if chunk.transformed_size == 0 && covered == data_len {
             break;
         }
     }
-    if transform.is_identity() {
-        return Ok(data.to_vec());
+    if total > MAX_DECOMPRESSED_SIZE_LIMIT as u64 {
+        return Err(TieredError::truncated(format!(
+            "chunks {first}..{} hold {total} bytes, more than one call undoes ({MAX_DECOMPRESSED_SIZE_LIMIT}); ask for fewer",
+            first + chunks.len()
+        )));
     }
+    Ok(chunks)
+}
+
+/// Undo `chunks` (from [`chunks_of`]; `data` holds their transformed bytes
+/// from the first one's position) into `out`, exactly their original size.
+/// `threads`: 0 for one per core.
+pub fn detransform_into(
+    data: &[u8],
+    chunks: &[Chunk],
+    transform: &Transform,
+    threads: usize,
+    out: &mut [u8],
+) -> Result<(), TieredError> {
+    let total: u64 = chunks.iter().map(|c| c.original_size).sum();
+    if out.len() as u64 != total {
+        return Err(TieredError::truncated(format!(
+            "{} bytes of room for {total} bytes of chunks",
+            out.len()
+        )));
+    }
+    let Some(start) = chunks.first().map(|c| c.transformed_position) else {
+        return Ok(());
+    };
     let piece = |c: &Chunk| {
         let at = (c.transformed_position - start) as usize;
         &data[at..at + c.transformed_size as usize]
     };
-    let original: u64 = chunks.iter().map(|c| c.original_size).sum();
+    // Each chunk's place in `out`.
+    let mut slots: Vec<Mutex<&mut [u8]>> = Vec::with_capacity(chunks.len());
+    let mut rest = out;
+    for c in chunks {
+        let (here, after) = rest.split_at_mut(c.original_size as usize);
+        slots.push(Mutex::new(here));
+        rest = after;
+    }
     let cores = if threads == 0 { crate::decode::cores() } else { threads };
-    let helpers = if original < PARALLEL_MIN {
+    let helpers = if total < PARALLEL_MIN {
         0
     } else {
         cores.min(chunks.len()).saturating_sub(1)
     };
-    if helpers == 0 {
-        let mut out = Vec::new();
-        for c in &chunks {
-            let bytes = transform.chunk(piece(c), c, max_decompressed_size)?;
-            if out.is_empty() {
-                out = bytes;
-            } else {
-                out.extend_from_slice(&bytes);
-            }
-        }
-        return Ok(out);
-    }
-    let slots: Vec<OnceLock<Result<Vec<u8>, TieredError>>> = (0..chunks.len()).map(|_| OnceLock::new()).collect();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let work = || loop {
-        if failed.load(Ordering::Relaxed) {
-            break;
+    let first_error: Mutex<Option<TieredError>> = Mutex::new(None);
+    let work = || {
+        let mut scratch = Vec::new();
+        loop {
+            if failed.load(Ordering::Relaxed) {
+                break;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let (Some(c), Some(slot)) = (chunks.get(i), slots.get(i)) else {
+                break;
+            };
+            let Ok(mut place) = slot.lock() else {
+                break;
+            };
+            if let Err(e) = transform.chunk_into(piece(c), c, &mut place, &mut scratch) {
+                failed.store(true, Ordering::Relaxed);
+                if let Ok(mut kept) = first_error.lock() {
+                    // Chunks are claimed in order: keep the first failing one.
+                    if kept.as_ref().is_none_or(|k| k.chunk > e.chunk) {
+                        *kept = Some(e);
+                    }
+                }
+            }
         }
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(c) = chunks.get(i) else { break };
-        let result = transform.chunk(piece(c), c, max_decompressed_size);
-        if result.is_err() {
-            failed.store(true, Ordering::Relaxed);
-        }
-        let _ = slots[i].set(result);
     };
     if !crate::parallel::run_beside(helpers, &work) {
         return Err(TieredError::chunk(None, "a worker thread panicked"));
     }
-    // Chunks are claimed in order, so every chunk before a failed one was
-    // undone: the first error in order is the first failing chunk.
-    let mut out: Vec<u8> = Vec::new();
-    let mut results = Vec::with_capacity(slots.len());
-    for slot in slots {
-        match slot.into_inner() {
-            Some(Ok(bytes)) => results.push(bytes),
-            Some(Err(e)) => return Err(e),
-            None => break,
-        }
+    match first_error.into_inner() {
+        Ok(None) => Ok(()),
+        Ok(Some(e)) => Err(e),
+        Err(_) => Err(TieredError::chunk(None, "a worker thread panicked")),
     }
-    let total: usize = results.iter().map(Vec::len).sum();
-    out.reserve_exact(total);
-    for bytes in &results {
-        out.extend_from_slice(bytes);
-    }
+}
+
+/// Undo chunks `first..first + n` of a segment, given `data`: exactly the
+/// transformed bytes of those chunks (a ranged read of the `.log` object),
+/// `n` being as many chunks as `data` holds. Returns the original bytes.
+///
+/// `threads`: 0 for one per core.
+pub fn detransform_chunks(
+    data: &[u8],
+    index: &ChunkIndex,
+    first: usize,
+    transform: &Transform,
+    max_decompressed_size: usize,
+    threads: usize,
+) -> Result<Vec<u8>, TieredError> {
+    let chunks = chunks_of(data, index, first, transform, max_decompressed_size)?;
+    let total: u64 = chunks.iter().map(|c| c.original_size).sum();
+    let mut out = vec![0u8; total as usize];
+    detransform_into(data, &chunks, transform, threads, &mut out)?;
     Ok(out)
 }
 
 /// Undo one index of the `.indexes` object (`data`: its slice). Indexes are
 /// encrypted alone and never compressed.
 pub fn detransform_index(data: &[u8], transform: &Transform) -> Result<Vec<u8>, TieredError> {
-    transform.decrypt(data, None)
+    let size = if transform.encrypted() {
+        Transform::sealed(data, None)?.1.len()
+    } else {
+        data.len()
+    };
+    let mut out = vec![0u8; size];
+    transform.decrypt_into(data, &mut out, None)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -342,6 +431,14 @@ mod tests {
         let plain = Transform::new(true, None).unwrap();
         let err = detransform_chunks(&bomb, &index, 0, &plain, 1 << 20, 1).unwrap_err();
         assert!(err.to_string().contains("cap"), "{err}");
+        // A chunk index that claims more than the cap allows: refused before anything is allocated.
+        let index = ChunkIndex::from_sizes(1 << 30, 1 << 30, &[bomb.len() as u32]).unwrap();
+        let err = detransform_chunks(&bomb, &index, 0, &plain, 1 << 20, 1).unwrap_err();
+        assert!(err.to_string().contains("past the 1048576-byte cap"), "{err}");
+        // Fixed sizes that cannot be without compression.
+        let index = ChunkIndex::fixed(100, 100, 90, 90).unwrap();
+        let none = Transform::new(false, None).unwrap();
+        assert!(detransform_chunks(&[0u8; 90], &index, 0, &none, 1 << 20, 1).is_err());
         // A short key.
         assert!(Transform::new(false, Some(([1u8; 10].as_slice(), AAD))).is_err());
     }
