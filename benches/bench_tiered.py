@@ -165,6 +165,7 @@ def main() -> int:
     parser.add_argument("--size", default="256MB")
     parser.add_argument("--segment-bytes", default="64MiB")
     parser.add_argument("--chunk", default="4MiB")
+    parser.add_argument("--remote-segment", default="64MiB", help="size of the segment the bounded read is on")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument(
         "--fraction", type=float, default=0.01, help="share of the segment's offsets the bounded read wants"
@@ -188,8 +189,23 @@ def main() -> int:
     times = full_reads(buckets, keys, args.repeat)
     medians = {name: statistics.median(t) for name, t in times.items()}
     ratio = medians["zstd+encrypted"] / medians["plain"]
+    # The bounded read: one partition whose first segment is --remote-segment bytes.
+    broker64 = args.folder / "broker-one-segment"
+    if not broker64.exists():
+        size = parse_size(args.remote_segment)
+        kb.generate(
+            broker64,
+            size=int(size * 1.1),
+            topics=[kb.TopicSpec("orders", 1)],
+            segment_bytes=size,
+            seed=2,
+            progress=False,
+        )
+    bucket64 = args.folder / "one-segment-zstd-encrypted"
+    shutil.rmtree(bucket64, ignore_errors=True)
+    upload(broker64, bucket64, "zstd+encrypted", chunk, key)
     with tempfile.TemporaryDirectory() as tmp:
-        bounded = bounded_on_s3(buckets["zstd+encrypted"], keys, Path(tmp), args.fraction)
+        bounded = bounded_on_s3(bucket64, keys, Path(tmp), args.fraction)
     print()
     print(f"| read ({data_bytes / 1e6:.0f} MB, {args.chunk} chunks) | median | MB/s |")
     print("|---|---:|---:|")

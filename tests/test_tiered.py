@@ -526,3 +526,20 @@ def test_stream_picks_up_segments_once_their_manifest_exists(spark, broker, keys
         assert run() == offsets(int(logs[3].name[:20]))
         pending["rsm-manifest"].write_text(manifest_text)
         assert run() == offsets(int(logs[4].name[:20]) if len(logs) > 4 else 1 << 62)
+
+
+def test_spark_plan_cuts_remote_segments_at_chunks(buckets, keys):
+    pytest.importorskip("pyspark")
+    from kafkabatch.spark.planning import split_segment
+
+    seg = max(list_segments(buckets["zstd+encrypted"], tiered_keys=_key_spec(keys[0])), key=lambda s: s.size)
+    ranges = split_segment(seg, 0, 3 * CHUNK)
+    assert len(ranges) > 2 and ranges[0][0] == 0 and ranges[-1][1] == seg.size
+    for (_, end, _), (start, _, from_index) in zip(ranges, ranges[1:]):
+        assert end == start and from_index
+    source = TieredSource(seg.path, seg.manifest, seg.keys)
+    try:
+        for start, end, _ in ranges[1:]:  # each cut is a batch start (the first indexed one of a chunk)
+            assert kb.valid_bytes(bytes(source.read(start, end - start))) == end - start
+    finally:
+        source.close()

@@ -68,12 +68,13 @@ def sort_key(s: Segment) -> tuple:
     )
 
 
-def open_segment(seg: Segment) -> Any:
+def open_segment(seg: Segment, max_decompressed_size: int | None = None) -> Any:
     """Random access to a segment's bytes (a :class:`~kafkabatch.log.fs.Source`):
     memory-mapped, through :mod:`pyarrow.fs`, or, for Aiven remote segments,
-    chunk by chunk as their manifest says."""
+    chunk by chunk as their manifest says (each chunk inflating to at most
+    ``max_decompressed_size``, default that of :func:`kafkabatch.decode`)."""
     if seg.layout == "aiven" and seg.manifest is not None:
-        return tiered.TieredSource(seg.path, seg.manifest, seg.keys)
+        return tiered.TieredSource(seg.path, seg.manifest, seg.keys, max_decompressed_size)
     return fs.open_source(seg.path)
 
 

@@ -347,7 +347,7 @@ def read_segment_range(
     options: Mapping[str, Any],
 ) -> Iterator[pa.RecordBatch]:
     """Open one segment, seek to ``bounds`` and decode it window by window."""
-    source = open_segment(seg)
+    source = open_segment(seg, options.get("max_decompressed_size"))
     try:
         seek_start, seek_end = seek_position(seg, bounds, source)
         yield from decode_range(

@@ -260,8 +260,11 @@ class TieredSource(fs.Source):
     the header peeks and windows of a scan fetch each chunk once.
     ``requested`` counts the object bytes fetched."""
 
-    def __init__(self, log_path: str, manifest_path: str, keys: KeySpec = ()) -> None:
+    def __init__(
+        self, log_path: str, manifest_path: str, keys: KeySpec = (), max_decompressed_size: int | None = None
+    ) -> None:
         self.path = log_path
+        self._max_decompressed_size = max_decompressed_size
         self.manifest = load_manifest(manifest_path, keys)
         self._raw = fs.open_source(log_path)
         if self._raw.size != self.manifest.transformed_size:
@@ -277,6 +280,7 @@ class TieredSource(fs.Source):
         # Undone chunks by number (views into what one fetch returned), most recent last.
         self._chunks: dict[int, memoryview] = {}
         self._keep = max(4, (64 << 20) // max(self.manifest.original_chunk_size, 1))
+        self._joined: tuple[int, int, memoryview] = (0, 0, memoryview(b""))
 
     def _fetch(self, first: int, last: int) -> None:
         """Fetch and undo chunks ``first..last`` (one ranged read)."""
@@ -284,7 +288,12 @@ class TieredSource(fs.Source):
         raw = self._raw.read(t_start, t_end - t_start)
         self.requested += t_end - t_start
         try:
-            data = memoryview(self.manifest.detransform(raw, first))
+            if self._max_decompressed_size is None:
+                data = memoryview(self.manifest.detransform(raw, first))
+            else:
+                data = memoryview(
+                    self.manifest.detransform(raw, first, max_decompressed_size=self._max_decompressed_size)
+                )
         except TieredStorageError as e:  # named after the object that holds the chunk
             raise _error(self.path, e.kind, e.reason, e.chunk) from None
         finally:
@@ -304,6 +313,9 @@ class TieredSource(fs.Source):
         if self._identity:
             self.requested += end - position
             return self._raw.read(position, end - position)
+        a, b, joined = self._joined
+        if a <= position and end <= b:
+            return joined[position - a : end - a]
         first, last = self.manifest.chunks_for(position, end)
         missing = [i for i in range(first, last) if i not in self._chunks]
         if missing:
@@ -311,7 +323,10 @@ class TieredSource(fs.Source):
         start = self.manifest.original_range(first, first + 1)[0]
         if last - first == 1:
             return self._chunks[first][position - start : end - start]
+        # A window across chunks fetched apart: one copy, kept for the reads
+        # that follow (a scan finds batch boundaries, then decodes the window).
         joined = memoryview(b"".join(self._chunks[i] for i in range(first, last)))
+        self._joined = (start, start + len(joined), joined)
         return joined[position - start : end - start]
 
     def release(self) -> None:
@@ -319,6 +334,7 @@ class TieredSource(fs.Source):
 
     def close(self) -> None:
         self._chunks.clear()
+        self._joined = (0, 0, memoryview(b""))
         self._raw.close()
 
     def index(self, name: str, indexes_path: str) -> bytes | None:
@@ -429,7 +445,8 @@ def seek(
 def chunk_cuts(source: TieredSource, indexes_path: str, base_offset: int, start: int, max_bytes: int) -> list[int]:
     """Batch positions to cut a remote segment into tasks of about
     ``max_bytes``: for each cut, the first indexed batch in a chunk, so a task
-    fetches its own chunks and at most the one its last batch ends in."""
+    fetches its own chunks and at most the one its last batch ends in. Only
+    the offset index slice is fetched."""
     manifest = source.manifest
     try:
         raw = source.index("offset", indexes_path)
@@ -442,24 +459,16 @@ def chunk_cuts(source: TieredSource, indexes_path: str, base_offset: int, start:
     cuts: list[int] = []
     last = start
     chunk = manifest.original_chunk_size
-    for offset, position in zip(offsets, positions):
+    for position in positions:
         if position >= source.size:
             break
-        # A chunk's first indexed batch, far enough from the last cut.
-        if position - last >= max_bytes and (position // chunk) * chunk >= last and (not cuts or position > cuts[-1]):
-            boundary = (position // chunk) * chunk
-            if position - boundary < chunk:
-                found = _header_at(source, position)
-                if found is None or found[0] > offset:
-                    warnings.warn(
-                        f"{indexes_path}: entry {offset} -> byte {position} is not a batch of that offset; "
-                        f"reading {source.path} in one task",
-                        IndexFileWarning,
-                        stacklevel=2,
-                    )
-                    return []
-                cuts.append(position)
-                last = position
+        # The first indexed batch at or after the chunk boundary past last + max_bytes.
+        boundary = -(-(last + max_bytes) // chunk) * chunk
+        if position < boundary:
+            continue
+        # Not fetched here to be checked: each task checks its first batch (check_start).
+        cuts.append(position)
+        last = position
     return cuts
 
 

@@ -49,7 +49,7 @@ def _read_split(
     arrow_schema: Any,
 ) -> Iterator[pa.RecordBatch]:
     seg = partition.segment
-    source = open_segment(seg)
+    source = open_segment(seg, opts.max_decompressed_size)
     try:
         if partition.check_start:
             check_batch_start(source, seg, partition.start)
