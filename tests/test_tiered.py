@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 import tiered_fixtures as tf
 
@@ -545,3 +546,39 @@ def test_spark_plan_cuts_remote_segments_at_chunks(buckets, keys):
             assert kb.valid_bytes(bytes(source.read(start, end - start))) == end - start
     finally:
         source.close()
+
+
+GOLDEN = Path(__file__).parent / "data" / "tiered-aiven"
+
+
+def test_a_segment_the_plugin_itself_wrote():
+    """Objects written by the Aiven plugin's own classes (see tests/data/tiered-aiven/README.md)."""
+    keys = {"key-1": str(GOLDEN / "private-key.pem")}
+    bucket = GOLDEN / "zstd-encrypted"
+    [seg] = list_segments(bucket)
+    assert (seg.topic, seg.partition, seg.base_offset, seg.topic_id, seg.layout) == (
+        "orders", 0, 75, "Ab3-12XqRZ-5Wd9PlYx0cQ", "aiven",
+    )  # fmt: skip
+    original = (GOLDEN / "original.log").read_bytes()
+    assert seg.size == len(original)
+    _same(scan_log(bucket, tiered_keys=keys).read_all(), kb.decode(original, topic="orders", partition=0))
+    m = native.RemoteManifest(
+        Path(seg.manifest).read_text(), native.TieredKeys({"key-1": (GOLDEN / "private-key.pem").read_text()})
+    )
+    assert (m.chunk_index_type, m.compression, m.encrypted, m.key_id) == ("variable", True, True, "key-1")
+    assert m.chunk_count == 11 and m.detransform(Path(seg.path).read_bytes()) == original
+    indexes = Path(seg.path).with_suffix(".indexes").read_bytes()
+    position, size = m.index_slice("transaction")
+    assert (
+        m.detransform_index("transaction", indexes[position : position + size])
+        == (GOLDEN / "original.txnindex").read_bytes()
+    )
+    # A bounded read seeks with the plugin's encrypted offset index.
+    offsets = kb.decode(original)["offset"].to_pylist()
+    start, end = offsets[len(offsets) // 2], offsets[len(offsets) // 2] + 5
+    _same(
+        kb.read_segment(seg.manifest, tiered_keys=keys, start_offset=start, end_offset=end),
+        kb.decode(original, topic="orders", partition=0).filter(
+            (pc.field("offset") >= start) & (pc.field("offset") < end)
+        ),
+    )
