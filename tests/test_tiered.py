@@ -582,3 +582,13 @@ def test_a_segment_the_plugin_itself_wrote():
             (pc.field("offset") >= start) & (pc.field("offset") < end)
         ),
     )
+
+
+def test_remote_names_in_unknown_folders_are_one_clear_error(tmp_path):
+    stray = tmp_path / "somewhere" / "00000000000000000000-tqimKeZwStOEOwRzT3L5oQ.log"
+    stray.parent.mkdir()
+    stray.write_bytes(b"")
+    with pytest.raises(ValueError, match="somewhere.*fit no known layout.*topic= and partition="):
+        list_segments(tmp_path)
+    [seg] = list_segments(tmp_path, topic="t", partition=3)
+    assert (seg.topic, seg.partition, seg.base_offset) == ("t", 3, 0)

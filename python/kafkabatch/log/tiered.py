@@ -215,20 +215,28 @@ def _read_object(path: str, position: int | None = None, length: int | None = No
         return f.read(length)
 
 
+_FACTS: dict[str, tuple[int, int | None]] = {}
+
+
 def manifest_facts(path: str) -> dict[str, Any]:
     """What listing wants from a manifest without keys: ``original_size`` and
     ``end_offset`` (either None when the manifest can't say; reading the
-    segment then reports why)."""
-    facts: dict[str, Any] = {"original_size": None, "end_offset": None}
-    try:
-        manifest = json.loads(_read_object(path))
-        size = manifest["chunkIndex"]["originalFileSize"]
-        facts["original_size"] = size if isinstance(size, int) and size >= 0 else None
-        end = (manifest.get("remoteLogSegmentMetadata") or {}).get("endOffset")
-        facts["end_offset"] = end if isinstance(end, int) else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    return facts
+    segment then reports why). Kept once read whole (a manifest is written
+    once; a stream lists again at each trigger)."""
+    if path not in _FACTS:
+        try:
+            manifest = json.loads(_read_object(path))
+            size = manifest["chunkIndex"]["originalFileSize"]
+            end = (manifest.get("remoteLogSegmentMetadata") or {}).get("endOffset")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {"original_size": None, "end_offset": None}
+        if not isinstance(size, int) or size < 0:
+            return {"original_size": None, "end_offset": None}
+        if len(_FACTS) > 8192:
+            _FACTS.clear()
+        _FACTS[path] = (size, end if isinstance(end, int) else None)
+    size, end = _FACTS[path]
+    return {"original_size": size, "end_offset": end}
 
 
 @functools.lru_cache(maxsize=1024)
