@@ -350,7 +350,7 @@ def test_spark_reads_a_bucket(spark, broker, buckets, keys):
     df = (
         spark.read.format("kafka-log")
         .option("tieredKeys", keyspec)
-        .option("maxBytesPerPartition", str(64 << 10))
+        .option("maxBytesPerPartition", str(256 << 10))
         .load(str(buckets["zstd+encrypted"]))
     )
     rows = df.select("topic", "partition", "offset").collect()
@@ -358,7 +358,7 @@ def test_spark_reads_a_bucket(spark, broker, buckets, keys):
     assert sorted((r.topic, r.partition, r.offset) for r in rows) == sorted(
         zip(expected["topic"].to_pylist(), expected["partition"].to_pylist(), expected["offset"].to_pylist())
     )
-    assert df.rdd.getNumPartitions() > 3
+    assert df.rdd.getNumPartitions() >= 2
 
 
 def test_cli_dump_stats_convert(broker, buckets, keys, tmp_path):
