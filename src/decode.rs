@@ -670,39 +670,27 @@ fn decode_v2<S: RecordSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::varint::write_varint;
+    use crate::test_support::{record, write_v2, V2Header};
 
     /// An uncompressed v2 batch of `values`, by hand from the spec.
-    pub(crate) fn v2_batch(base_offset: i64, values: &[&[u8]]) -> Vec<u8> {
-        let mut records = Vec::new();
-        for (i, v) in values.iter().enumerate() {
-            let mut body = vec![0u8, 0u8]; // attributes, timestampDelta 0
-            write_varint(&mut body, i as i32);
-            write_varint(&mut body, -1);
-            write_varint(&mut body, v.len() as i32);
-            body.extend_from_slice(v);
-            write_varint(&mut body, 0);
-            write_varint(&mut records, body.len() as i32);
-            records.extend_from_slice(&body);
-        }
-        let mut b = Vec::new();
-        b.extend_from_slice(&base_offset.to_be_bytes());
-        b.extend_from_slice(&((49 + records.len()) as i32).to_be_bytes());
-        b.extend_from_slice(&0i32.to_be_bytes());
-        b.push(2);
-        b.extend_from_slice(&[0; 4]);
-        b.extend_from_slice(&0i16.to_be_bytes());
-        b.extend_from_slice(&((values.len() as i32) - 1).to_be_bytes());
-        b.extend_from_slice(&1_000i64.to_be_bytes());
-        b.extend_from_slice(&1_000i64.to_be_bytes());
-        b.extend_from_slice(&(-1i64).to_be_bytes());
-        b.extend_from_slice(&(-1i16).to_be_bytes());
-        b.extend_from_slice(&(-1i32).to_be_bytes());
-        b.extend_from_slice(&(values.len() as i32).to_be_bytes());
-        b.extend_from_slice(&records);
-        let crc = crate::crc::crc32c(&b[21..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
-        b
+    fn v2_batch(base_offset: i64, values: &[&[u8]]) -> Vec<u8> {
+        let records: Vec<u8> = (0..)
+            .zip(values)
+            .flat_map(|(delta, value)| record(0, delta, None, Some(value), &[]))
+            .collect();
+        let header = V2Header {
+            base_offset,
+            partition_leader_epoch: 0,
+            attributes: 0,
+            last_offset_delta: values.len() as i32 - 1,
+            base_timestamp: 1_000,
+            max_timestamp: 1_000,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            record_count: values.len() as i32,
+        };
+        write_v2(&header, &records)
     }
 
     /// A batch of 200 600-byte records, and `n` copies of it with base
@@ -1019,6 +1007,7 @@ mod tests {
     /// read_committed end to end (the visibility rules: `crate::txn`).
     mod read_committed {
         use super::super::*;
+        use crate::test_support::{record, write_v2, V2Header};
         use crate::txn::AbortedTxn;
 
         /// A one-record v2 batch with producer fields, by hand from the spec.
@@ -1027,34 +1016,20 @@ mod tests {
                 Some(t) => ([0i16.to_be_bytes(), t.to_be_bytes()].concat(), vec![0, 0, 0, 0, 0, 0]),
                 None => (b"k".to_vec(), format!("v{offset}").into_bytes()),
             };
-            let mut body = vec![0u8, 0, 0];
-            crate::varint::write_varint(&mut body, key.len() as i32);
-            body.extend_from_slice(&key);
-            crate::varint::write_varint(&mut body, value.len() as i32);
-            body.extend_from_slice(&value);
-            body.push(0);
-            let mut records = Vec::new();
-            crate::varint::write_varint(&mut records, body.len() as i32);
-            records.extend_from_slice(&body);
             let attributes: i16 = if transactional { 0x10 } else { 0 } | if control.is_some() { 0x20 } else { 0 };
-            let mut b = Vec::new();
-            b.extend_from_slice(&offset.to_be_bytes());
-            b.extend_from_slice(&((49 + records.len()) as i32).to_be_bytes());
-            b.extend_from_slice(&0i32.to_be_bytes());
-            b.push(2);
-            b.extend_from_slice(&[0; 4]);
-            b.extend_from_slice(&attributes.to_be_bytes());
-            b.extend_from_slice(&0i32.to_be_bytes());
-            b.extend_from_slice(&0i64.to_be_bytes());
-            b.extend_from_slice(&0i64.to_be_bytes());
-            b.extend_from_slice(&producer_id.to_be_bytes());
-            b.extend_from_slice(&0i16.to_be_bytes());
-            b.extend_from_slice(&(if producer_id >= 0 { 0i32 } else { -1 }).to_be_bytes());
-            b.extend_from_slice(&1i32.to_be_bytes());
-            b.extend_from_slice(&records);
-            let crc = crate::crc::crc32c(&b[21..]);
-            b[17..21].copy_from_slice(&crc.to_be_bytes());
-            b
+            let header = V2Header {
+                base_offset: offset,
+                partition_leader_epoch: 0,
+                attributes,
+                last_offset_delta: 0,
+                base_timestamp: 0,
+                max_timestamp: 0,
+                producer_id,
+                producer_epoch: 0,
+                base_sequence: if producer_id >= 0 { 0 } else { -1 },
+                record_count: 1,
+            };
+            write_v2(&header, &record(0, 0, Some(&key), Some(&value), &[]))
         }
 
         const COMMIT: Option<i16> = Some(1);
