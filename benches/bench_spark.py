@@ -1,4 +1,4 @@
-"""Spark end to end: kafkabatch vs aiokafka's Cython reader in a UDF (issue 5).
+"""Spark end to end: kafkabatch vs aiokafka's Cython reader in a UDF.
 
 One generated log folder (magic-2 topics only: aiokafka's reader misreads
 buffers that mix magics), one ``local[2]`` session, four ways to get the
@@ -10,7 +10,7 @@ good part of its Parquet writing time here):
 
 * ``kafka-log``    - ``spark.read.format("kafka-log").load(folder)``
 * ``explode``      - ``binaryFile`` of the ``.log`` files + ``kbs.explode_batches`` (mapInArrow)
-* ``aiokafka-udf`` - the baseline issue 5 names: ``binaryFile`` + a scalar ``pandas_udf``
+* ``aiokafka-udf`` - the baseline people use today: ``binaryFile`` + a scalar ``pandas_udf``
                      returning, per file, ``array<struct<...>>`` of the records decoded with
                      ``aiokafka.record.memory_records.MemoryRecords`` (CRC checked, control
                      batches skipped), then ``explode`` + ``select("r.*")``
@@ -103,7 +103,7 @@ def aiokafka_decode(pdfs):
 
 
 def aiokafka_udf():
-    """The baseline as issue 5 names it: a scalar ``pandas_udf`` over
+    """The baseline people use today: a scalar ``pandas_udf`` over
     (content, path) returning, per file, an array of Kafka-schema structs
     decoded with aiokafka's Cython reader; then ``explode`` + ``select("r.*")``."""
     import pandas as pd

@@ -1,5 +1,5 @@
 """Streaming vs batch: ``readStream`` with ``Trigger.AvailableNow`` against
-``spark.read`` of the same folder, both into Parquet (issue 17).
+``spark.read`` of the same folder, both into Parquet.
 
 One generated log folder (``kafkabatch.generate``, magic-2 topics, about
 ``--size``), one ``local[2]`` session, three ways to write every record to

@@ -64,7 +64,7 @@ impl Sink<'_> {
     /// it. The ISIZE hint is only a claim: zeroing (and so committing) that
     /// much memory up front let a garbage payload of n bytes cost up to
     /// 1032·n bytes of work and memory before its first invalid byte was
-    /// read (found by the hostile-input work, issue 8). Reserved room is
+    /// read (found by the hostile-input tests). Reserved room is
     /// zeroed step by step as output arrives (`read_all`).
     fn reserve_room(&mut self, len: usize) {
         let len = len.min(self.cap_max());
