@@ -190,6 +190,11 @@ def test_remote_and_local_together_every_offset_once(broker, keys, tmp_path):
     offsets = list(zip(got["topic"].to_pylist(), got["partition"].to_pylist(), got["offset"].to_pylist()))
     assert len(offsets) == len(set(offsets))
     _same(got, expected)
+    # read_committed: each batch's transaction state is taken once too.
+    _same(
+        scan_log(root, tiered_keys=_key_spec(keys[0]), isolation="read_committed").read_all(),
+        scan_log(broker, isolation="read_committed").read_all(),
+    )
     # Bounded reads across the seam.
     seam = tf.broker_segments(broker / "orders-0")[2].name
     base = int(seam[:20])

@@ -309,7 +309,7 @@ def scan_log(
             )
             transactions = None
             if options.get("isolation") == "read_committed" and "aborted_transactions" not in options:
-                transactions = partition_transactions(group)
+                transactions = partition_transactions(group, seek_position)
             for i, seg in enumerate(group):
                 result = SegmentResult(seg)
                 seg_bounds = segment_bounds(seg, bounds)
