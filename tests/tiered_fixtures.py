@@ -58,7 +58,7 @@ class KeyPair:
     public: RSA.RsaKey
 
 
-def make_key_pair(key_id: str, bits: int = 2048, seed: int = 0) -> KeyPair:
+def make_key_pair(key_id: str, bits: int = 2048) -> KeyPair:
     key = RSA.generate(bits)
     return KeyPair(key_id, key.export_key(pkcs=8).decode(), key.publickey())
 
