@@ -258,7 +258,11 @@ pub fn detransform_into(
         slots.push(Mutex::new(here));
         rest = after;
     }
-    let cores = if threads == 0 { crate::parallel::cores() } else { threads };
+    let cores = if threads == 0 {
+        crate::parallel::cores()
+    } else {
+        threads
+    };
     let helpers = if total < PARALLEL_MIN {
         0
     } else {
