@@ -104,7 +104,12 @@ fn parse_piece(
                     depth: 0,
                     scratch: &mut scratch,
                 };
-                parser.document(&mut root).map_err(|f| f.reason())
+                match parser.document(&mut root) {
+                    // arrow-json keeps the last of repeated names and never
+                    // reads the others, so a value that doesn't fit may not matter.
+                    Err(Failure::Fit(_)) if repeats_a_name(document) => Err(None),
+                    other => other.map_err(Failure::reason),
+                }
             }
             Err(reason) => Err(Some(reason)),
         };
@@ -125,6 +130,65 @@ fn parse_piece(
     }
     // Arrow's own checks of the finished arrays; a failure there is ours, and arrow-json decides.
     Ok(root.finish().ok())
+}
+
+/// Whether some object in `document` gives a name twice (read leniently:
+/// only for a value that already failed).
+fn repeats_a_name(document: &[u8]) -> bool {
+    let mut scratch = Vec::new();
+    let mut p = Parser {
+        b: document,
+        i: 0,
+        depth: 0,
+        scratch: &mut scratch,
+    };
+    // Per open container: the names an object has given so far (None: an array).
+    let mut open: Vec<Option<Vec<Vec<u8>>>> = Vec::new();
+    loop {
+        p.ws();
+        let Some(&c) = document.get(p.i) else {
+            return false;
+        };
+        match c {
+            b'{' | b'[' => {
+                open.push((c == b'{').then(Vec::new));
+                p.i += 1;
+            }
+            b'}' | b']' => {
+                open.pop();
+                p.i += 1;
+            }
+            b',' | b':' => p.i += 1,
+            b'"' => {
+                let mut text = Vec::new();
+                if p.string(&mut text).is_err() {
+                    return false;
+                }
+                p.ws();
+                if document.get(p.i) == Some(&b':') {
+                    if let Some(Some(names)) = open.last_mut() {
+                        if names.contains(&text) {
+                            return true;
+                        }
+                        names.push(text);
+                    }
+                }
+            }
+            _ => {
+                let rest = &document[p.i..];
+                let len = rest
+                    .iter()
+                    .position(|b| {
+                        matches!(
+                            b,
+                            b' ' | b'\n' | b'\r' | b'\t' | b',' | b':' | b']' | b'}' | b'"' | b'{' | b'['
+                        )
+                    })
+                    .unwrap_or(rest.len());
+                p.i += len.max(1);
+            }
+        }
+    }
 }
 
 /// What the builders are, decided from the target type before any value.
@@ -174,8 +238,10 @@ enum Node {
 struct StructPlan {
     fields: Fields,
     nodes: Vec<Node>,
-    /// The field names, and per bucket (see `bucket`) the fields whose name falls in it.
-    names: Vec<Box<[u8]>>,
+    /// The field names (`None` for a name an earlier field has: arrow-json
+    /// matches the first), and per bucket (see `bucket`) the fields whose
+    /// name falls in it.
+    names: Vec<Option<Box<[u8]>>>,
     buckets: Vec<Vec<u32>>,
 }
 
@@ -190,13 +256,15 @@ impl StructPlan {
     /// The field named `key`, trying `expect` (the field after the last match) first.
     #[inline]
     fn lookup(&self, key: &[u8], expect: usize) -> Option<usize> {
-        if self.names.get(expect).is_some_and(|n| **n == *key) {
-            return Some(expect);
+        if let Some(Some(name)) = self.names.get(expect) {
+            if **name == *key {
+                return Some(expect);
+            }
         }
         self.buckets[bucket(key)]
             .iter()
             .map(|&k| k as usize)
-            .find(|&k| *self.names[k] == *key)
+            .find(|&k| self.names[k].as_deref() == Some(key))
     }
 }
 
@@ -249,14 +317,17 @@ impl Node {
                     .iter()
                     .map(|f| Node::new(f.data_type()))
                     .collect::<Option<Vec<_>>>()?;
-                let names: Vec<Box<[u8]>> = fields.iter().map(|f| f.name().as_bytes().into()).collect();
+                let mut names: Vec<Option<Box<[u8]>>> = Vec::with_capacity(fields.len());
                 let mut buckets = vec![Vec::new(); BUCKETS];
-                for (k, name) in names.iter().enumerate() {
+                for (k, f) in fields.iter().enumerate() {
+                    let name = f.name().as_bytes();
                     // A name given twice matches its first field, as in arrow-json.
-                    if names[..k].contains(name) {
+                    if fields[..k].iter().any(|g| g.name() == f.name()) {
+                        names.push(None);
                         continue;
                     }
                     buckets[bucket(name)].push(u32::try_from(k).ok()?);
+                    names.push(Some(name.into()));
                 }
                 Node::Struct(StructPlan {
                     fields: fields.clone(),
@@ -1272,11 +1343,11 @@ impl<'a> Parser<'a, '_> {
                 valid.append(true);
             }
             Col::Float32 { values, valid } => {
-                values.push(self.float(c)? as f32);
+                values.push(self.float(c, true)? as f32);
                 valid.append(true);
             }
             Col::Float64 { values, valid } => {
-                values.push(self.float(c)?);
+                values.push(self.float(c, false)?);
                 valid.append(true);
             }
             Col::Timestamp {
@@ -1379,7 +1450,7 @@ impl<'a> Parser<'a, '_> {
             _ => (false, text),
         };
         let mut v: u64 = 0;
-        let mut exact = digits.len() <= 19;
+        let mut exact = digits.len() <= 20;
         if exact {
             for &d in digits {
                 match v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))) {
@@ -1414,16 +1485,21 @@ impl<'a> Parser<'a, '_> {
         Err(Failure::Fit(format!("{} is out of range", shown())))
     }
 
-    /// A number, or the strings Jackson reads as non-numeric numbers.
+    /// A number, or the strings Jackson reads as non-numeric numbers; read
+    /// as an `f32` when `single` (then exact as `f64`: no double rounding).
     #[inline]
-    fn float(&mut self, c: u8) -> Parsed<f64> {
+    fn float(&mut self, c: u8, single: bool) -> Parsed<f64> {
         match c {
             b'-' | b'0'..=b'9' => {
                 let (text, _) = self.number()?;
                 // SAFETY: a number's text is ASCII (checked by `number`).
                 let text = unsafe { std::str::from_utf8_unchecked(text) };
-                text.parse()
-                    .map_err(|_| Failure::Fit(format!("failed to parse {text} as a float")))
+                let parsed = if single {
+                    text.parse::<f32>().map(f64::from)
+                } else {
+                    text.parse::<f64>()
+                };
+                parsed.map_err(|_| Failure::Fit(format!("failed to parse {text} as a float")))
             }
             b'"' => {
                 let mut text = Vec::new();
