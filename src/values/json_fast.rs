@@ -1213,6 +1213,9 @@ impl<'a> Parser<'a, '_> {
     /// One value into `col`; a null only where `nullable`.
     fn value(&mut self, col: &mut Col, nullable: bool) -> Parsed {
         let c = self.peek()?;
+        if !matches!(c, b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') {
+            return Err(Failure::Syntax("a value", self.i));
+        }
         if c == b'n' {
             self.literal(b"null")?;
             if !nullable {
