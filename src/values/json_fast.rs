@@ -1235,7 +1235,7 @@ impl<'a> Parser<'a, '_> {
                 if c != b'{' {
                     return Err(mismatch("an object"));
                 }
-                self.object(*plan, children, seen)?;
+                self.object(plan, children, seen)?;
                 valid.append(true);
             }
             Col::List {
