@@ -343,14 +343,33 @@ mod tests {
         ];
         let values: Vec<Option<&[u8]>> = docs.iter().map(|d| Some(d.as_bytes())).collect();
         let values: ArrayRef = Arc::new(BinaryArray::from(values));
-        let err = format.parse(values.as_ref(), 0, OnValueError::Raise).unwrap_err();
+        // Both paths: the schema-driven one and arrow-json's (the fallback).
+        for fast in [true, false] {
+            let parse = |on_error| {
+                if fast {
+                    format.parse(values.as_ref(), 0, on_error)
+                } else {
+                    crate::values::without_fast_path(|| format.parse(values.as_ref(), 0, on_error))
+                }
+            };
+            check_deep(parse(OnValueError::Raise), parse(OnValueError::Null), &docs, &deep);
+        }
+    }
+
+    fn check_deep(
+        raised: Result<ArrayRef, crate::values::RowError>,
+        nulled: Result<ArrayRef, crate::values::RowError>,
+        docs: &[String],
+        deep: &str,
+    ) {
+        let err = raised.unwrap_err();
         assert_eq!(err.row, 1);
         assert!(
             err.reason.contains("deeper than 1000 levels at byte 1005"),
             "{}",
             err.reason
         );
-        let out = format.parse(values.as_ref(), 0, OnValueError::Null).unwrap();
+        let out = nulled.unwrap();
         let nulls: Vec<bool> = (0..docs.len()).map(|i| out.is_null(i)).collect();
         assert_eq!(nulls, [false, true, true, true, true, false, false]);
         let out = out.as_struct();
