@@ -24,6 +24,7 @@ from kafkabatch._kafkabatch import KafkaBatchError
 from kafkabatch._util import parse_size
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.listing import Segment, by_partition, list_segments
+from kafkabatch.log.prune import RecordFilter, kept_ranges, narrow, prunes_batches
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
@@ -46,6 +47,7 @@ class SegmentResult:
     skipped_bytes: int = 0
     trailing_bytes: int = 0
     status: str = "clean"
+    pruned_bytes: int = 0  # batches left undecoded: their headers show they hold no record in the bounds
 
     @property
     def problems(self) -> bool:
@@ -75,11 +77,11 @@ def seek_position(segment: Segment, bounds: Bounds, source: Any = None) -> tuple
     filters do the rest, so any batch boundary at or before the first wanted
     batch is correct here."""
     wanted = bounds.start_offset is not None or bounds.end_offset is not None or bounds.start_ts is not None
-    if not wanted or not isinstance(source, fs.MappedSource) or source.size == 0:
+    if not (wanted or prunes_batches(bounds)) or not isinstance(source, fs.MappedSource) or source.size == 0:
         return 0, None
     view = source.read(0, source.size)
     try:
-        return seek_range(
+        start, end = seek_range(
             segment.path,
             view,
             start_offset=bounds.start_offset,
@@ -87,7 +89,14 @@ def seek_position(segment: Segment, bounds: Bounds, source: Any = None) -> tuple
             start_timestamp_ms=None if bounds.start_ts is None else bounds.start_ts // 1000,
         )
     finally:
+        del view
         source.release()
+    if prunes_batches(bounds):
+        # Time bounds: leading and trailing batches whose headers rule them out
+        # go too (out-of-order timestamps: the index seek stops at the first
+        # batch it can't rule out; a segment of older batches is left empty).
+        return narrow(source, start, end, bounds)
+    return start, end
 
 
 #: The keywords of :func:`kafkabatch.decode` that reading segments passes on
@@ -160,7 +169,9 @@ def decode_range(
     if bounds.empty():
         return
     read_committed = options.get("isolation") == "read_committed"
-    for a, b, _last in batch_windows(source, start, end, max_chunk_bytes, bounds):
+    for a, b, _last in prune_windows(
+        source, batch_windows(source, start, end, max_chunk_bytes, bounds), bounds, result
+    ):
         data = source.read(a, b - a)
         kwargs = dict(options)
         if read_committed and transactions is not None and "aborted_transactions" not in options:
@@ -199,6 +210,29 @@ def decode_range(
                     yield batch
 
 
+def prune_windows(
+    source: Any, windows: Iterable[tuple[int, int, bool]], bounds: Bounds, result: SegmentResult
+) -> Iterator[tuple[int, int, bool]]:
+    """``windows`` without the batches whose headers rule out every record in
+    ``bounds`` (see :func:`kafkabatch.log.prune.batch_could_match`); a window
+    with holes becomes one range per run of kept batches, each decoded on its
+    own (under ``read_committed`` each gets the aborted list for its own first
+    offset). Their bytes are counted in ``result.pruned_bytes``."""
+    for a, b, last in windows:
+        if not prunes_batches(bounds):
+            yield a, b, last
+            continue
+        data = source.read(a, b - a)
+        try:
+            ranges, pruned = kept_ranges(data, a, bounds)
+        finally:
+            del data
+            source.release()
+        result.pruned_bytes += pruned
+        for i, (x, y) in enumerate(ranges):
+            yield x, y, last and i == len(ranges) - 1
+
+
 def segment_skippable(segments: list[Segment], i: int, bounds: Bounds) -> bool:
     """Whether file names alone show segment ``i`` (of one partition, in
     order) holds no offset in the bounds."""
@@ -226,6 +260,7 @@ def scan_log(
     end_timestamp: Any = None,
     max_records_per_batch: int | None = None,
     on_segment: Callable[[SegmentResult], None] | None = None,
+    where: RecordFilter | None = None,
     **decode_options: Any,
 ) -> pa.RecordBatchReader:
     """Stream every segment under ``path`` (see :func:`list_segments`) as
@@ -253,11 +288,17 @@ def scan_log(
     with a :class:`SegmentResult` after each segment (counts of rows,
     skipped batches and bytes, trailing bytes).
 
+    ``where`` (a :class:`~kafkabatch.log.prune.RecordFilter`) adds predicates
+    on topic, partition, offset and timestamp: folders, segments and batches
+    that can't hold a match are skipped, and the rows are filtered exactly.
+
     >>> reader = scan_log("/var/lib/kafka/data/orders-0", start_timestamp="2024-05-01")  # doctest: +SKIP
     >>> reader.read_all().num_rows                                                         # doctest: +SKIP
     1000
     """
     segments = list_segments(path, topic=topic, partition=partition)
+    if where is not None:
+        segments = [s for s in segments if where.keeps(s.topic, s.partition)]
     chunk = parse_size(max_chunk_bytes)
     if chunk <= 0:
         raise ValueError("max_chunk_bytes must be positive")
@@ -282,6 +323,8 @@ def scan_log(
                 start_ts,
                 end_ts,
             )
+            if where is not None:
+                bounds = where.bounds(bounds)
             transactions = None
             if options.get("isolation") == "read_committed" and "aborted_transactions" not in options:
                 transactions = partition_transactions(group)

@@ -9,8 +9,9 @@ import logging
 from typing import Any
 
 from kafkabatch._kafkabatch import __version__
+from kafkabatch.spark.batch import KafkaLogPushdownReader
 from kafkabatch.spark.options import FALSE
-from kafkabatch.spark.source import KafkaLogDataSource
+from kafkabatch.spark.source import KafkaLogDataSource, KafkaLogDataSourceWithoutPushdown
 
 log = logging.getLogger("kafkabatch.spark")
 
@@ -23,7 +24,11 @@ class WorkerImportError(RuntimeError):
 _CHECKED_APPLICATIONS: set[str] = set()
 
 
-def register(spark: Any = None, *, check_workers: bool | None = None) -> None:
+#: Spark's switch for Python data sources' filter pushdown (PySpark 4.1+).
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: Any = None, *, check_workers: bool | None = None, filter_pushdown: bool | None = None) -> None:
     """Register the ``kafka-log`` data source with a SparkSession (the active
     one by default), and check once per Spark application that its Python
     workers import this same kafkabatch version.
@@ -36,6 +41,15 @@ def register(spark: Any = None, *, check_workers: bool | None = None) -> None:
     ``spark.kafkabatch.checkWorkers=false`` (clusters where starting a task
     at registration is unwanted).
 
+    Filter pushdown (PySpark 4.1+): ``WHERE`` clauses on ``topic``,
+    ``partition``, ``offset`` and ``timestamp`` skip folders, segments and
+    batches that can't match. Spark hands filters to Python sources only
+    with ``spark.sql.python.filterPushdown.enabled=true``, so ``register``
+    sets it for the session, unless ``filter_pushdown=False`` or the session
+    already sets it to ``false`` explicitly. Turning it off (either way, or
+    setting the conf to false later) costs speed, never rows: Spark then
+    filters every row itself.
+
     >>> import kafkabatch.spark as kbs
     >>> kbs.register(spark)                                                  # doctest: +SKIP
     >>> df = spark.read.format("kafka-log").load("/var/lib/kafka/data")     # doctest: +SKIP
@@ -46,12 +60,31 @@ def register(spark: Any = None, *, check_workers: bool | None = None) -> None:
         spark = SparkSession.getActiveSession()
         if spark is None:
             raise RuntimeError("no active SparkSession: pass one, kbs.register(spark)")
-    spark.dataSource.register(KafkaLogDataSource)
+    if filter_pushdown is None:
+        filter_pushdown = not _set_false(spark, FILTER_PUSHDOWN_CONF)
+    if filter_pushdown and KafkaLogPushdownReader is not None:
+        try:
+            spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
+        except Exception as error:  # a cluster that forbids it: correct, only slower
+            log.warning(
+                "kafkabatch.spark: could not set %s=true (%s); filters are not pushed", FILTER_PUSHDOWN_CONF, error
+            )
+    spark.dataSource.register(KafkaLogDataSource if filter_pushdown else KafkaLogDataSourceWithoutPushdown)
     if check_workers is None:
         setting = str(spark.conf.get("spark.kafkabatch.checkWorkers", "true")).strip().lower()
         check_workers = setting not in FALSE
     if check_workers:
         check_worker_import(spark)
+
+
+def _set_false(spark: Any, key: str) -> bool:
+    """Whether the session sets ``key`` to false explicitly (not by default)."""
+    try:
+        explicit = spark.conf.getAll
+        value = explicit.get(key) if isinstance(explicit, dict) else None
+    except Exception:  # an older PySpark without RuntimeConfig.getAll
+        value = None
+    return value is not None and str(value).strip().lower() in FALSE
 
 
 def _probe_worker(_: Any) -> tuple[str, str, str | None, str | None]:
