@@ -41,14 +41,23 @@ def register(spark: Any = None, *, check_workers: bool | None = None, filter_pus
     ``spark.kafkabatch.checkWorkers=false`` (clusters where starting a task
     at registration is unwanted).
 
-    Filter pushdown (PySpark 4.1+): ``WHERE`` clauses on ``topic``,
-    ``partition``, ``offset`` and ``timestamp`` skip folders, segments and
-    batches that can't match. Spark hands filters to Python sources only
-    with ``spark.sql.python.filterPushdown.enabled=true``, so ``register``
-    sets it for the session, unless ``filter_pushdown=False`` or the session
+    Filter pushdown: ``WHERE`` clauses on ``topic``, ``partition``,
+    ``offset`` and ``timestamp`` skip folders, segments and batches that
+    can't match. Spark hands filters to Python sources only with
+    ``spark.sql.python.filterPushdown.enabled=true``, so ``register`` sets
+    it for the session, unless ``filter_pushdown=False`` or the session
     already sets it to ``false`` explicitly. Turning it off (either way, or
     setting the conf to false later) costs speed, never rows: Spark then
     filters every row itself.
+
+    ``filter_pushdown=None`` (the default) pushes filters only where Spark
+    keeps each query's planned read to that query (PySpark builds with
+    ``DataSourceReader.pushLimit``, Spark 5.0+). PySpark 4.1-4.3 store the
+    read planned with pushed filters on the loaded DataFrame's source and
+    reuse it for a later query on the same DataFrame that pushes no filter
+    (a plain ``count()``, an ``OR``), returning the earlier query's rows
+    only; there pushdown is opt-in, ``filter_pushdown=True``, for code that
+    loads a DataFrame per query.
 
     >>> import kafkabatch.spark as kbs
     >>> kbs.register(spark)                                                  # doctest: +SKIP
@@ -61,7 +70,13 @@ def register(spark: Any = None, *, check_workers: bool | None = None, filter_pus
         if spark is None:
             raise RuntimeError("no active SparkSession: pass one, kbs.register(spark)")
     if filter_pushdown is None:
-        filter_pushdown = not _set_false(spark, FILTER_PUSHDOWN_CONF)
+        filter_pushdown = scan_scoped_reads() and not _set_false(spark, FILTER_PUSHDOWN_CONF)
+    elif filter_pushdown and KafkaLogPushdownReader is not None and not scan_scoped_reads():
+        log.warning(
+            "kafkabatch.spark: filter pushdown on PySpark %s: Spark reuses a loaded DataFrame's last read "
+            "planned with pushed filters for its later queries that push none; load() a DataFrame per query",
+            _pyspark_version(),
+        )
     if filter_pushdown and KafkaLogPushdownReader is not None:
         try:
             spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
@@ -75,6 +90,22 @@ def register(spark: Any = None, *, check_workers: bool | None = None, filter_pus
         check_workers = setting not in FALSE
     if check_workers:
         check_worker_import(spark)
+
+
+def scan_scoped_reads() -> bool:
+    """Whether this PySpark keeps the read planned with pushed filters to its
+    own scan (Spark 5.0+, which also brought ``DataSourceReader.pushLimit``).
+    Before, the source's planned read outlives the query that pushed the
+    filters (see :func:`register`)."""
+    from pyspark.sql.datasource import DataSourceReader
+
+    return hasattr(DataSourceReader, "pushLimit")
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
 
 
 def _set_false(spark: Any, key: str) -> bool:
