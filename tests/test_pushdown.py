@@ -316,3 +316,20 @@ def test_record_filter_refuses_what_it_cannot_decide():
         with pytest.raises(NotPushable):
             RecordFilter.where(column, op, value)
     assert not RecordFilter.where("offset", "in", []).keeps("orders", 0)
+
+
+@pytest.mark.filterwarnings("ignore::kafkabatch.IndexFileWarning")
+def test_scan_log_read_committed_with_markers_pruned(generated):
+    """Markers older than the bound are skipped by header: visibility still
+    comes from the partition's transactions, so the rows are exact."""
+    committed = kb.scan_log(generated, isolation="read_committed").read_all()
+    stamps = sorted(committed.column("timestamp").to_pylist())
+    for t in (stamps[len(stamps) // 2], stamps[-len(stamps) // 20]):
+        results = []
+        where = RecordFilter.where("timestamp", ">=", t)
+        got = kb.scan_log(generated, isolation="read_committed", where=where, on_segment=results.append).read_all()
+        want = committed.filter(
+            pc.greater_equal(committed["timestamp"], pa.scalar(t, committed.schema.field("timestamp").type))
+        )
+        assert got.equals(want)
+        assert sum(r.end - r.start for r in results) < sum(r.segment.size for r in results) / 2

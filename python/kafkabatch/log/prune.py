@@ -198,7 +198,7 @@ def _literals(value: Any, kind: type, op: str) -> list[Any]:
     return items
 
 
-def batch_could_match(batch: Any, bounds: Bounds) -> bool:
+def batch_could_match(batch: Any, bounds: Bounds, keep_control: bool = False) -> bool:
     """Whether a batch could hold a record in ``bounds``, judged by its header.
 
     Offsets: a v2 batch holds ``[base_offset, last_offset]``. Timestamps: a v2
@@ -206,11 +206,14 @@ def batch_could_match(batch: Any, bounds: Bounds) -> bool:
     set it on append), so a batch whose maximum is below ``start_ts`` holds no
     match; with LogAppendTime every record carries that timestamp, so one at or
     above ``end_ts`` holds none either. CreateTime records are out of order, so
-    nothing else follows from a header. Control batches, legacy message sets
-    (whose wrapper offsets and timestamps are not their records') and batches
-    that failed to parse are always kept.
+    nothing else follows from a header. Legacy message sets (whose wrapper
+    offsets and timestamps are not their records') and batches that failed to
+    parse are always kept; control batches (transaction markers) too with
+    ``keep_control``, for a ``read_committed`` decode that learns where
+    transactions end from the markers themselves rather than from a
+    partition's aborted list (see :mod:`kafkabatch.log.txn`).
     """
-    if batch.error is not None or batch.magic < 2 or batch.is_control:
+    if batch.error is not None or batch.magic < 2 or (keep_control and batch.is_control):
         return True
     if bounds.start_offset is not None and batch.last_offset < bounds.start_offset:
         return False
@@ -222,7 +225,7 @@ def batch_could_match(batch: Any, bounds: Bounds) -> bool:
     return not (bounds.end_ts is not None and batch.timestamp_type == 1 and max_ts >= bounds.end_ts)
 
 
-def kept_ranges(data: Any, base: int, bounds: Bounds) -> tuple[list[tuple[int, int]], int]:
+def kept_ranges(data: Any, base: int, bounds: Bounds, keep_control: bool = False) -> tuple[list[tuple[int, int]], int]:
     """The byte ranges of ``data`` (complete batches starting at file position
     ``base``) whose batches could hold a record in ``bounds``, adjacent batches
     merged, as file positions; and the bytes left out. Bytes after the last
@@ -233,7 +236,7 @@ def kept_ranges(data: Any, base: int, bounds: Bounds) -> tuple[list[tuple[int, i
     size = len(memoryview(data))
     for batch in iter_batches(data, validate_crc=False, on_error="keep"):
         a, end = batch.position, batch.position + batch.size_in_bytes
-        if batch_could_match(batch, bounds):
+        if batch_could_match(batch, bounds, keep_control):
             if ranges and ranges[-1][1] == base + a:
                 ranges[-1] = (ranges[-1][0], base + end)
             else:
@@ -254,7 +257,7 @@ def prunes_batches(bounds: Bounds) -> bool:
     return bounds.start_ts is not None or bounds.end_ts is not None
 
 
-def narrow(source: Any, start: int, end: int | None, bounds: Bounds) -> tuple[int, int]:
+def narrow(source: Any, start: int, end: int | None, bounds: Bounds, keep_control: bool = False) -> tuple[int, int]:
     """``[start, end)`` of a segment without its leading and trailing batches
     that can't hold a record in ``bounds`` (judged by headers, see
     :func:`batch_could_match`); ``(x, x)`` when none can. For planners: the
@@ -264,7 +267,7 @@ def narrow(source: Any, start: int, end: int | None, bounds: Bounds) -> tuple[in
         return start, end
     data = source.read(start, end - start)
     try:
-        ranges, _ = kept_ranges(data, start, bounds)
+        ranges, _ = kept_ranges(data, start, bounds, keep_control)
     finally:
         del data
         source.release()

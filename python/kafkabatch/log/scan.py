@@ -69,7 +69,9 @@ class SegmentResult:
         return text
 
 
-def seek_position(segment: Segment, bounds: Bounds, source: Any = None) -> tuple[int, int | None]:
+def seek_position(
+    segment: Segment, bounds: Bounds, source: Any = None, *, keep_control: bool = False
+) -> tuple[int, int | None]:
     """The byte range of ``segment`` worth reading for ``bounds``: ``(start,
     end)``, end None for the whole rest. Local segments seek with their
     ``.index`` / ``.timeindex`` (checked against the log; a bad or missing
@@ -95,7 +97,7 @@ def seek_position(segment: Segment, bounds: Bounds, source: Any = None) -> tuple
         # Time bounds: leading and trailing batches whose headers rule them out
         # go too (out-of-order timestamps: the index seek stops at the first
         # batch it can't rule out; a segment of older batches is left empty).
-        return narrow(source, start, end, bounds)
+        return narrow(source, start, end, bounds, keep_control)
     return start, end
 
 
@@ -169,9 +171,10 @@ def decode_range(
     if bounds.empty():
         return
     read_committed = options.get("isolation") == "read_committed"
-    for a, b, _last in prune_windows(
-        source, batch_windows(source, start, end, max_chunk_bytes, bounds), bounds, result
-    ):
+    # read_committed without the partition's transactions learns from markers: keep them
+    keep_control = read_committed and (transactions is None or "aborted_transactions" in options)
+    windows = batch_windows(source, start, end, max_chunk_bytes, bounds)
+    for a, b, _last in prune_windows(source, windows, bounds, result, keep_control):
         data = source.read(a, b - a)
         kwargs = dict(options)
         if read_committed and transactions is not None and "aborted_transactions" not in options:
@@ -211,7 +214,11 @@ def decode_range(
 
 
 def prune_windows(
-    source: Any, windows: Iterable[tuple[int, int, bool]], bounds: Bounds, result: SegmentResult
+    source: Any,
+    windows: Iterable[tuple[int, int, bool]],
+    bounds: Bounds,
+    result: SegmentResult,
+    keep_control: bool = False,
 ) -> Iterator[tuple[int, int, bool]]:
     """``windows`` without the batches whose headers rule out every record in
     ``bounds`` (see :func:`kafkabatch.log.prune.batch_could_match`); a window
@@ -224,7 +231,7 @@ def prune_windows(
             continue
         data = source.read(a, b - a)
         try:
-            ranges, pruned = kept_ranges(data, a, bounds)
+            ranges, pruned = kept_ranges(data, a, bounds, keep_control)
         finally:
             del data
             source.release()
@@ -333,7 +340,12 @@ def scan_log(
                 if not segment_skippable(group, i, bounds):
                     source = fs.open_source(seg.path)
                     try:
-                        seek_start, seek_end = seek_position(seg, bounds, source)
+                        seek_start, seek_end = seek_position(
+                            seg,
+                            bounds,
+                            source,
+                            keep_control=transactions is None and options.get("isolation") == "read_committed",
+                        )
                         yield from decode_range(
                             source,
                             seg,
