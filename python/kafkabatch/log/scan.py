@@ -88,7 +88,9 @@ def seek_position(
             view,
             start_offset=bounds.start_offset,
             end_offset=bounds.end_offset,
-            start_timestamp_ms=None if bounds.start_ts is None else bounds.start_ts // 1000,
+            # A .timeindex seek is checked by walking the headers before it;
+            # the header walk below (narrow) decides the time bounds by itself.
+            start_timestamp_ms=None if bounds.start_ts is None or prunes_batches(bounds) else bounds.start_ts // 1000,
         )
     finally:
         del view
