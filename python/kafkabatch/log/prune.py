@@ -6,8 +6,10 @@ polars' predicates turn into). It is decided at three levels, each from
 statistics that are proven, never guessed:
 
 * **folders**: topic and partition from ``<topic>-<partition>`` names (exact);
-* **segments**: base offsets from file names, ``.index``/``.timeindex`` seeks
-  (checked against the log, see :mod:`kafkabatch.log.seek`);
+* **segments**: base offsets from file names, ``.index`` seeks (checked
+  against the log, see :mod:`kafkabatch.log.seek`), and for time bounds the
+  headers of all its batches (a segment none of whose batches can match is
+  left out whole: :func:`narrow`);
 * **batches**: each v2 header's base/last offset and ``maxTimestamp``.
 
 CreateTime timestamps are out of order across and within batches when several
