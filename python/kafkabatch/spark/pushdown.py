@@ -40,8 +40,9 @@ _BINARY = {
 #: The operator of ``NOT (column op value)`` on a column that is never null.
 _NEGATED = {"==": "!=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "in": "not in"}
 
-#: Columns kafkabatch always fills: IS NULL is false, IS NOT NULL true.
-_NEVER_NULL = ("topic", "partition", "offset")
+#: Columns kafkabatch always fills (Arrow arrays without a validity buffer; a
+#: message without a timestamp has -1 ms, as in Kafka): IS NULL is false, IS NOT NULL true.
+_NEVER_NULL = ("topic", "partition", "offset", "timestamp", "timestampType")
 
 
 def filter_of(spark_filter: Any) -> tuple[RecordFilter, bool]:
