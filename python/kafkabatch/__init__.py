@@ -46,6 +46,7 @@ from kafkabatch.log import (
     scan_log,
     topic_partition_from_path,
 )
+from kafkabatch.polars_io import scan_polars
 from kafkabatch.values import SchemaRegistry, SchemaRegistryError, ValueDecodeError, parse_values
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "read_time_index",
     "read_txn_index",
     "scan_log",
+    "scan_polars",
     "topic_partition_from_path",
     "valid_bytes",
     "write_segment",
