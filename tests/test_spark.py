@@ -601,3 +601,16 @@ def test_demo_end_to_end(tmp_path):
     from kafkabatch.log import scan_log
 
     assert written.num_rows == scan_log(out / "logs", isolation=committed).read_all().num_rows
+    # Spark's start is shown apart from the read, and one Avro-typed result.
+    assert "Spark start: session " in run.stdout and "first Python data source query" in run.stdout
+    assert "shipments by carrier (valueFormat=avro" in run.stdout
+    shipments = scan_log(out / "logs" / "shipments-0", value_format="avro", schema_registry=json_registry(out))
+    carriers = {v["carrier"] for v in shipments.read_all().column("value").to_pylist()}
+    assert carriers and all(c in run.stdout for c in carriers)
+
+
+def json_registry(out):
+    """The ``{schema id: schema}`` file the generator wrote beside the log."""
+    import json
+
+    return json.loads((out / "logs" / "schemas" / "registry.json").read_text())

@@ -58,6 +58,7 @@ class KafkaLogDataSource(DataSource):
     def reader(self, schema: StructType) -> KafkaLogReader:
         _check_schema(schema, self.schema())
         self._options.check_batch()
+        self._options.check_named_partitions((s.topic, s.partition) for s in self._segments)
         return KafkaLogReader(self._options, self._segments, self._values)
 
     def streamReader(self, schema: StructType) -> Any:

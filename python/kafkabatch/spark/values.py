@@ -19,6 +19,7 @@ from kafkabatch.values.ddl import arrow_type_for_spark
 from kafkabatch.values.registry import BASIC_AUTH, BEARER_TOKEN
 from kafkabatch.values.schemas import avro_text
 from kafkabatch.values.spec import ValueSpec, resolve
+from kafkabatch.values.vocabulary import SPARK, speaks
 
 #: The ``kafka-log`` options that type ``value`` and ``key`` (docs/spark.md).
 VALUE_OPTIONS: tuple[str, ...] = (
@@ -71,6 +72,7 @@ class SparkValueColumns:
         return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
+@speaks(SPARK)
 def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkValueColumns | None:
     """The typed columns the (lower-cased) options ask for, or None."""
     registry = registry_option(options)
