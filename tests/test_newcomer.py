@@ -136,6 +136,7 @@ def test_good_keywords_still_work_and_other_type_errors_pass_through(real):
 # ---------------------------------------------------------------- item 7: read_segment names the file
 
 
+@pytest.mark.filterwarnings("ignore::kafkabatch.IndexFileWarning")  # no .index beside it: a full scan
 def test_read_segment_errors_name_the_file(tmp_path):
     data = bytearray(rc.get("kafka-python-v2-none-multibatch").data)
     position, size = rc.batch_spans(data)[0]
@@ -483,3 +484,13 @@ def test_spark_sample_data_example_runs(spark, tmp_path, monkeypatch):
     shipments = scope["shipments"].groupBy("value.carrier").count().collect()
     assert sum(r["count"] for r in shipments) == kb.scan_log("sample-logs/shipments-0").read_all().num_rows
     assert scope["orders"].where("value.total is null").count() == 0
+
+
+def test_spark_udf_helpers_suggest_too():
+    pytest.importorskip("pyspark")
+    import kafkabatch.spark as kbs
+
+    with pytest.raises(TypeError, match=r"^decode_batches\(\) .*'isolaton'; did you mean 'isolation'\?"):
+        kbs.decode_batches("content", isolaton="read_committed")
+    with pytest.raises(TypeError, match=r"^explode_batches\(\) .*'path_colum'; did you mean 'path_column'\?"):
+        kbs.explode_batches(None, "content", path_colum="path")
