@@ -494,3 +494,21 @@ def test_spark_udf_helpers_suggest_too():
         kbs.decode_batches("content", isolaton="read_committed")
     with pytest.raises(TypeError, match=r"^explode_batches\(\) .*'path_colum'; did you mean 'path_column'\?"):
         kbs.explode_batches(None, "content", path_colum="path")
+
+
+def test_spark_refuses_random_bytes_and_hints_at_framing(spark, tmp_path, sample):
+    segment(tmp_path / "orders-0", random.Random(7).randbytes(20000))
+    with pytest.raises(Exception, match="not a Kafka batch"):
+        spark.read.format("kafka-log").load(str(tmp_path)).count()
+    permissive = spark.read.format("kafka-log").option("mode", "PERMISSIVE").load(str(tmp_path))
+    assert permissive.count() == 0
+    root, summary = sample
+    registry = json.loads(summary.topics["shipments"].schema_file.read_text())
+    plain = (
+        spark.read.format("kafka-log")
+        .option("valueFormat", "avro")
+        .option("valueSchema", json.dumps(registry["2"]))
+        .load(str(root / "shipments-0"))
+    )
+    with pytest.raises(Exception, match=r"Schema Registry framed \(magic 0, schema id \d\); pass schemaRegistry"):
+        plain.count()
