@@ -159,10 +159,10 @@ impl<'a> Iterator for BatchWalker<'a> {
             // looks for the rest of a batch: bytes that are not a batch are
             // a wrong or damaged file, not an incomplete tail.
             if let Err((at, reason)) = plausible_start(&self.data[self.pos..]) {
-                let offset = be_i64(self.data, self.pos);
+                // No base offset: these bytes are not a batch header.
                 self.end = Some(WalkEnd::Broken(DecodeError::corrupt(
                     self.pos,
-                    Some(offset),
+                    None,
                     self.pos + at,
                     format!("not a Kafka batch: {reason}"),
                 )));

@@ -66,7 +66,8 @@ class SegmentResult:
         if self.trailing_bytes:
             text += f"; {self.trailing_bytes} trailing bytes ({self.status})"
         if self.end_error is not None:
-            text += f": {self.end_error}"
+            reason = getattr(self.end_error, "reason", None) or self.end_error
+            text += f" from byte {getattr(self.end_error, 'batch_position', '?')}: {reason}"
         return text
 
 
