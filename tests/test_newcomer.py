@@ -297,6 +297,11 @@ def test_generate_writes_an_avro_topic_fastavro_reads(sample):
         assert mine == reference
     old = [r for r in theirs if r["tracking_id"] is None and r["notes"] is None and r["express"] is False]
     assert old  # version 1 records read with version 2's defaults
+    # The file itself, as schema_registry takes it.
+    by_path = kb.scan_log(root / "shipments-0", value_format="avro", schema_registry=str(topic.schema_file))
+    assert by_path.read_all().column("value").to_pylist() == ours
+    with pytest.raises(ValueError, match="nofile.json': file not found"):
+        kb.decode(b"", value_format="avro", schema_registry="nofile.json")
 
 
 def test_generated_json_topics_parse_strictly_with_their_json_schemas(sample):
@@ -484,6 +489,13 @@ def test_spark_sample_data_example_runs(spark, tmp_path, monkeypatch):
     shipments = scope["shipments"].groupBy("value.carrier").count().collect()
     assert sum(r["count"] for r in shipments) == kb.scan_log("sample-logs/shipments-0").read_all().num_rows
     assert scope["orders"].where("value.total is null").count() == 0
+    by_path = (
+        spark.read.format("kafka-log")
+        .option("valueFormat", "avro")
+        .option("schemaRegistry", str(tmp_path / "sample-logs" / "schemas" / "registry.json"))
+        .load(str(tmp_path / "sample-logs" / "shipments-0"))
+    )
+    assert sorted(by_path.groupBy("value.carrier").count().collect()) == sorted(shipments)
 
 
 def test_spark_udf_helpers_suggest_too():

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkabatch import _kafkabatch as _native
-from kafkabatch.values.registry import SchemaRegistry, registry_of
+from kafkabatch.values.registry import SchemaRegistry, registry_file, registry_of
 from kafkabatch.values.schemas import avro_text, is_json_schema, json_schema_to_arrow
 
 ValueFormat = Literal["binary", "string", "json", "avro"]
@@ -164,6 +164,7 @@ def resolve(
     those of the ids found in ``values``, else every version of the subjects
     ``<topic>-<column>`` (TopicNameStrategy) of ``topics``.
     """
+    schema_registry = registry_file(schema_registry)  # a {schema id: schema} JSON file, read
     format = "binary" if format is None else str(format).lower()
     if format not in FORMATS:
         raise ValueError(f"{column}_format must be one of {', '.join(FORMATS)}, not {format!r}")
