@@ -31,12 +31,14 @@ from kafkabatch._kafkabatch import (
     DecompressionError,
     KafkaBatchError,
     Record,
+    TieredStorageError,
     UnsupportedFormatError,
     __version__,
 )
 from kafkabatch.generate import GenerateSummary, TopicSpec, TopicSummary, generate
 from kafkabatch.log import (
     IndexFileWarning,
+    TieredStorageWarning,
     read_offset_index,
     read_segment,
     read_time_index,
@@ -63,6 +65,8 @@ __all__ = [
     "Record",
     "SchemaRegistry",
     "SchemaRegistryError",
+    "TieredStorageError",
+    "TieredStorageWarning",
     "TopicSpec",
     "TopicSummary",
     "UnsupportedFormatError",

@@ -13,6 +13,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkabatch.log.listing import Segment, by_partition
+from kafkabatch.log.scan import seek_position
 from kafkabatch.log.txn import partition_transactions
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import LogSplit, LogSplitGroup, pack, plan_partition
@@ -39,7 +40,7 @@ class KafkaLogReader(DataSourceReader):
                 continue
             transactions = None
             if opts.isolation == "read_committed":
-                transactions = partition_transactions(group)
+                transactions = partition_transactions(group, seek_position)
             splits.extend(plan_partition(opts, group, bounds, transactions))
         return pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
 
