@@ -133,6 +133,16 @@ impl<'a> Iterator for BatchWalker<'a> {
             return None;
         }
         let size = be_i32(self.data, self.pos + 8);
+        // A zero-filled tail (a segment preallocated with
+        // `log.preallocate=true`, or a file being written) is the end of
+        // the data, not damage: reported like an incomplete batch.
+        if size == 0 && self.data[self.pos..].iter().all(|&b| b == 0) {
+            self.end = Some(WalkEnd::Truncated {
+                position: self.pos,
+                len: remaining,
+            });
+            return None;
+        }
         if size < MIN_SIZE as i32 {
             let offset = be_i64(self.data, self.pos);
             self.end = Some(WalkEnd::Broken(DecodeError::corrupt(
@@ -144,6 +154,21 @@ impl<'a> Iterator for BatchWalker<'a> {
             return None;
         }
         let total = LOG_OVERHEAD + size as usize;
+        if total > remaining {
+            // Kafka's `nextBatchSize` refuses an unknown magic before it
+            // looks for the rest of a batch: bytes that are not a batch are
+            // a wrong or damaged file, not an incomplete tail.
+            if let Err((at, reason)) = plausible_start(&self.data[self.pos..]) {
+                // No base offset: these bytes are not a batch header.
+                self.end = Some(WalkEnd::Broken(DecodeError::corrupt(
+                    self.pos,
+                    None,
+                    self.pos + at,
+                    format!("not a Kafka batch: {reason}"),
+                )));
+                return None;
+            }
+        }
         if total > remaining {
             self.end = Some(WalkEnd::Truncated {
                 position: self.pos,
@@ -157,6 +182,57 @@ impl<'a> Iterator for BatchWalker<'a> {
         };
         self.pos += total;
         Some(batch)
+    }
+}
+
+/// Whether the first bytes of an incomplete batch (at least up to its magic
+/// byte) can start one: a known magic, and the header fields that are there
+/// in range (attribute bits Kafka never sets are clear, counts are not
+/// negative). Else the position of the first bad field and why.
+fn plausible_start(b: &[u8]) -> Result<(), (usize, String)> {
+    let magic = b[MAGIC_OFFSET] as i8;
+    match magic {
+        0 | 1 => {
+            // crc, magic, attributes (int8), [timestamp], key length (int32)
+            let Some(&attributes) = b.get(MAGIC_OFFSET + 1) else {
+                return Ok(());
+            };
+            let used = if magic == 0 { 0x07 } else { 0x0f };
+            if attributes & !used != 0 || attributes & 0x07 > 3 {
+                return Err((
+                    MAGIC_OFFSET + 1,
+                    format!("magic {magic} with attributes 0x{attributes:02x}"),
+                ));
+            }
+            let key_at = MAGIC_OFFSET + 2 + if magic == 1 { 8 } else { 0 };
+            if b.len() >= key_at + 4 && be_i32(b, key_at) < -1 {
+                return Err((key_at, format!("magic {magic} with key length {}", be_i32(b, key_at))));
+            }
+            Ok(())
+        }
+        2 => {
+            if b.len() >= V2_ATTRIBUTES_OFFSET + 2 {
+                let attributes = be_i16(b, V2_ATTRIBUTES_OFFSET);
+                if attributes & !0x7f != 0 || attributes & CODEC_MASK > 4 {
+                    return Err((
+                        V2_ATTRIBUTES_OFFSET,
+                        format!("magic 2 with attributes 0x{attributes:04x}"),
+                    ));
+                }
+            }
+            if b.len() >= 27 && be_i32(b, 23) < 0 {
+                return Err((23, format!("magic 2 with last offset delta {}", be_i32(b, 23))));
+            }
+            if b.len() >= V2_HEADER_SIZE && be_i32(b, V2_RECORD_COUNT_OFFSET) < 0 {
+                let count = be_i32(b, V2_RECORD_COUNT_OFFSET);
+                return Err((V2_RECORD_COUNT_OFFSET, format!("magic 2 with record count {count}")));
+            }
+            Ok(())
+        }
+        _ => Err((
+            MAGIC_OFFSET,
+            format!("magic byte {magic} (a batch has magic 0, 1 or 2)"),
+        )),
     }
 }
 
@@ -396,6 +472,79 @@ mod tests {
         assert!(walker.next().is_none());
         assert!(matches!(walker.end(), Some(WalkEnd::Broken(e)) if e.byte_position == 8));
         assert_eq!(valid_bytes(&bytes), 0);
+    }
+
+    #[test]
+    fn zero_filled_tail_ends_the_walk_quietly() {
+        // log.preallocate=true: the data, then zeros to the segment size.
+        let mut bytes = empty_v2_batch(0, 0);
+        bytes.resize(61 + 4096, 0);
+        let mut walker = BatchWalker::new(&bytes);
+        assert!(walker.next().is_some());
+        assert!(walker.next().is_none());
+        assert_eq!(
+            walker.end(),
+            Some(&WalkEnd::Truncated {
+                position: 61,
+                len: 4096
+            })
+        );
+        assert_eq!(valid_bytes(&bytes), 61);
+        let zeros = vec![0u8; 100];
+        let mut walker = BatchWalker::new(&zeros);
+        assert!(walker.next().is_none());
+        assert_eq!(walker.end(), Some(&WalkEnd::Truncated { position: 0, len: 100 }));
+        // Zeros followed by anything else are damage, as before.
+        let mut bytes = vec![0u8; 100];
+        bytes[99] = 1;
+        let mut walker = BatchWalker::new(&bytes);
+        assert!(walker.next().is_none());
+        assert!(matches!(walker.end(), Some(WalkEnd::Broken(e)) if e.byte_position == 8));
+    }
+
+    #[test]
+    fn incomplete_batch_with_unknown_magic_breaks_framing() {
+        // Foreign bytes after a good batch: a size past the end, magic 7.
+        let mut bytes = empty_v2_batch(0, 0);
+        let at = bytes.len();
+        bytes.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0x7f, 0, 0, 0, 0, 0, 0, 0, 7, 1, 2]);
+        let mut walker = BatchWalker::new(&bytes);
+        assert!(walker.next().is_some());
+        assert!(walker.next().is_none());
+        match walker.end() {
+            Some(WalkEnd::Broken(e)) => {
+                assert_eq!((e.batch_position, e.byte_position), (at, at + MAGIC_OFFSET));
+                assert!(e.reason.contains("not a Kafka batch"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A known magic with a size past the end stays a truncated tail.
+        bytes[at + MAGIC_OFFSET] = 2;
+        let mut walker = BatchWalker::new(&bytes);
+        assert!(walker.next().is_some() && walker.next().is_none());
+        assert!(matches!(walker.end(), Some(WalkEnd::Truncated { position, .. }) if *position == at));
+    }
+
+    #[test]
+    fn an_incomplete_header_out_of_range_is_not_a_batch() {
+        // A gzip file whose byte 16 happens to be 0: magic 0 with attribute
+        // bits a v0 message never has.
+        let gzip = [
+            0x1f, 0x8b, 8, 0, 0xab, 8, 8, 0x6b, 2, 0xff, 0xed, 0xc1, 0x31, 1, 0, 0, 0, 0xc2, 0xa0, 0xda, 0x8b,
+        ];
+        let mut walker = BatchWalker::new(&gzip);
+        assert!(walker.next().is_none());
+        assert!(matches!(walker.end(), Some(WalkEnd::Broken(e)) if e.byte_position == 17));
+        // A v2 header with an attribute bit Kafka never sets, then cut.
+        let mut bytes = empty_v2_batch(0, 0);
+        bytes[8..12].copy_from_slice(&1000i32.to_be_bytes());
+        let mut walker = BatchWalker::new(&bytes);
+        walker.next();
+        assert!(matches!(walker.end(), Some(WalkEnd::Truncated { .. })));
+        bytes[21] = 0x01; // attributes 0x0100
+        let mut walker = BatchWalker::new(&bytes);
+        walker.next();
+        assert!(matches!(walker.end(), Some(WalkEnd::Broken(e)) if e.byte_position == 21));
     }
 
     #[test]

@@ -952,7 +952,9 @@ mod tests {
     #[test]
     fn a_broken_frame_ends_skip_mode_with_what_came_before() {
         let mut data = v2_batch(0, &[b"a"]);
-        data.extend_from_slice(&[0u8; 20]);
+        let mut frame = [0u8; 20];
+        frame[11] = 3; // size 3: below the minimum
+        data.extend_from_slice(&frame);
         assert!(decode(&data, None, None, &DecodeOptions::default()).is_err());
         let options = DecodeOptions {
             on_error: OnError::Skip,
@@ -961,6 +963,23 @@ mod tests {
         let out = decode(&data, None, None, &options).expect("skip");
         assert_eq!(out.records, 1);
         assert!(matches!(out.end, WalkEnd::Broken(_)));
+    }
+
+    #[test]
+    fn a_zero_filled_tail_is_a_quiet_end() {
+        // A segment preallocated by a broker (log.preallocate=true): its data, then zeros.
+        let mut data = v2_batch(0, &[b"a", b"b"]);
+        let len = data.len();
+        data.resize(len + 4096, 0);
+        let out = decode(&data, None, None, &DecodeOptions::default()).expect("zeros end the data");
+        assert_eq!(out.records, 2);
+        assert_eq!(
+            out.end,
+            WalkEnd::Truncated {
+                position: len,
+                len: 4096
+            }
+        );
     }
 
     #[test]

@@ -86,16 +86,22 @@ pub enum Kind {
     Audit,
     /// Generic events.
     Events,
+    /// Shipments as Confluent-framed Avro (Schema Registry wire format:
+    /// magic 0, schema id, datum), written during a rolling producer
+    /// upgrade: about half with [`SHIPMENT_SCHEMA_V1`], half with
+    /// [`SHIPMENT_SCHEMA_V2`] (which adds fields with defaults); keys `shp-...`.
+    Shipments,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Orders,
         Kind::Clicks,
         Kind::Payments,
         Kind::Customers,
         Kind::Audit,
         Kind::Events,
+        Kind::Shipments,
     ];
 
     pub fn name(self) -> &'static str {
@@ -106,6 +112,7 @@ impl Kind {
             Kind::Customers => "customers",
             Kind::Audit => "audit",
             Kind::Events => "events",
+            Kind::Shipments => "shipments",
         }
     }
 
@@ -122,6 +129,7 @@ impl Kind {
             Kind::Customers => (1, 40),
             Kind::Audit => (1, 50),
             Kind::Events => (1, 100),
+            Kind::Shipments => (1, 40),
         }
     }
 
@@ -134,6 +142,7 @@ impl Kind {
             Kind::Customers => 60,
             Kind::Audit => 10,
             Kind::Events => 5,
+            Kind::Shipments => 30,
         }
     }
 }
@@ -887,6 +896,7 @@ fn gen_record(kind: Kind, magic: i8, rng: &mut Rng, ids: &mut Ids, ts: i64, out:
             words(v, rng, n);
             s(v, "\"}");
         }
+        Kind::Shipments => gen_shipment(rng, ids, ts, 50, out),
         Kind::Events => {
             let id = rng.next_u64();
             hex(k, id, 16);
@@ -904,6 +914,93 @@ fn gen_record(kind: Kind, magic: i8, rng: &mut Rng, ids: &mut Ids, ts: i64, out:
     }
     if magic == 2 {
         gen_headers(rng, out);
+    }
+}
+
+/// Schema Registry ids of the shipments' two writer schemas.
+pub const SHIPMENT_SCHEMA_IDS: [u32; 2] = [1, 2];
+
+/// The shipments' first writer schema (Avro JSON, id 1).
+pub const SHIPMENT_SCHEMA_V1: &str = r#"{"type":"record","name":"Shipment","namespace":"com.example.shop","fields":[{"name":"shipment_id","type":"string"},{"name":"order_id","type":"string"},{"name":"carrier","type":"string"},{"name":"service","type":"string"},{"name":"weight_grams","type":"int"},{"name":"shipped_at","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"destination","type":{"type":"record","name":"Address","fields":[{"name":"street","type":"string"},{"name":"city","type":"string"},{"name":"postcode","type":"string"},{"name":"country","type":"string"}]}},{"name":"skus","type":{"type":"array","items":"string"}}]}"#;
+
+/// The second (id 2): version 1 plus `tracking_id`, `express` and `notes`,
+/// each with a default, so readers of either version read both.
+pub const SHIPMENT_SCHEMA_V2: &str = r#"{"type":"record","name":"Shipment","namespace":"com.example.shop","fields":[{"name":"shipment_id","type":"string"},{"name":"order_id","type":"string"},{"name":"carrier","type":"string"},{"name":"service","type":"string"},{"name":"weight_grams","type":"int"},{"name":"shipped_at","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"destination","type":{"type":"record","name":"Address","fields":[{"name":"street","type":"string"},{"name":"city","type":"string"},{"name":"postcode","type":"string"},{"name":"country","type":"string"}]}},{"name":"skus","type":{"type":"array","items":"string"}},{"name":"tracking_id","type":["null","string"],"default":null},{"name":"express","type":"boolean","default":false},{"name":"notes","type":["null","string"],"default":null}]}"#;
+
+const CARRIERS: &[&str] = &["DHL", "UPS", "FedEx", "PostNL", "DPD", "GLS", "La Poste", "Royal Mail"];
+
+/// Avro `long`/`int`: zig-zag, then base-128 varint (Avro spec "Binary Encoding").
+fn avro_long(out: &mut Vec<u8>, n: i64) {
+    let mut z = ((n << 1) ^ (n >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// Avro `string`: its length as a long, then the UTF-8 bytes.
+fn avro_str(out: &mut Vec<u8>, text: &[u8]) {
+    avro_long(out, text.len() as i64);
+    out.extend_from_slice(text);
+}
+
+/// One shipment; `upgraded_percent` of them are written with schema version 2.
+fn gen_shipment(rng: &mut Rng, ids: &mut Ids, ts: i64, upgraded_percent: u64, out: &mut Scratch) {
+    let mut t = Vec::with_capacity(64);
+    ids.order += 1 + rng.below(3);
+    let id = ids.order;
+    s(&mut out.key, "shp-");
+    padded(&mut out.key, id, 10);
+    let v2 = rng.percent(upgraded_percent);
+    let v = &mut out.value;
+    v.push(0); // Confluent magic byte
+    v.extend_from_slice(&SHIPMENT_SCHEMA_IDS[usize::from(v2)].to_be_bytes());
+    avro_str(v, &out.key);
+    s(&mut t, "ord-");
+    padded(&mut t, rng.below(10_000_000_000), 10);
+    avro_str(v, &t);
+    avro_str(v, rng.pick(CARRIERS).as_bytes());
+    avro_str(v, rng.pick(SHIPPING).as_bytes());
+    avro_long(v, rng.range(50, 30_000) as i64);
+    avro_long(v, ts);
+    let (country, city, postcode) = COUNTRIES[rng.below(COUNTRIES.len() as u64) as usize];
+    t.clear();
+    num(&mut t, rng.range(1, 300));
+    t.push(b' ');
+    s(&mut t, rng.pick(STREETS));
+    avro_str(v, &t);
+    avro_str(v, city.as_bytes());
+    avro_str(v, postcode.as_bytes());
+    avro_str(v, country.as_bytes());
+    let skus = rng.range(1, 6);
+    avro_long(v, skus as i64); // one block of `skus` items, then the empty block
+    for _ in 0..skus {
+        t.clear();
+        s(&mut t, "SKU-");
+        padded(&mut t, rng.below(100_000), 5);
+        avro_str(v, &t);
+    }
+    avro_long(v, 0);
+    if v2 {
+        if rng.percent(80) {
+            avro_long(v, 1); // union branch 1: string
+            t.clear();
+            hex(&mut t, rng.next_u64(), 16);
+            avro_str(v, &t);
+        } else {
+            avro_long(v, 0); // null
+        }
+        v.push(u8::from(rng.percent(20)));
+        if rng.percent(40) {
+            avro_long(v, 1);
+            t.clear();
+            let n = rng.range(3, 30);
+            words(&mut t, rng, n);
+            avro_str(v, &t);
+        } else {
+            avro_long(v, 0);
+        }
     }
 }
 

@@ -86,7 +86,7 @@ def buffers() -> dict[str, bytes]:
     return bufs
 
 
-OPTIONS = [{}, {"on_error": "skip"}, {"include_control": True, "validate_crc": False}]
+OPTIONS = [{"on_error": "raise"}, {"on_error": "skip"}, {"include_control": True, "validate_crc": False}]
 
 
 def decode(data: bytes, opts: dict):

@@ -131,7 +131,7 @@ def test_value_options_are_checked_at_load(spark, tmp_path):
     folder = tmp_path / "t-0"
     folder.mkdir()
     kb.write_segment(folder / "00000000000000000000.log", [{"value": b"{}"}])
-    with pytest.raises(Exception, match="needs value_schema"):
+    with pytest.raises(Exception, match="valueFormat=json needs valueSchema"):
         spark.read.format("kafka-log").option("valueFormat", "json").load(str(tmp_path)).collect()
     with pytest.raises(Exception, match="cannot be reached"):
         (

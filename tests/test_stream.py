@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 from sparkver import requires_spark41
-from test_logdir import codec
 
 import kafkabatch as kb
 
@@ -65,7 +64,7 @@ class Writer:
             records.append(
                 {"key": f"k{self.counter}".encode(), "value": f"{topic}-{partition}#{self.counter}".encode()}
             )
-        data = kb.encode(records, base_offset=base, compression=codec(compression), **options)
+        data = kb.encode(records, base_offset=base, compression=compression, **options)
         self.next[tp] = base + n
         return data
 

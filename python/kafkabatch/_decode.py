@@ -8,6 +8,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
+from kafkabatch._util import suggest_keywords
 from kafkabatch.values.spec import OnValueError, ValueFormat, parse_columns, typed_options
 
 #: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
@@ -75,7 +76,12 @@ class DecodeReport:
     ``skipped`` holds one :class:`KafkaBatchError` per batch dropped under
     ``on_error="skip"``; ``trailing_bytes`` counts bytes after the last complete
     batch (an incomplete tail, or everything from broken framing on) and
-    ``end`` says which: ``"clean"``, ``"truncated"`` or ``"broken"``.
+    ``valid_bytes`` counts the rest (Kafka's ``validBytes``, skipped batches
+    included). ``end`` says which: ``"clean"``, ``"truncated"`` or ``"broken"``, with
+    ``end_error`` saying why the framing broke. Bytes that are not a batch
+    (an unknown magic byte, a size below the minimum) are broken framing; an
+    incomplete last batch, an empty input and a zero-filled tail (a segment
+    preallocated with ``log.preallocate=true``) are a truncated tail.
     """
 
     table: pa.Table
@@ -86,8 +92,34 @@ class DecodeReport:
     skipped_bytes: int = 0
     trailing_bytes: int = 0
     end: str = "clean"
+    end_error: Exception | None = None
+    valid_bytes: int = 0
+
+    def __repr__(self) -> str:
+        """One line: rows, skipped batches with their reasons, valid and trailing bytes.
+
+        >>> kb.decode_report(data)                                       # doctest: +SKIP
+        DecodeReport(rows=990, batches=9, skipped=1 [byte 61: CRC mismatch ...], valid_bytes=5120, end='clean')
+        """
+        parts = [f"rows={self.table.num_rows}", f"batches={self.batches}"]
+        if self.hidden_batches:
+            parts.append(f"hidden_batches={self.hidden_batches}")
+        if self.skipped:
+            reasons = [
+                f"byte {getattr(e, 'batch_position', '?')}: {getattr(e, 'reason', None) or e}" for e in self.skipped[:3]
+            ]
+            more = f", and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
+            parts.append(f"skipped={len(self.skipped)} [{'; '.join(reasons)}{more}]")
+        parts.append(f"valid_bytes={self.valid_bytes}")
+        if self.trailing_bytes:
+            parts.append(f"trailing_bytes={self.trailing_bytes}")
+        parts.append(f"end={self.end!r}")
+        if self.end_error is not None:
+            parts.append(f"end_error={getattr(self.end_error, 'reason', None) or self.end_error!s}")
+        return f"DecodeReport({', '.join(parts)})"
 
 
+@suggest_keywords
 def decode_report(
     data: Any,
     *,
@@ -96,7 +128,7 @@ def decode_report(
     validate_crc: bool = True,
     include_control: bool = False,
     isolation: Isolation = "read_uncommitted",
-    on_error: OnError = "raise",
+    on_error: OnError = "skip",
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     aborted_transactions: AbortedTransactions = None,
     hide_open_transactions: bool | None = None,
@@ -110,7 +142,14 @@ def decode_report(
 ) -> DecodeReport:
     """Like :func:`decode`, but also report skipped batches and trailing bytes.
 
-    >>> report = kb.decode_report(data, on_error="skip")          # doctest: +SKIP
+    A report reports: by default (``on_error="skip"``) a damaged batch is
+    dropped and listed in ``skipped`` with its reason, and broken framing
+    ends the input with ``end="broken"`` and ``end_error``; every good batch
+    around them is kept. ``on_error="raise"`` raises at the first damaged
+    batch as :func:`decode` does. A value that does not parse still raises
+    :class:`ValueDecodeError` unless ``on_value_error="null"``.
+
+    >>> report = kb.decode_report(data)                              # doctest: +SKIP
     >>> report.records, len(report.skipped), report.trailing_bytes  # doctest: +SKIP
     (1000, 1, 0)
     """
@@ -149,9 +188,12 @@ def decode_report(
         skipped_bytes=stream.skipped_bytes,
         trailing_bytes=stream.trailing_bytes,
         end=stream.end,
+        end_error=stream.end_error,
+        valid_bytes=memoryview(data).nbytes - stream.trailing_bytes,
     )
 
 
+@suggest_keywords
 def decode(
     data: Any,
     *,
@@ -251,6 +293,7 @@ def decode(
     return table if value_options is None else parse_columns(table, value_options, threads)
 
 
+@suggest_keywords
 def iter_batches(
     data: Any,
     *,

@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
+import functools
+import inspect
 import mmap
 import os
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 __all__ = [
     "TOPIC_PARTITION",
     "byte_progress",
+    "check_keywords",
     "format_bytes",
     "mapped_file",
     "parse_size",
     "segment_base_offset",
     "size_arg",
+    "suggest_keywords",
     "topic_partition_of_folder",
 ]
 
@@ -149,14 +154,99 @@ def byte_progress(description: str, *, transient: bool = False) -> Any:
     """A rich progress bar for bytes on stderr (description, bar, bytes done,
     speed, time left); the caller starts it (``with``) and adds tasks."""
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     return Progress(
         TextColumn(description),
         BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
+        DownloadColumn(binary_units=True),  # MiB, as format_bytes and every summary
+        _binary_speed_column(),
         TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=transient,
     )
+
+
+def _binary_speed_column() -> Any:
+    """rich's transfer speed column in binary units (``12.5 MiB/s``; rich's
+    own ``TransferSpeedColumn`` shows decimal ``MB/s``)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class BinarySpeedColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("?" if speed is None else f"{format_bytes(speed)}/s", style="progress.data.speed")
+
+    return BinarySpeedColumn()
+
+
+# --------------------------------------------------------------------------
+# keyword arguments
+# --------------------------------------------------------------------------
+
+
+def check_keywords(function: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise :class:`TypeError` for the first name in ``given`` that is not in
+    ``known``, as Python does, naming ``function`` (the one the user called)
+    and the closest known keyword.
+
+    >>> check_keywords("read_segment", ["isolaton"], ["isolation", "on_error"])
+    Traceback (most recent call last):
+    ...
+    TypeError: read_segment() got an unexpected keyword argument 'isolaton'; did you mean 'isolation'?
+    """
+    error = keyword_error(function, given, known)
+    if error is not None:
+        raise error
+
+
+def keyword_error(function: str, given: Iterable[str], known: Iterable[str]) -> TypeError | None:
+    """The error :func:`check_keywords` raises, or None when all are known."""
+    known = list(known)
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; its keywords: {', '.join(known)}"
+            return TypeError(f"{function}() got an unexpected keyword argument {name!r}{hint}")
+    return None
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def keyword_names(func: Callable[..., Any]) -> list[str]:
+    """The names ``func`` accepts as keywords.
+
+    >>> keyword_names(lambda data, *, topic=None, **rest: None)
+    ['data', 'topic']
+    """
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [name for name, p in inspect.signature(func).parameters.items() if p.kind in kinds]
+
+
+def suggest_keywords(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Decorate a public function so that a misspelled keyword argument gets
+    :func:`check_keywords`' "did you mean ...?" (no cost on good calls).
+
+    >>> @suggest_keywords
+    ... def f(*, isolation="read_uncommitted"): ...
+    >>> f(isolaton="read_committed")
+    Traceback (most recent call last):
+    ...
+    TypeError: f() got an unexpected keyword argument 'isolaton'; did you mean 'isolation'?
+    """
+    known = keyword_names(func)
+
+    @functools.wraps(func)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return func(*args, **kwargs)
+        except TypeError:
+            better = keyword_error(func.__name__, kwargs, known)
+            if better is None:
+                raise
+            raise better from None
+
+    return wrapper

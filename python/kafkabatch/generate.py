@@ -3,7 +3,7 @@
 >>> from kafkabatch.generate import generate
 >>> summary = generate("/tmp/kafka-logs", size="64MB", seed=7)   # doctest: +SKIP
 >>> print(summary)                                                # doctest: +SKIP
-wrote 67.1 MB in 9 partitions (5 topics, 27 segments): 128,512 records, 3,912 batches ... 412.3 MB/s
+wrote 64.0 MiB to /tmp/kafka-logs in 10 partitions (6 topics, 30 segments): 128,512 records ... 393.2 MiB/s
 
 The records are made in Rust (``kafkabatch._kafkabatch.PartitionWriter``: a
 seeded PRNG, JSON-ish values, the streaming encoder, index files); this module
@@ -18,6 +18,8 @@ Layout (as a broker's ``log.dirs``)::
                                  /00000000000000000000.timeindex  max timestamp -> offset
                                  /00000000000000001234.txnindex   aborted transactions (when any)
                                  /leader-epoch-checkpoint
+    <out_dir>/schemas/registry.json            {schema id: Avro schema}, the registry of the Avro topic
+                     /<topic>.schema.json       JSON Schema of each JSON topic's values
 
 See :mod:`kafkabatch.log.index` to read the index files back, and
 ``docs`` of :func:`generate` for what is in the data.
@@ -26,6 +28,7 @@ See :mod:`kafkabatch.log.index` to read the index files back, and
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import shutil
 import sys
@@ -39,12 +42,16 @@ from typing import Any
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._encode import CODECS
-from kafkabatch._util import byte_progress, parse_size
+from kafkabatch._util import byte_progress, format_bytes, parse_size
 
 __all__ = [
     "DEFAULT_CODECS",
     "DEFAULT_TOPICS",
+    "AVRO_KINDS",
+    "JSON_SCHEMAS",
     "KINDS",
+    "REGISTRY_FILE",
+    "SHIPMENT_SCHEMAS",
     "START_TIMESTAMP",
     "GenerateSummary",
     "TopicSpec",
@@ -53,7 +60,112 @@ __all__ = [
 ]
 
 #: Record shapes the generator knows (``TopicSpec.kind``).
-KINDS: tuple[str, ...] = ("orders", "clicks", "payments", "customers", "audit", "events")
+KINDS: tuple[str, ...] = ("orders", "clicks", "payments", "customers", "audit", "events", "shipments")
+
+#: Kinds whose values are Confluent-framed Avro (the rest are JSON).
+AVRO_KINDS: tuple[str, ...] = ("shipments",)
+
+#: The Avro writer schemas of ``shipments`` values, by Schema Registry id:
+#: version 2 adds ``tracking_id``, ``express`` and ``notes`` with defaults.
+SHIPMENT_SCHEMAS: Mapping[int, str] = dict(_native.SHIPMENT_SCHEMAS)
+
+_STRING: dict[str, Any] = {"type": "string"}
+_INTEGER: dict[str, Any] = {"type": "integer"}
+_NUMBER: dict[str, Any] = {"type": "number"}
+_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+
+
+def _object(title: str | None = None, **properties: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    return out if title is None else {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **out}
+
+
+def _array(items: Any) -> dict[str, Any]:
+    return {"type": "array", "items": items}
+
+
+def _or_null(node: dict[str, Any]) -> dict[str, Any]:
+    return {**node, "type": [node["type"], "null"]}
+
+
+_ADDRESS = _object(street=_STRING, city=_STRING, postcode=_STRING, country=_STRING)
+
+#: JSON Schemas of the JSON kinds' values (optional fields may be missing).
+JSON_SCHEMAS: Mapping[str, Mapping[str, Any]] = {
+    "orders": _object(
+        "Order",
+        order_id=_STRING,
+        customer_id=_STRING,
+        created_at=_TIME,
+        status=_STRING,
+        channel=_STRING,
+        currency=_STRING,
+        items=_array(_object(sku=_STRING, name=_STRING, qty=_INTEGER, unit_price=_NUMBER)),
+        total=_NUMBER,
+        shipping=_object(method=_STRING, country=_STRING, city=_STRING, postcode=_STRING),
+        coupon=_or_null(_STRING),
+        note=_STRING,
+    ),
+    "clicks": _object(
+        "Click",
+        event=_STRING,
+        session_id=_STRING,
+        user_id=_or_null(_INTEGER),
+        ts=_INTEGER,
+        url=_STRING,
+        referrer=_or_null(_STRING),
+        user_agent=_STRING,
+        screen=_object(w=_INTEGER, h=_INTEGER),
+        locale=_STRING,
+        experiments=_array(_STRING),
+        duration_ms=_INTEGER,
+    ),
+    "payments": _object(
+        "Payment",
+        payment_id=_STRING,
+        order_id=_STRING,
+        amount=_NUMBER,
+        currency=_STRING,
+        method=_STRING,
+        card=_object(brand=_STRING, last4=_STRING, exp_month=_INTEGER, exp_year=_INTEGER),
+        status=_STRING,
+        risk=_object(score=_NUMBER, rules=_array(_STRING)),
+        processor=_STRING,
+        created_at=_TIME,
+        idempotency_key=_STRING,
+        description=_STRING,
+    ),
+    "customers": _object(
+        "Customer",
+        customer_id=_STRING,
+        name=_STRING,
+        email=_STRING,
+        phone=_STRING,
+        address=_ADDRESS,
+        tier=_STRING,
+        marketing_opt_in={"type": "boolean"},
+        tags=_array(_STRING),
+        updated_at=_TIME,
+        bio=_STRING,
+    ),
+    "audit": _object(
+        "AuditEvent",
+        ts=_TIME,
+        service=_STRING,
+        actor=_STRING,
+        action=_STRING,
+        resource=_STRING,
+        ip=_STRING,
+        status=_INTEGER,
+        latency_ms=_INTEGER,
+        request_id=_STRING,
+        details=_STRING,
+    ),
+    "events": _object("Event", id=_STRING, type=_STRING, ts=_INTEGER, payload=_STRING),
+}
+
+#: The file of Schema Registry ids and their Avro schemas, under ``<out_dir>/schemas``.
+REGISTRY_FILE = "registry.json"
 
 #: Timestamp of the first records: 2026-11-01T00:00:00Z, in ms.
 START_TIMESTAMP: int = 1_793_491_200_000
@@ -86,13 +198,15 @@ class TopicSpec:
 
 
 #: The default topics: a small shop. ``audit-legacy`` is written as magic 1
-#: (a topic an old producer still writes), so the log mixes formats.
+#: (a topic an old producer still writes), so the log mixes formats;
+#: ``shipments`` holds Confluent-framed Avro of two schema versions.
 DEFAULT_TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec("orders", 3, share=0.35),
-    TopicSpec("clicks", 2, share=0.25),
+    TopicSpec("clicks", 2, share=0.15),
     TopicSpec("payments", 2, share=0.15),
     TopicSpec("customers", 1, share=0.10),
     TopicSpec("audit-legacy", 1, magic=1, kind="audit", share=0.15),
+    TopicSpec("shipments", 1, share=0.10),
 )
 
 #: The default codec of each default topic: every codec appears once.
@@ -102,6 +216,7 @@ DEFAULT_CODECS: Mapping[str, str] = {
     "payments": "zstd",
     "customers": "none",
     "audit-legacy": "gzip",
+    "shipments": "zstd",
 }
 # Codecs for other topics, in turn (zstd skipped for magic 0/1).
 _CODEC_CYCLE = ("lz4", "snappy", "zstd", "none", "gzip")
@@ -136,6 +251,9 @@ class TopicSummary:
     partition_records: tuple[int, ...] = ()
     #: Log end offset of each partition (records + control batches).
     partition_end_offsets: tuple[int, ...] = ()
+    #: The schema of the values: a JSON Schema file, or for Avro values the
+    #: ``{schema id: Avro schema}`` file that ``schema_registry`` takes.
+    schema_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -181,15 +299,15 @@ class GenerateSummary:
     def __str__(self) -> str:
         partitions = sum(t.partitions for t in self.topics.values())
         lines = [
-            f"wrote {self.bytes_written / 1e6:.1f} MB to {self.folder} in {partitions} partitions "
+            f"wrote {format_bytes(self.bytes_written)} to {self.folder} in {partitions} partitions "
             f"({len(self.topics)} topics, {self.segments} segments): {self.records:,} records in "
             f"{self.batches:,} batches, {self.committed_transactions} committed / {self.aborted_transactions} "
             f"aborted transactions ({self.aborted_records:,} aborted records); "
-            f"{self.elapsed:.2f} s, {self.mb_per_s:.1f} MB/s",
+            f"{self.elapsed:.2f} s, {format_bytes(self.bytes_written / self.elapsed if self.elapsed > 0 else 0)}/s",
         ]
         for t in self.topics.values():
             lines.append(
-                f"  {t.name:<16} {t.partitions} part. magic {t.magic} {t.codec:<6} {t.bytes / 1e6:8.1f} MB "
+                f"  {t.name:<16} {t.partitions} part. magic {t.magic} {t.codec:<6} {format_bytes(t.bytes):>10} "
                 f"{t.records:>10,} records {t.segments:>4} segments"
             )
         return "\n".join(lines)
@@ -317,6 +435,26 @@ class _Progress:
             self._callback(done, self.total)
 
 
+def _write_schemas(root: Path, specs: list[TopicSpec]) -> dict[str, Path]:
+    """Write each topic's value schema under ``root/schemas``: a JSON Schema
+    per JSON topic, and one ``{schema id: Avro schema}`` file for the Avro
+    topics (a Schema Registry's content, as ``schema_registry`` takes it)."""
+    folder = root / "schemas"
+    folder.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Path] = {}
+    for spec in specs:
+        kind = spec.resolved_kind()
+        if kind in AVRO_KINDS:
+            path = folder / REGISTRY_FILE
+            document: Any = {str(k): json.loads(v) for k, v in SHIPMENT_SCHEMAS.items()}
+        else:
+            path = folder / f"{spec.name}.schema.json"
+            document = JSON_SCHEMAS[kind]
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        files[spec.name] = path
+    return files
+
+
 def _prepare_folder(folder: Path, overwrite: bool) -> None:
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         if not overwrite:
@@ -352,10 +490,19 @@ def generate(
 
     Default topics (:data:`DEFAULT_TOPICS`): ``orders`` (3 partitions),
     ``clicks`` (2; ~10% null keys), ``payments`` (2), ``customers`` (1; a
-    compacted-style topic with ~5% tombstones) and ``audit-legacy`` (1, magic
-    1). ``codecs`` None mixes every codec across topics
+    compacted-style topic with ~5% tombstones), ``audit-legacy`` (1, magic
+    1) and ``shipments`` (1; Confluent-framed Avro values written during a
+    producer upgrade: about half with schema id 1, half with id 2, which adds
+    fields with defaults). ``codecs`` None mixes every codec across topics
     (:data:`DEFAULT_CODECS`); a codec name applies to all topics, a dict
     names one per topic, a list is dealt out in turn.
+
+    Each topic's value schema is written under ``<out_dir>/schemas``: a JSON
+    Schema ``<topic>.schema.json`` per JSON topic (``value_schema``,
+    ``--value-schema``, Spark's ``valueSchema`` take it), and
+    ``registry.json``, ``{schema id: Avro schema}`` of the Avro topic, as
+    ``schema_registry``, ``--schema-registry`` and Spark's ``schemaRegistry``
+    take it; ``TopicSummary.schema_file`` names each topic's.
 
     The data is made to look real: JSON-ish values of ~100-1000 bytes with
     varying fields, string keys, 0-3 headers on v2 records (duplicate keys and
@@ -466,6 +613,7 @@ def generate(
                     stop.set()
                     raise
     elapsed = time.perf_counter() - started
+    schema_files = _write_schemas(root, specs)
 
     topic_summaries: dict[str, TopicSummary] = {}
     for i, spec in enumerate(specs):
@@ -494,6 +642,7 @@ def generate(
             null_keys=add("null_keys"),
             partition_records=tuple(r["records"] for r in parts),
             partition_end_offsets=tuple(r["next_offset"] for r in parts),
+            schema_file=schema_files.get(spec.name),
         )
 
     def total_of(attr: str) -> int:

@@ -65,6 +65,9 @@ pub struct DecodedStream {
     /// "clean", "truncated" or "broken".
     #[pyo3(get)]
     end: &'static str,
+    /// Why the framing broke (under on_error="skip"), as an exception instance.
+    #[pyo3(get)]
+    end_error: Option<Py<PyAny>>,
 }
 
 impl DecodedStream {
@@ -211,6 +214,10 @@ fn decode_py(
             .collect(),
         skipped_bytes: out.skipped_bytes,
         trailing_bytes,
+        end_error: match &out.end {
+            WalkEnd::Broken(e) => Some(to_py(py, e).into_value(py).into_any()),
+            _ => None,
+        },
         end: match out.end {
             WalkEnd::Clean => "clean",
             WalkEnd::Truncated { .. } => "truncated",

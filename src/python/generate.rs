@@ -135,5 +135,14 @@ impl PartitionWriter {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PartitionWriter>()
+    m.add_class::<PartitionWriter>()?;
+    // The Avro writer schemas of the generated shipments, by Schema Registry id.
+    let schemas = pyo3::types::PyDict::new(m.py());
+    for (id, schema) in crate::generate::SHIPMENT_SCHEMA_IDS
+        .iter()
+        .zip([crate::generate::SHIPMENT_SCHEMA_V1, crate::generate::SHIPMENT_SCHEMA_V2])
+    {
+        schemas.set_item(id, schema)?;
+    }
+    m.add("SHIPMENT_SCHEMAS", schemas)
 }

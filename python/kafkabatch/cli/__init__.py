@@ -16,6 +16,9 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from kafkabatch._kafkabatch import KafkaBatchError
+from kafkabatch.values.vocabulary import CLI, in_words
+
 from ._common import CliError
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -59,6 +62,8 @@ def _message(error: BaseException) -> str:
         text = f"{error.filename}: {error.strerror}"
     elif isinstance(error, (CliError, ValueError, NotImplementedError)) or type(error).__module__ == "kafkabatch":
         text = str(error)
+        if not isinstance(error, KafkaBatchError):  # the value options' names as the command line spells them
+            text = in_words(text, CLI)
     else:
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return " ".join(text.split()) or type(error).__name__

@@ -136,7 +136,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     group.add_argument(
         "--value-schema",
         metavar="SCHEMA",
-        help="for json: a file or text holding an Avro record schema, a Spark DDL string "
+        help="for json: a file or text holding a JSON Schema, an Avro record schema, a Spark DDL string "
         "('id string, qty bigint') or Spark's StructType JSON; for avro: the Avro schema (file or text)",
     )
     group.add_argument(
@@ -300,7 +300,25 @@ def _schema_text(arg: str | None) -> str | None:
             return Path(arg).read_text(encoding="utf-8")
     except OSError:  # not a usable file name (too long, ...): the text itself
         pass
+    if _looks_like_path(arg):
+        raise CliError(f"{arg}: file not found")
     return arg
+
+
+#: Suffixes of schema files (JSON Schema, Avro, Spark DDL, Protobuf).
+_SCHEMA_SUFFIXES = (".json", ".avsc", ".ddl", ".sql", ".proto", ".schema", ".txt")
+
+
+def _looks_like_path(arg: str) -> bool:
+    """Whether a schema argument names a file rather than holding a schema
+    (a URL is neither): a schema file suffix, or a path separator and no
+    spaces (DDL has spaces)."""
+    text = arg.strip()
+    if not text or "://" in text:
+        return False
+    if text.lower().endswith(_SCHEMA_SUFFIXES):
+        return True
+    return " " not in text and ("/" in text or os.sep in text)
 
 
 def _json_target(text: str) -> pa.DataType:

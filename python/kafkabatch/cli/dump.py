@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import kafkabatch as kb
+from kafkabatch.log.errors import guess_content
 
 from ._common import (
     TIMESTAMP_TYPE_NAMES,
@@ -249,6 +250,8 @@ class _Dumper:
         self.write: Callable[[str], Any] = sys.stdout.write
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
         self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
+        # Files whose first bytes are not a batch: reported, then an error at the end.
+        self.not_segments: list[str] = []
 
     def line(self, text: str) -> None:
         self.write(text + "\n")
@@ -358,6 +361,10 @@ class _Dumper:
         if end == "broken":
             reason = getattr(end_error, "reason", None) or str(end_error or "broken framing")
             self.note(f"Broken framing at position: {walk_end} reason: {reason}")
+            if walk_end == 0:
+                with open(path, "rb") as f:
+                    guess = guess_content(f.read(512), path)
+                self.not_segments.append(f"{path}: byte 0: {reason}" + (f"; {guess}" if guess else ""))
         # Kafka reports trailing bytes only when reading the whole file.
         if trailing > 0 and args.max_bytes is None:
             self.note(f"Found {trailing} invalid bytes at the end of {Path(path).name}")
@@ -527,4 +534,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             dumper.dump_log(path)
     dumper.report()
+    if dumper.not_segments:
+        more = f" (and {len(dumper.not_segments) - 1} more files)" if len(dumper.not_segments) > 1 else ""
+        raise CliError(dumper.not_segments[0] + more)
     return 0

@@ -66,6 +66,11 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document (segments, partitions, total)")
     p.add_argument("--partitions", action="store_true", help="table: one row per topic-partition, not per segment")
     p.add_argument(
+        "--wide",
+        action="store_true",
+        help="table: also the compression ratio and transactional/control batches, and times to the millisecond",
+    )
+    p.add_argument(
         "--headers-only",
         action="store_true",
         help="read batch headers only (fast; no record bytes or compression ratio)",
@@ -219,6 +224,7 @@ def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> 
         file_bytes=seg.size,
     )
     unreadable: set[int] = set()
+    bad_crc: set[int] = set()
     decode = not args.headers_only
     if decode:
         st.record_bytes = 0
@@ -257,7 +263,7 @@ def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> 
                 st.codecs[b.compression] += 1
                 st.magics[b.magic] += 1
                 if not b.crc_valid:
-                    st.invalid_crc_batches += 1
+                    bad_crc.add(b.position)
                 if b.is_control:
                     st.control_batches += 1
                     control = b.control
@@ -284,7 +290,10 @@ def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> 
         del it
         flush(valid_end)
         progress.advance(seg.size - done)
+    # One damaged batch counts once: unreadable when its records can't be
+    # decoded, else bad CRC (whose records are counted).
     st.unreadable_batches = len(unreadable)
+    st.invalid_crc_batches = len(bad_crc - unreadable)
     return st
 
 
@@ -299,24 +308,26 @@ def _problems(st: Stats) -> str:
     return ", ".join(parts) or "-"
 
 
-def _row(label: str, segment: str, st: Stats) -> list[str]:
+def _row(label: str, segment: str, st: Stats, wide: bool = False) -> list[str]:
     offsets = "-" if st.first_offset is None else f"{st.first_offset}..{st.last_offset}"
-    times = "-" if st.min_timestamp is None else f"{format_ms(st.min_timestamp)} .. {format_ms(st.max_timestamp)}"
+    times = _time_range(st.min_timestamp, st.max_timestamp, wide)
     ratio = "-" if st.compression_ratio is None else f"{st.compression_ratio:.2f}"
     codecs = ", ".join(sorted(st.codecs)) or "-"
-    return [
-        label,
-        segment,
-        format_bytes(st.file_bytes),
-        f"{st.batches:,}",
-        f"{st.records:,}",
-        offsets,
-        times,
-        codecs,
-        ratio,
-        f"{st.transactional_batches}/{st.control_batches}",
-        _problems(st),
-    ]
+    row = [label, segment, format_bytes(st.file_bytes), f"{st.batches:,}", f"{st.records:,}", offsets, times, codecs]
+    if wide:
+        row += [ratio, f"{st.transactional_batches}/{st.control_batches}", _problems(st)]
+    return row
+
+
+def _time_range(first: int | None, last: int | None, wide: bool = False) -> str:
+    """``2023-11-14 22:13:20..22:15:03``: to the second, the date once when
+    both ends fall on it; ``wide``: both in full, to the millisecond."""
+    if first is None:
+        return "-"
+    if wide:
+        return f"{format_ms(first)} .. {format_ms(last)}"
+    start, end = format_ms(first)[:19], format_ms(last)[:19]
+    return f"{start}..{end[11:] if end[:10] == start[:10] else end}"
 
 
 def _partition_label(st: Stats) -> str:
@@ -348,35 +359,54 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    _print_table(per_segment, partitions, total, by_partition=args.partitions)
+    _print_table(per_segment, partitions, total, by_partition=args.partitions, wide=args.wide)
     return 0
 
 
 def _print_table(
-    per_segment: list[Stats], partitions: dict[tuple[Any, Any], Stats], total: Stats, *, by_partition: bool
+    per_segment: list[Stats],
+    partitions: dict[tuple[Any, Any], Stats],
+    total: Stats,
+    *,
+    by_partition: bool,
+    wide: bool = False,
 ) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 220, highlight=False)
-    table = Table(show_lines=False, header_style="bold")
-    for name, justify in (
+    # Fit 80-120 columns: the terminal's width, or 120 in a pipe; rich wraps
+    # time and codecs when a row needs more, and problems are listed below
+    # the table (in it with --wide).
+    console = Console(width=None if sys.stdout.isatty() else (220 if wide else 120), highlight=False)
+    table = Table(show_lines=False, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
+    narrow = console.width < 110 and not wide  # an 80-column terminal: no batches nor codecs
+    columns = [
         ("partition", "left"),
         ("segment", "right"),
         ("size", "right"),
-        ("batches", "right"),
+        *([] if narrow else [("batches", "right")]),
         ("records", "right"),
         ("offsets", "right"),
         ("time (UTC)", "left"),
-        ("codecs", "left"),
-        ("ratio", "right"),
-        ("txn/ctrl", "right"),
-        ("problems", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        *([] if narrow else [("codecs", "left")]),
+        *([("ratio", "right"), ("txn/ctrl", "right"), ("problems", "left")] if wide else []),
+    ]
+    for name, justify in columns:
+        # Only time and codecs wrap: names and numbers stay whole.
+        table.add_column(
+            name,
+            justify=justify,  # type: ignore[arg-type]
+            no_wrap=name not in ("time (UTC)", "codecs"),
+            min_width=29 if name == "time (UTC)" and not (wide or narrow) else None,
+        )
+
+    def add_row(*cells: str, end_section: bool = False) -> None:
+        table.add_row(*(cells[:3] + cells[4:7] if narrow else cells), end_section=end_section)
+
     if by_partition:
         for st in partitions.values():
-            table.add_row(*_row(_partition_label(st), f"{st.segments} seg", st))
+            add_row(*_row(_partition_label(st), f"{st.segments} seg", st, wide))
     else:
         for key, agg in partitions.items():
             members = [
@@ -385,12 +415,22 @@ def _print_table(
             for st in members:
                 label = _partition_label(st) if st.topic is not None else st.path or "?"
                 segment = str(st.base_offset) if st.base_offset is not None else "-"
-                table.add_row(*_row(label, segment, st))
+                add_row(*_row(label, segment, st, wide))
             if len(members) > 1:
-                table.add_row(
-                    *_row(f"[bold]{_partition_label(agg)}[/bold]", f"[bold]{agg.segments} seg[/bold]", agg),
+                add_row(
+                    *_row(f"[bold]{_partition_label(agg)}[/bold]", f"[bold]{agg.segments} seg[/bold]", agg, wide),
                     end_section=True,
                 )
     if len(partitions) > 1:
-        table.add_row(*_row("[bold]total[/bold]", f"[bold]{total.segments} seg[/bold]", total))
+        add_row(*_row("[bold]total[/bold]", f"[bold]{total.segments} seg[/bold]", total, wide))
     console.print(table)
+    if not wide:
+        damaged = [
+            (_partition_label(st) if by_partition else st.path or _partition_label(st), _problems(st))
+            for st in (partitions.values() if by_partition else per_segment)
+            if _problems(st) != "-"
+        ]
+        for where, problems in damaged:
+            console.print(f"problems: {where}: {problems}", soft_wrap=True)
+        if not damaged:
+            console.print("problems: none")

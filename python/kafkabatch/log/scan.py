@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import struct
@@ -22,8 +21,9 @@ import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch._decode import SCHEMA, decode_report
 from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
-from kafkabatch._util import parse_size
+from kafkabatch._util import check_keywords, keyword_names, parse_size
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
+from kafkabatch.log.errors import in_file
 from kafkabatch.log.listing import Segment, by_partition, list_segments, open_segment, segment_bounds
 from kafkabatch.log.prune import RecordFilter, kept_ranges, narrow, prunes_batches
 from kafkabatch.log.seek import seek_range
@@ -49,6 +49,7 @@ class SegmentResult:
     trailing_bytes: int = 0
     status: str = "clean"
     pruned_bytes: int = 0  # batches left undecoded: their headers show they hold no record in the bounds
+    end_error: Exception | None = None
 
     @property
     def problems(self) -> bool:
@@ -67,6 +68,9 @@ class SegmentResult:
         )
         if self.trailing_bytes:
             text += f"; {self.trailing_bytes} trailing bytes ({self.status})"
+        if self.end_error is not None:
+            reason = getattr(self.end_error, "reason", None) or self.end_error
+            text += f" from byte {getattr(self.end_error, 'batch_position', '?')}: {reason}"
         return text
 
 
@@ -128,34 +132,20 @@ DECODE_OPTIONS = (
 )
 
 
-def check_decode_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(options) - set(DECODE_OPTIONS)
-    if unknown:
-        raise TypeError(f"unexpected decode option(s): {', '.join(sorted(unknown))}")
+def check_decode_options(
+    options: Mapping[str, Any], function: str = "decode_range", also: Iterable[str] = ()
+) -> dict[str, Any]:
+    """``options`` when all are :data:`DECODE_OPTIONS`; else the TypeError of
+    :func:`kafkabatch._util.check_keywords`, naming ``function`` and
+    suggesting from those and ``also`` (the function's other keywords)."""
+    check_keywords(function, options, [*also, *DECODE_OPTIONS])
     return dict(options)
 
 
-def relocate(error: Exception, segment: Segment, base: int) -> Exception:
+def relocate(error: Exception, segment: Segment, base: int, head: bytes | None = None) -> Exception:
     """The same kind of error with positions counted from the start of the
-    file and the segment named."""
-    if not isinstance(error, KafkaBatchError):
-        return error
-    batch_pos = getattr(error, "batch_position", None)
-    byte_pos = getattr(error, "byte_position", None)
-    batch_pos = None if batch_pos is None else batch_pos + base
-    byte_pos = None if byte_pos is None else byte_pos + base
-    reason = getattr(error, "reason", None) or str(error)
-    base_offset = getattr(error, "base_offset", None)
-    detail = f" (base offset {base_offset})" if base_offset is not None else ""
-    message = f"{segment.path}: batch at byte {batch_pos}{detail}, at byte {byte_pos}: {reason}"
-    new = type(error)(message)
-    for name in ("base_offset", "in_payload", "reason"):
-        with contextlib.suppress(AttributeError):
-            setattr(new, name, getattr(error, name, None))
-    for name, value in (("batch_position", batch_pos), ("byte_position", byte_pos), ("path", segment.path)):
-        with contextlib.suppress(AttributeError):
-            setattr(new, name, value)
-    return new
+    file and the segment named (see :func:`kafkabatch.log.errors.in_file`)."""
+    return in_file(error, segment.path, base, head)
 
 
 def decode_range(
@@ -189,7 +179,7 @@ def decode_range(
     windows = batch_windows(source, start, end, max_chunk_bytes, bounds)
     for a, b, _last in prune_windows(source, windows, bounds, result, keep_control):
         data = source.read(a, b - a)
-        kwargs = dict(options)
+        kwargs = {"on_error": "raise", **options}  # decode_report's default is to skip
         if read_committed and transactions is not None and "aborted_transactions" not in options:
             first_offset = struct.unpack_from(">q", data, 0)[0] if b - a >= 8 else 0
             kwargs["aborted_transactions"] = aborted_for(transactions, first_offset)
@@ -197,7 +187,7 @@ def decode_range(
         try:
             report = decode_report(data, topic=segment.topic, partition=segment.partition, **kwargs)
         except KafkaBatchError as error:
-            raise relocate(error, segment, a) from None
+            raise relocate(error, segment, a, bytes(data[:512]) if a == 0 else None) from None
         finally:
             del data
             source.release()
@@ -208,6 +198,8 @@ def decode_range(
         result.trailing_bytes += report.trailing_bytes
         if report.end != "clean":
             result.status = report.end
+        if report.end_error is not None:
+            result.end_error = relocate(report.end_error, segment, a)
         mask_needed = bounds.start_ts is not None or bounds.end_ts is not None or bounds.offsets
         for batch in report.table.to_batches(max_chunksize=max_records_per_batch):
             if mask_needed and batch.num_rows:
@@ -337,7 +329,7 @@ def scan_log(
     if chunk <= 0:
         raise ValueError("max_chunk_bytes must be positive")
     value_options = typed_options({k: decode_options.pop(k) for k in VALUE_OPTIONS if k in decode_options})
-    options = check_decode_options(decode_options)
+    options = check_decode_options(decode_options, "scan_log", [*keyword_names(scan_log)[1:], *VALUE_OPTIONS])
     value_specs = [] if value_options is None else specs(value_options, topics=sorted({s.topic for s in segments}))
     schema = typed_schema(SCHEMA, value_specs)
     start_ts = None if start_timestamp is None else parse_timestamp(start_timestamp)

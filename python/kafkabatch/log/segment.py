@@ -16,8 +16,10 @@ import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._decode import DEFAULT_MAX_DECOMPRESSED_SIZE, SCHEMA, aborted_pairs, decode, stream_table
-from kafkabatch._util import mapped_file, topic_partition_of_folder
+from kafkabatch._kafkabatch import KafkaBatchError
+from kafkabatch._util import check_keywords, keyword_names, mapped_file, topic_partition_of_folder
 from kafkabatch.log.bounds import parse_timestamp
+from kafkabatch.log.errors import in_file
 from kafkabatch.log.index import read_txn_index
 from kafkabatch.log.seek import seek_range
 from kafkabatch.values.spec import VALUE_OPTIONS, parse_columns, typed_options
@@ -64,6 +66,7 @@ def read_segment(
     ...                 tiered_keys={"key-1": "private.pem"}).num_rows  # doctest: +SKIP
     1000
     """
+    check_keywords("read_segment", options, _READ_SEGMENT_KEYWORDS)
     text = os.fspath(path)
     if tiered.remote_name(text) is not None or fs.is_remote(text) or "tiered_keys" in options:
         from kafkabatch.log.scan import scan_log
@@ -89,11 +92,20 @@ def read_segment(
             options["aborted_transactions"] = read_txn_index(txn_index)
             options.setdefault("hide_open_transactions", True)
     with mapped_file(path) as mapped:
-        if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
-            return decode(mapped, topic=topic, partition=partition, **options)
-        return _read_bounded(
-            path, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
-        )
+        try:
+            if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
+                return decode(mapped, topic=topic, partition=partition, **options)
+            return _read_bounded(
+                path, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
+            )
+        except KafkaBatchError as error:
+            raise in_file(error, path, 0, bytes(mapped[:512])) from None
+
+
+#: What read_segment() takes: its own keywords and decode()'s.
+_READ_SEGMENT_KEYWORDS = list(
+    dict.fromkeys([*keyword_names(read_segment)[1:], *keyword_names(decode)[1:], "tiered_keys"])  # not path / data
+)
 
 
 def _read_bounded(

@@ -186,6 +186,19 @@ class Options:
         if self._batch_error:
             raise ValueError(self._batch_error)
 
+    def check_named_partitions(self, found: Iterable[tuple[str, int]]) -> None:
+        """Refuse ``startingOffsets``/``endingOffsets`` JSON naming topic-partitions
+        with no log among ``found`` (as a stream does): a typo would read everything."""
+        found = set(found)
+        for name, named in (("startingOffsets", self.starting_offsets), ("endingOffsets", self.ending_offsets)):
+            unknown = sorted(set(named) - found)
+            if unknown:
+                raise ValueError(
+                    f"kafka-log option '{name}' names topic-partitions that have no log under "
+                    f"{', '.join(map(repr, self.paths))}: {', '.join(f'{t}-{p}' for t, p in unknown)} "
+                    f"(found: {', '.join(f'{t}-{p}' for t, p in sorted(found)) or 'none'})"
+                )
+
     def decode_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
             "validate_crc": self.validate_crc,

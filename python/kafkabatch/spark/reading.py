@@ -23,10 +23,12 @@ from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import LogSplit
 from kafkabatch.spark.types import KAFKA_SCHEMA, to_spark_arrow
 from kafkabatch.spark.values import SparkValueColumns
+from kafkabatch.values.vocabulary import SPARK, speaks
 
 log = logging.getLogger("kafkabatch.spark")
 
 
+@speaks(SPARK)  # a value that does not parse names the Spark options
 def read_split(opts: Options, values: SparkValueColumns | None, partition: LogSplit) -> Iterator[pa.RecordBatch]:
     """The record batches of one split, in exactly the Arrow types Spark expects."""
     arrow_schema = None if values is None else values.arrow_schema(KAFKA_SCHEMA)

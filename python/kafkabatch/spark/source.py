@@ -62,6 +62,7 @@ class KafkaLogDataSource(DataSource):
     def reader(self, schema: StructType) -> KafkaLogReader:
         _check_schema(schema, self.schema())
         self._options.check_batch()
+        self._options.check_named_partitions((s.topic, s.partition) for s in self._segments)
         # A reader with pushFilters only where Spark may call it: with PySpark
         # 4.1+, and not for Spark's planner of reads without pushdown, which
         # refuses such a reader while spark.sql.python.filterPushdown.enabled is off.

@@ -15,6 +15,7 @@ from pyspark.sql.types import ArrayType, DataType, StructType
 
 import kafkabatch.log.fs as fs
 from kafkabatch._decode import decode
+from kafkabatch._util import check_keywords, keyword_names
 from kafkabatch.log.scan import DECODE_OPTIONS
 from kafkabatch.log.segment import topic_partition_from_path
 from kafkabatch.spark.options import DEFAULT_MAX_RECORDS_PER_BATCH, ISOLATIONS, task_threads
@@ -36,13 +37,8 @@ from kafkabatch.values.spec import resolve, subject_writers
 _DECODE_KWARGS = ("topic", "partition", *DECODE_OPTIONS)
 
 
-def _check_decode_kwargs(options: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(options) - set(_DECODE_KWARGS))
-    if unknown:
-        raise TypeError(
-            f"unexpected option(s) {', '.join(unknown)}; the options are those of "
-            f"kafkabatch.decode(): {', '.join(_DECODE_KWARGS)}"
-        )
+def _check_decode_kwargs(options: dict[str, Any], function: str, also: Iterable[str] = ()) -> dict[str, Any]:
+    check_keywords(function, options, [*also, *_DECODE_KWARGS])
     if options.get("on_error", "raise") not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {options['on_error']!r}")
     if options.get("isolation", "read_uncommitted") not in ISOLATIONS:
@@ -120,7 +116,7 @@ def decode_batches(col: Any, **options: Any) -> Any:
     import pandas as pd
     from pyspark.sql.functions import pandas_udf
 
-    opts = _check_decode_kwargs(options)
+    opts = _check_decode_kwargs(options, "decode_batches")
 
     def decode_kafka_batches(content: pd.Series) -> pd.Series:
         import pandas as pd
@@ -141,7 +137,7 @@ def decode_batches_arrow(col: Any, **options: Any) -> Any:
 
     >>> raw.select(kbs.decode_batches_arrow("content", topic="orders", partition=0))  # doctest: +SKIP
     """
-    opts = _check_decode_kwargs(options)
+    opts = _check_decode_kwargs(options, "decode_batches_arrow")
     try:
         from pyspark.sql.functions import arrow_udf
     except ImportError:
@@ -256,7 +252,7 @@ def explode_batches(
     >>> kbs.explode_batches(raw, "content", path_column="path", keep=["path"]).count()  # doctest: +SKIP
     12345
     """
-    opts = _check_decode_kwargs(options)
+    opts = _check_decode_kwargs(options, "explode_batches", keyword_names(explode_batches)[2:])
     keep = list(keep)
     names = set(df.columns)
     for name in [column, *keep, *([path_column] if path_column else [])]:

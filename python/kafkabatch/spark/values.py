@@ -16,9 +16,10 @@ from pyspark.sql.types import DataType, StructField, StructType
 
 from kafkabatch.spark.types import cast_for_spark, json_spark_type, nullable, spark_type_of
 from kafkabatch.values.ddl import arrow_type_for_spark
-from kafkabatch.values.registry import BASIC_AUTH, BEARER_TOKEN
+from kafkabatch.values.registry import BASIC_AUTH, BEARER_TOKEN, is_registry_file, registry_file
 from kafkabatch.values.schemas import avro_text
 from kafkabatch.values.spec import ValueSpec, resolve
+from kafkabatch.values.vocabulary import SPARK, speaks
 
 #: The ``kafka-log`` options that type ``value`` and ``key`` (docs/spark.md).
 VALUE_OPTIONS: tuple[str, ...] = (
@@ -40,6 +41,8 @@ def registry_option(options: Mapping[str, Any]) -> Any:
     if text is None or str(text).strip() == "":
         return None
     text = str(text).strip()
+    if is_registry_file(text):  # the {schema id: schema} file kafkabatch generate writes
+        return registry_file(text)
     if text.startswith("{"):
         return {int(k): avro_text(v) for k, v in json.loads(text).items()}
     config = {"url": text}
@@ -71,6 +74,7 @@ class SparkValueColumns:
         return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
+@speaks(SPARK)
 def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkValueColumns | None:
     """The typed columns the (lower-cased) options ask for, or None."""
     registry = registry_option(options)

@@ -15,11 +15,13 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import os
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 #: confluent-kafka's ``SchemaRegistryClient`` configuration names we honour.
@@ -183,6 +185,31 @@ class ConfluentClientRegistry(SchemaRegistry):
         return [s for s in self.subjects() if any(i == int(schema_id) for i, _ in self.subject_schemas(s))]
 
 
+def is_registry_file(spec: Any) -> bool:
+    """Whether ``spec`` names a JSON file of ``{schema id: schema}`` (a path
+    ending in ``.json``, not a URL) rather than a registry."""
+    text = str(spec) if isinstance(spec, (str, os.PathLike)) else ""
+    return bool(text) and "://" not in text and text.strip().lower().endswith(".json")
+
+
+def registry_file(spec: Any) -> Any:
+    """``{schema id: schema}`` from a JSON file such as ``kafkabatch generate``
+    writes (``schemas/registry.json``) when ``spec`` names one; else ``spec``.
+
+    >>> registry_file("sample-logs/schemas/registry.json")   # doctest: +SKIP
+    {1: {'type': 'record', 'name': 'Shipment', ...}, 2: {...}}
+    """
+    if not is_registry_file(spec):
+        return spec
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"schema_registry {str(spec)!r}: file not found")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(document, dict):
+        raise ValueError(f"schema_registry {str(spec)!r}: expected a JSON object of schema id -> schema")
+    return {int(k): v for k, v in document.items()}
+
+
 def registry_of(spec: Any) -> SchemaRegistry | None:
     """A :class:`SchemaRegistry` for a URL, a confluent-style config dict
     (with ``url``) or a client (ours, or confluent-kafka's
@@ -193,6 +220,8 @@ def registry_of(spec: Any) -> SchemaRegistry | None:
         return spec
     if hasattr(spec, "get_schema") and hasattr(spec, "get_latest_version"):
         return ConfluentClientRegistry(spec)
+    if is_registry_file(spec):
+        return None  # a file of {schema id: schema}, read by registry_file
     if isinstance(spec, str):
         return _client(spec, None, None)
     if isinstance(spec, Mapping) and "url" in spec:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkabatch import _kafkabatch as _native
-from kafkabatch.values.registry import SchemaRegistry, registry_of
+from kafkabatch.values.registry import SchemaRegistry, registry_file, registry_of
 from kafkabatch.values.schemas import avro_text, is_json_schema, json_schema_to_arrow
 
 ValueFormat = Literal["binary", "string", "json", "avro"]
@@ -93,7 +93,7 @@ class ValueSpec:
         try:
             parsed = self.parse(table.column(index), threads)
         except ValueDecodeError as error:
-            raise located(error, table, self.column) from None
+            raise framing_hint(located(error, table, self.column), self, table) from None
         return table.set_column(index, pa.field(self.column, parsed.type), parsed)
 
 
@@ -164,6 +164,7 @@ def resolve(
     those of the ids found in ``values``, else every version of the subjects
     ``<topic>-<column>`` (TopicNameStrategy) of ``topics``.
     """
+    schema_registry = registry_file(schema_registry)  # a {schema id: schema} JSON file, read
     format = "binary" if format is None else str(format).lower()
     if format not in FORMATS:
         raise ValueError(f"{column}_format must be one of {', '.join(FORMATS)}, not {format!r}")
@@ -333,3 +334,28 @@ def apply_all(table: pa.Table, value_specs: Iterable[ValueSpec], threads: int | 
     for spec in value_specs:
         table = spec.apply(table, threads)
     return table
+
+
+def framing_hint(error: Exception, spec: ValueSpec, table: pa.Table | pa.RecordBatch) -> Exception:
+    """``error`` with a hint when plain Avro failed on a value that looks
+    Schema Registry framed (magic byte 0, then a plausible schema id).
+
+    >>> kb.decode(data, value_format="avro", value_schema=schema)            # doctest: +SKIP
+    ValueDecodeError: value at offset 0 of shipments-0: truncated Avro datum ...; these values look
+    Schema Registry framed (magic 0, schema id 2); pass schema_registry
+    """
+    row = getattr(error, "row", None)
+    if spec.format != "avro" or spec.confluent or row is None or row >= table.num_rows:
+        return error
+    value = table.column(spec.column)[row].as_py()
+    if not isinstance(value, (bytes, bytearray)) or len(value) < 6 or value[0] != 0:
+        return error
+    schema_id = int.from_bytes(value[1:5], "big")
+    if not 0 < schema_id < 1 << 24:  # registries count ids up from 1
+        return error
+    hinted = type(error)(
+        f"{error}; these values look Schema Registry framed (magic 0, schema id {schema_id}); pass schema_registry"
+    )
+    for name, attr in vars(error).items():
+        setattr(hinted, name, attr)
+    return hinted
