@@ -82,6 +82,7 @@ SAMPLE_VALUES = {
     "schemaRegistry.basic.auth.user.info": "user:password",
     "schemaRegistry.bearer.auth.token": "t0k3n",
     "onValueError": "null",
+    "tieredKeys": f"key-1={Path(__file__).parent / 'data' / 'tiered-aiven' / 'private-key.pem'}",
 }
 
 
