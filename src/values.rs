@@ -13,6 +13,7 @@
 //! `ValueFormat::parse_rows_one_by_one`: it bisects the rows with fresh decoders, so
 //! good rows around a bad one are kept and each bad row gets its own reason.
 
+pub mod protobuf;
 mod spark_json;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -69,6 +70,8 @@ pub enum ValueFormat {
         /// Writer schema ids the reader schema can't read, and why.
         unreadable: Arc<Vec<(u32, String)>>,
     },
+    /// Protobuf messages, plain or Confluent-framed (see `protobuf`).
+    Protobuf(protobuf::Protobuf),
 }
 
 impl ValueFormat {
@@ -163,6 +166,7 @@ impl ValueFormat {
             ValueFormat::Utf8 => Ok(()),
             ValueFormat::Json { .. } => self.json_decoder(1).map(drop),
             ValueFormat::Avro { .. } => self.avro_decoder(1).map(drop),
+            ValueFormat::Protobuf(format) => format.sink(0).map(drop),
         }
     }
 
@@ -174,6 +178,7 @@ impl ValueFormat {
             ValueFormat::Avro { .. } => {
                 without_metadata(&DataType::Struct(self.avro_decoder(1)?.schema().fields().clone()))
             }
+            ValueFormat::Protobuf(format) => format.data_type()?,
         })
     }
 
@@ -227,6 +232,7 @@ impl ValueFormat {
                 unreadable: unreadable.clone(),
                 done: Vec::new(),
             },
+            ValueFormat::Protobuf(format) => Sink::Protobuf(format.sink(rows)?),
         })
     }
 
@@ -364,6 +370,7 @@ enum Sink {
         /// Rows flushed when the writer schema changed mid-piece.
         done: Vec<ArrayRef>,
     },
+    Protobuf(protobuf::Sink),
 }
 
 impl Sink {
@@ -442,12 +449,14 @@ impl Sink {
                 }
                 Ok(())
             }
+            Sink::Protobuf(sink) => sink.push(value),
         }
     }
 
     fn finish(self) -> Result<ArrayRef, String> {
         match self {
             Sink::Utf8(mut builder) => Ok(Arc::new(builder.finish())),
+            Sink::Protobuf(sink) => sink.finish(),
             Sink::Json { mut decoder, .. } => {
                 let batch = decoder
                     .flush()
