@@ -51,6 +51,7 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy python/kafkabatch
+	$(PY) scripts/check_imports.py
 	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt
 
 # The sdist must hold everything `cargo test` needs: build it, unpack it, test it.

@@ -52,10 +52,10 @@ def main() -> int:
 
     from pyspark.sql import SparkSession
 
-    import kafkabatch as kb
     import kafkabatch.spark as kbs
+    from kafkabatch.log import list_segments
 
-    folder_bytes = sum(s.size for s in kb.logdir.list_segments(args.folder))
+    folder_bytes = sum(s.size for s in list_segments(args.folder))
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("kafkabatch-bench-stream")

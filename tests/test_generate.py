@@ -22,7 +22,7 @@ import realclients as rc
 
 import kafkabatch as kb
 from kafkabatch.generate import DEFAULT_CODECS, START_TIMESTAMP, GenerateSummary, TopicSpec, generate
-from kafkabatch.index import read_offset_index, read_time_index, read_txn_index
+from kafkabatch.log.index import read_offset_index, read_time_index, read_txn_index
 
 SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)$")
 

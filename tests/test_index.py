@@ -22,7 +22,7 @@ import pytest
 import realclients as rc
 
 import kafkabatch as kb
-from kafkabatch.index import (
+from kafkabatch.log.index import (
     IndexFileWarning,
     base_offset_from_path,
     read_offset_index,

@@ -1,6 +1,6 @@
 """One ``.index`` parser, with Kafka's rules, behind both readers that use
 offset indexes: seeking (``read_segment``/``scan_log`` with offset bounds)
-and Spark's task planning (``kafkabatch.spark._index_cuts``). Both must
+and Spark's task planning (``kafkabatch.spark.planning.index_cuts``). Both must
 agree on zero-tailed, stale and garbage indexes: use the same entries, or
 both ignore the index (a warning, never lost rows).
 
@@ -18,8 +18,8 @@ import pytest
 import realclients as rc
 
 import kafkabatch as kb
-from kafkabatch.index import IndexFileWarning, InvalidIndexError, offset_index_entries
-from kafkabatch.logdir import list_segments
+from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
+from kafkabatch.log import list_segments
 
 BASE = 5_000
 INTERVAL = 4096
@@ -96,11 +96,13 @@ def seek_uses_index(path: Path, start_offset: int) -> tuple[bool, list[int]]:
 
 def planning_uses_index(path: Path, max_bytes: int) -> tuple[bool, list[int]]:
     """(cuts made without a warning, the cuts) of Spark's planner for a remote-style segment."""
-    kbs = pytest.importorskip("kafkabatch.spark")
+    pytest.importorskip("kafkabatch.spark")
+    from kafkabatch.spark import planning
+
     (seg,) = list_segments(path.parent)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cuts = kbs._index_cuts(seg, 0, max_bytes)
+        cuts = planning.index_cuts(seg, 0, max_bytes)
     warned = any(issubclass(w.category, IndexFileWarning) for w in caught)
     return bool(cuts) and not warned, cuts
 

@@ -1,4 +1,4 @@
-"""kafkabatch.logdir: finding segments in Kafka log folders and streaming them.
+"""kafkabatch.log: finding segments in Kafka log folders and streaming them.
 
 The log folders are written with other people's encoders (kafka-python's
 ``MemoryRecordsBuilder``, aiokafka's ``DefaultRecordBatchBuilder``); the
@@ -18,8 +18,10 @@ import pyarrow.compute as pc
 import pytest
 
 import kafkabatch as kb
-from kafkabatch import logdir
-from kafkabatch.logdir import Segment, list_segments, parse_size, parse_timestamp, scan_log
+from kafkabatch import log as logdir
+from kafkabatch._util import parse_size
+from kafkabatch.log import Segment, fs, list_segments, parse_timestamp, scan, scan_log
+from kafkabatch.log.txn import aborted_for
 
 BASE_TS = 1_700_000_000_000
 CODEC_ID = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -247,7 +249,7 @@ def test_remote_listing_through_pyarrow_fs(log, monkeypatch):
     from pyarrow import fs as pafs
 
     local = pafs.LocalFileSystem()
-    monkeypatch.setattr(logdir, "_resolve_remote", lambda uri: (local, uri.split("://", 1)[1].split("?")[0]))
+    monkeypatch.setattr(fs, "resolve_remote", lambda uri: (local, uri.split("://", 1)[1].split("?")[0]))
     uri = f"mock://{log.as_posix()}"
     remote = list_segments(uri)
     plain = list_segments(log)
@@ -336,7 +338,7 @@ def test_scan_log_skips_segments_by_name_and_batches_by_header(log, monkeypatch)
         decoded.append(len(data))
         return real(data, **kw)
 
-    monkeypatch.setattr(kb, "decode_report", spy)
+    monkeypatch.setattr(scan, "decode_report", spy)  # the module that calls it
     got = scan_log(log / "orders-0", start_offset=41, end_offset=49, max_chunk_bytes=100).read_all()
     assert got.column("offset").to_pylist() == list(range(41, 49))
     one_batch = len(decoded) == 1
@@ -455,7 +457,7 @@ def test_batch_ranges_cut_at_batch_boundaries(log):
     path = log / "orders-0" / f"{0:020d}.log"
     data = path.read_bytes()
     spans = [(b.position, b.position + b.size_in_bytes) for b in kb.iter_batches(data)]
-    source = logdir._open_source(str(path))
+    source = fs.open_source(str(path))
     try:
         assert logdir.batch_ranges(source, 0, len(data), 1) == spans  # each batch alone
         assert logdir.batch_ranges(source, 0, len(data), 1 << 30) == [(0, len(data))]
@@ -491,8 +493,8 @@ def test_hidden_transactions_match_reference():
     cut = [p for p, _ in rc.batch_spans(fx.data)][4]  # before P2's ABORT
     open_txns = logdir.hidden_transactions([_BytesSource(fx.data[:cut])])
     assert [(t.producer_id, t.first_offset, t.last_offset) for t in open_txns] == [(2000, 3, None), (1000, 6, None)]
-    assert logdir._aborted_for(txns, 7) == [(2000, 3), (1000, 6)]
-    assert logdir._aborted_for(txns, 9) == [(1000, 6)]
+    assert aborted_for(txns, 7) == [(2000, 3), (1000, 6)]
+    assert aborted_for(txns, 9) == [(1000, 6)]
 
 
 class _BytesSource:

@@ -21,6 +21,7 @@ from test_logdir import build_log, expected_table
 
 import kafkabatch as kb
 from kafkabatch.cli import build_parser
+from kafkabatch.log import list_segments
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -165,7 +166,7 @@ def test_every_option_in_any_letter_case(spark, log):
 
 @pytest.mark.spark
 def test_path_glob_filter_reads_matching_file_names_only(spark, log):
-    segments = kb.logdir.list_segments(log)
+    segments = list_segments(log)
     first = [s for s in segments if s.base_offset == 0]
     assert 0 < len(first) < len(segments)
     df = spark.read.format("kafka-log").option("pathGlobFilter", "00000000000000000000.log").load(str(log))
@@ -242,7 +243,7 @@ def test_api_refuses_unknown_keywords(call):
 
 
 def test_read_segment_and_scan_log_refuse_unknown_keywords(log):
-    segment = kb.logdir.list_segments(log)[0].path
+    segment = list_segments(log)[0].path
     with pytest.raises(TypeError, match="isolaton"):
         kb.read_segment(segment, isolaton="read_committed")
     with pytest.raises(TypeError, match="isolaton"):

@@ -116,7 +116,7 @@ def test_good_index_gives_exact_rows_without_warning(segment, bounds, first_offs
 
 def test_index_seek_starts_past_the_start(segment):
     """The seek really skips: an index whose early positions are garbage is not read."""
-    from kafkabatch.seek import seek_range
+    from kafkabatch.log.seek import seek_range
 
     _kafka_indexes(segment)
     data = segment.read_bytes()

@@ -44,6 +44,7 @@ from pyspark.sql.types import (  # noqa: E402
 )
 
 import kafkabatch.spark as kbs  # noqa: E402
+from kafkabatch.spark import planning, udf  # noqa: E402
 
 # Spark's Kafka source schema with includeHeaders=true, spelled out here
 # independently of kafkabatch.spark (KafkaRecordToRowConverter in Spark).
@@ -174,7 +175,8 @@ def test_in_process_read_equals_decode(log):
 
 
 def test_pack_balances_tasks_in_multiples_of_min_partitions():
-    from kafkabatch.logdir import Segment, _Bounds
+    from kafkabatch.log.bounds import Bounds
+    from kafkabatch.log.listing import Segment
 
     mib = 1 << 20
 
@@ -182,7 +184,7 @@ def test_pack_balances_tasks_in_multiples_of_min_partitions():
         out = []
         for i, size in enumerate(sizes):
             seg = Segment(f"/d/t-0/{i:020d}.log", "t", 0, i, size * mib)
-            out.append(kbs._LogSplit(seg, 0, size * mib, _Bounds(), None))
+            out.append(planning.LogSplit(seg, 0, size * mib, Bounds(), None))
         return out
 
     def sizes(tasks: list) -> list[int]:
@@ -192,51 +194,52 @@ def test_pack_balances_tasks_in_multiples_of_min_partitions():
     # packing (4 MiB open cost a file) gives 3 tasks, the third running alone;
     # here 2 even ones (the open cost doesn't count against the cap).
     seg_sizes = [6] * 30 + [4] * 5
-    tasks = kbs._pack(splits(*seg_sizes), 128 * mib, 2)
+    tasks = planning.pack(splits(*seg_sizes), 128 * mib, 2)
     assert len(tasks) == 2 and max(sizes(tasks)) - min(sizes(tasks)) <= 6
     # 300 MiB: 3 tasks of at most 128 MiB would do, 4 even ones keep both cores busy
-    bigger = kbs._pack(splits(*[6] * 50), 128 * mib, 2)
+    bigger = planning.pack(splits(*[6] * 50), 128 * mib, 2)
     assert len(bigger) == 4 and max(sizes(bigger)) - min(sizes(bigger)) <= 6
     # consecutive, in order, all there
     flat = [s.segment.base_offset for t in tasks for s in getattr(t, "splits", [t])]
     assert flat == list(range(35))
     # as many as asked when under the cap; one per split when more are asked for
-    assert len(kbs._pack(splits(*seg_sizes), 128 * mib, 3)) == 3
-    assert len(kbs._pack(splits(*seg_sizes), 0, 1)) == 1
-    assert len(kbs._pack(splits(*seg_sizes), 128 * mib, 1000)) == 35
+    assert len(planning.pack(splits(*seg_sizes), 128 * mib, 3)) == 3
+    assert len(planning.pack(splits(*seg_sizes), 0, 1)) == 1
+    assert len(planning.pack(splits(*seg_sizes), 128 * mib, 1000)) == 35
     # tiny splits: no task smaller than the open cost (4 MiB each, as Spark)
-    assert len(kbs._pack(splits(0, 0, 0), 128 * mib, 100)) == 3
-    assert kbs._pack([], 128 * mib, 2) == []
+    assert len(planning.pack(splits(0, 0, 0), 128 * mib, 100)) == 3
+    assert planning.pack([], 128 * mib, 2) == []
     # a big split goes whole to the task its middle falls in
-    assert sizes(kbs._pack(splits(1, 1, 100, 1, 1), 0, 2)) == [2, 102]
+    assert sizes(planning.pack(splits(1, 1, 100, 1, 1), 0, 2)) == [2, 102]
 
 
 def test_pack_balances_estimated_work_not_wire_bytes():
-    from kafkabatch.logdir import Segment, _Bounds
+    from kafkabatch.log.bounds import Bounds
+    from kafkabatch.log.listing import Segment
 
     mib = 1 << 20
 
     def split(i: int, size: int, work: int):
         seg = Segment(f"/d/t-0/{i:020d}.log", "t", 0, i, size * mib)
-        return kbs._LogSplit(seg, 0, size * mib, _Bounds(), None, work=work * mib)
+        return planning.LogSplit(seg, 0, size * mib, Bounds(), None, work=work * mib)
 
     # Equal wire sizes, but the first split is 4x the work (compressed small
     # records): it gets a task of its own.
-    tasks = kbs._pack([split(0, 10, 40), split(1, 10, 10), split(2, 10, 10), split(3, 10, 10)], 128 * mib, 2)
+    tasks = planning.pack([split(0, 10, 40), split(1, 10, 10), split(2, 10, 10), split(3, 10, 10)], 128 * mib, 2)
     assert [[s.segment.base_offset for s in getattr(t, "splits", [t])] for t in tasks] == [[0], [1, 2, 3]]
     # Without an estimate a split's work is its wire size.
-    assert kbs._LogSplit(Segment("/d/t-0/0.log", "t", 0, 0, 5), 0, 5, _Bounds(), None).work == 5
+    assert planning.LogSplit(Segment("/d/t-0/0.log", "t", 0, 0, 5), 0, 5, Bounds(), None).work == 5
 
 
 def test_estimate_work_from_the_first_batch_header(tmp_path):
-    from kafkabatch.logdir import _open_source
+    from kafkabatch.log.fs import open_source
 
     def estimate(data: bytes, end: int | None = None) -> int:
         path = tmp_path / "t-0.log"
         path.write_bytes(data)
-        source = _open_source(str(path))
+        source = open_source(str(path))
         try:
-            return kbs._estimate_work(source, 0, len(data) if end is None else end)
+            return planning.estimate_work(source, 0, len(data) if end is None else end)
         finally:
             source.close()
 
@@ -245,15 +248,15 @@ def test_estimate_work_from_the_first_batch_header(tmp_path):
     packed = kb.encode(records, compression="zstd", records_per_batch=100)
     for data in (plain, packed):
         work = estimate(data)
-        wire = len(data) * (kbs._COMPRESSED_WORK if data is packed else 1)
+        wire = len(data) * (planning._COMPRESSED_WORK if data is packed else 1)
         # wire bytes (x3 compressed) plus 350 bytes a record
-        assert abs(work - (wire + 500 * kbs._RECORD_WORK)) <= 2
+        assert abs(work - (wire + 500 * planning._RECORD_WORK)) <= 2
     # a transaction marker first says nothing of the data after it
     marker = kb.control_batch("commit", producer_id=7, producer_epoch=0, base_offset=0)
     data = marker + kb.encode(records, compression="zstd", records_per_batch=100, base_offset=1)
     work = estimate(data)
     data_bytes = len(data) - len(marker)
-    assert abs(work - len(data) * (kbs._COMPRESSED_WORK + 500 * kbs._RECORD_WORK / data_bytes)) <= 2
+    assert abs(work - len(data) * (planning._COMPRESSED_WORK + 500 * planning._RECORD_WORK / data_bytes)) <= 2
     # too short for a header, or not a v2 header: wire bytes
     assert estimate(b"\0" * 100, 40) == 40
     assert estimate(b"\0" * 100, 100) == 100
@@ -281,10 +284,10 @@ def test_in_process_index_splits_for_remote_files(log, monkeypatch):
 
     from pyarrow import fs as pafs
 
-    from kafkabatch import logdir
+    from kafkabatch.log import fs
 
     local = pafs.LocalFileSystem()
-    monkeypatch.setattr(logdir, "_resolve_remote", lambda uri: (local, uri.split("://", 1)[1].split("?")[0]))
+    monkeypatch.setattr(fs, "resolve_remote", lambda uri: (local, uri.split("://", 1)[1].split("?")[0]))
     seg = log / "orders-0" / f"{30:020d}.log"
     data = seg.read_bytes()
     batches = list(kb.iter_batches(data))
@@ -555,7 +558,7 @@ def test_decode_batches_and_arrow_udf(spark, log, raw):
     by_path = dict(zip(got.column("path").to_pylist(), got.column("pandas").to_pylist()))
     assert len(by_path) == 3
     for path, records in by_path.items():
-        want = kb.decode(Path(kbs._path_text(path)).read_bytes(), topic="orders", partition=0)
+        want = kb.decode(Path(udf.path_text(path)).read_bytes(), topic="orders", partition=0)
         assert rows_of(pa.Table.from_pylist(records, schema=kb.SCHEMA)) == rows_of(want)
 
 
@@ -568,7 +571,7 @@ def test_explode_batches(spark, log, raw):
     assert sorted_rows(table.select(SPARK_KAFKA_SCHEMA.fieldNames())) == sorted_rows(expected_table(log))
     # kept columns are repeated per record
     for path, length in set(zip(table.column("path").to_pylist(), table.column("length").to_pylist())):
-        assert os.path.getsize(kbs._path_text(path)) == length
+        assert os.path.getsize(udf.path_text(path)) == length
 
 
 @pytest.mark.spark
@@ -595,6 +598,6 @@ def test_demo_end_to_end(tmp_path):
 
     written = pa.concat_tables([pq.read_table(p) for p in (out / "parquet").rglob("*.parquet")])
     committed = "read_committed" if _read_committed_available() else "read_uncommitted"
-    from kafkabatch.logdir import scan_log
+    from kafkabatch.log import scan_log
 
     assert written.num_rows == scan_log(out / "logs", isolation=committed).read_all().num_rows

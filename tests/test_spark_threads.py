@@ -8,19 +8,19 @@ import pytest
 pytest.importorskip("pyspark")
 
 import kafkabatch.spark as kbs  # noqa: E402
+from kafkabatch.spark.options import task_threads  # noqa: E402
 
 
 def test_outside_a_task_one_thread_unless_given():
-    assert kbs._task_threads(None) == 1
-    assert kbs._task_threads(3) == 3
+    assert task_threads(None) == 1
+    assert task_threads(3) == 3
 
 
 @pytest.mark.spark
 def test_inside_a_task_the_task_cpus(spark):
     def probe(_):
-        import kafkabatch.spark as kbs
 
-        return kbs._task_threads(None), kbs._task_threads(2)
+        return task_threads(None), task_threads(2)
 
     cpus = int(spark.conf.get("spark.task.cpus", "1"))
     assert spark.sparkContext.parallelize([0], 1).map(probe).collect() == [(cpus, 2)]

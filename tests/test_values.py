@@ -639,10 +639,10 @@ def test_a_writer_version_the_reader_cannot_read_fails_only_its_values(registry)
 def test_module_doctests():
     import doctest
 
-    import kafkabatch.registry
-    import kafkabatch.values
+    import kafkabatch.values.registry
+    import kafkabatch.values.spec
 
-    for module in (kafkabatch.values, kafkabatch.registry):
+    for module in (kafkabatch.values.spec, kafkabatch.values.registry):
         failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert failures == 0, module.__name__
 

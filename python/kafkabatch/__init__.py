@@ -11,7 +11,7 @@ typed layer over the native extension ``kafkabatch._kafkabatch``.
 
 from __future__ import annotations
 
-from kafkabatch._api import (
+from kafkabatch._decode import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     SCHEMA,
     VIEW_SCHEMA,
@@ -19,8 +19,6 @@ from kafkabatch._api import (
     decode,
     decode_report,
     iter_batches,
-    read_segment,
-    topic_partition_from_path,
     valid_bytes,
 )
 from kafkabatch._encode import control_batch, encode, write_segment
@@ -37,10 +35,16 @@ from kafkabatch._kafkabatch import (
     __version__,
 )
 from kafkabatch.generate import GenerateSummary, TopicSpec, TopicSummary, generate
-from kafkabatch.index import IndexFileWarning, read_offset_index, read_time_index, read_txn_index
-from kafkabatch.logdir import scan_log
-from kafkabatch.registry import SchemaRegistry, SchemaRegistryError
-from kafkabatch.values import ValueDecodeError, parse_values
+from kafkabatch.log import (
+    IndexFileWarning,
+    read_offset_index,
+    read_segment,
+    read_time_index,
+    read_txn_index,
+    scan_log,
+    topic_partition_from_path,
+)
+from kafkabatch.values import SchemaRegistry, SchemaRegistryError, ValueDecodeError, parse_values
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",

@@ -23,7 +23,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import kafkabatch.log.fs as fs
 from kafkabatch._util import format_bytes, size_arg
+from kafkabatch.log.listing import list_segments
 
 _MARKER = ".kafkabatch-demo"
 
@@ -93,16 +95,15 @@ def _read_committed_available() -> bool:
 def _log_facts(logs: Path) -> dict[str, dict[str, Any]]:
     """Per topic, from batch headers only (no decompression): codecs by
     batch count, partitions, bytes."""
-    from kafkabatch import logdir
 
     facts: dict[str, dict[str, Any]] = defaultdict(lambda: {"codecs": Counter(), "bytes": 0, "partitions": set()})
-    for seg in logdir.list_segments(logs):
+    for seg in list_segments(logs):
         f = facts[seg.topic]
         f["bytes"] += seg.size
         f["partitions"].add(seg.partition)
         if not seg.size:
             continue
-        source = logdir._open_source(seg.path)
+        source = fs.open_source(seg.path)
         try:
             _count_batches(source.read(0, source.size), f)
         finally:

@@ -19,7 +19,7 @@ Layout (as a broker's ``log.dirs``)::
                                  /00000000000000001234.txnindex   aborted transactions (when any)
                                  /leader-epoch-checkpoint
 
-See :mod:`kafkabatch.index` to read the index files back, and
+See :mod:`kafkabatch.log.index` to read the index files back, and
 ``docs`` of :func:`generate` for what is in the data.
 """
 

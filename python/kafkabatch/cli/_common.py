@@ -254,9 +254,9 @@ def find_segments(paths: list[str]) -> list[SegmentFile]:
     A file is read whatever its name. A folder is a ``<topic>-<partition>``
     folder, a broker log dir of them, or any folder holding ``.log`` files
     (topic and partition then unknown); its ``*.log`` files are taken in
-    topic, partition, base offset order (see :func:`kafkabatch.logdir.list_segments`).
+    topic, partition, base offset order (see :func:`kafkabatch.log.list_segments`).
     """
-    from kafkabatch.logdir import list_segments
+    from kafkabatch.log.listing import list_segments
 
     out: list[SegmentFile] = []
     for path in paths:

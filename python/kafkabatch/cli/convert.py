@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 import kafkabatch as kb
-from kafkabatch import logdir
+from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES
 
 from ._common import (
     BYTE_FORMATS,
@@ -105,7 +105,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--window",
         type=positive_size_arg,
-        default=logdir.DEFAULT_MAX_CHUNK_BYTES,
+        default=DEFAULT_MAX_CHUNK_BYTES,
         metavar="SIZE",
         help="decode at most about SIZE of batches at once (default 16MiB)",
     )
@@ -303,7 +303,7 @@ def _schema_text(arg: str | None) -> str | None:
 def _json_target(text: str) -> pa.DataType:
     """The Arrow type a --value-schema for JSON values names: a JSON Schema,
     an Avro record schema, or (with pyspark) Spark DDL / StructType JSON."""
-    from kafkabatch.values import arrow_type_of
+    from kafkabatch.values.spec import arrow_type_of
 
     try:
         return arrow_type_of(text)
@@ -390,7 +390,7 @@ def run(args: argparse.Namespace) -> int:
             shown = tuple(f if f in BYTE_FORMATS else "utf8" for f in (args.key_format, args.value_format))
             return _JsonSink(target, (*shown, args.header_format))
 
-        from kafkabatch.logdir import scan_log
+        from kafkabatch.log.scan import scan_log
 
         total = sum(s.size for s in segments)
         with progress_bar(total, "convert", enabled=not (args.no_progress or args.quiet)) as progress:

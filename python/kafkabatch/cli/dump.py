@@ -270,7 +270,7 @@ class _Dumper:
         base = base_offset_of(path)
         if not path.endswith(".log") or base is None or not index_path.is_file() or self.start <= base:
             return 0
-        from kafkabatch.index import InvalidIndexError, offset_index_entries
+        from kafkabatch.log.index import InvalidIndexError, offset_index_entries
 
         try:
             offsets, positions = offset_index_entries(index_path.read_bytes(), base)
@@ -300,7 +300,7 @@ class _Dumper:
             options["isolation"] = "read_committed"
             txn_index = Path(path).with_suffix(".txnindex")
             if name.endswith(".log") and txn_index.is_file():
-                from kafkabatch.index import read_txn_index
+                from kafkabatch.log.index import read_txn_index
 
                 options["aborted_transactions"] = read_txn_index(txn_index)
                 options["hide_open_transactions"] = True
@@ -406,7 +406,7 @@ class _Dumper:
         return table
 
     def dump_offset_index(self, path: str) -> None:
-        from kafkabatch.index import read_offset_index
+        from kafkabatch.log.index import read_offset_index
 
         if not self.args.json:
             self.line(f"Dumping {path}")
@@ -439,7 +439,7 @@ class _Dumper:
             self.write("".join(f"offset: {o} position: {p}\n" for o, p in zip(offsets, positions)))
 
     def dump_time_index(self, path: str) -> None:
-        from kafkabatch.index import read_time_index
+        from kafkabatch.log.index import read_time_index
 
         if not self.args.json:
             self.line(f"Dumping {path}")
@@ -455,7 +455,7 @@ class _Dumper:
         self.write("".join(f"timestamp: {t} offset: {o}\n" for t, o in zip(ts, offsets)))
 
     def dump_txn_index(self, path: str) -> None:
-        from kafkabatch.index import read_txn_index
+        from kafkabatch.log.index import read_txn_index
 
         if not self.args.json:
             self.line(f"Dumping {path}")

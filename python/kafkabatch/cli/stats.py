@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kafkabatch as kb
-from kafkabatch import logdir
+from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES
 
 from ._common import (
     SegmentFile,
@@ -70,7 +70,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--window",
         type=positive_size_arg,
-        default=logdir.DEFAULT_MAX_CHUNK_BYTES,
+        default=DEFAULT_MAX_CHUNK_BYTES,
         metavar="SIZE",
         help="decode at most about SIZE of batches at once (default 16MiB)",
     )

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
-from kafkabatch._util import mapped_file, topic_partition_of_folder
-from kafkabatch.values import VALUE_OPTIONS, OnValueError, ValueFormat, parse_columns, typed_options
+from kafkabatch.values.spec import OnValueError, ValueFormat, parse_columns, typed_options
 
 #: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
 #: largest legal batches, small enough that a decompression bomb is refused.
@@ -37,7 +34,7 @@ response carries them, or a table with ``producer_id``/``first_offset`` (or
 Kafka's ``producerId``/``firstOffset``) columns such as :func:`read_txn_index` returns."""
 
 
-def _aborted_pairs(aborted: AbortedTransactions) -> list[tuple[int, int]] | None:
+def aborted_pairs(aborted: AbortedTransactions) -> list[tuple[int, int]] | None:
     """Normalise an aborted-transaction list to ``[(producer_id, first_offset), ...]``."""
     if aborted is None:
         return None
@@ -59,7 +56,7 @@ def _aborted_pairs(aborted: AbortedTransactions) -> list[tuple[int, int]] | None
     return pairs
 
 
-def _table(stream: _native.DecodedStream, schema: pa.Schema = SCHEMA) -> pa.Table:
+def stream_table(stream: _native.DecodedStream, schema: pa.Schema = SCHEMA) -> pa.Table:
     """The decoded chunks as one table.
 
     Imports each chunk's C Data Interface array against the schema imported
@@ -136,11 +133,11 @@ def decode_report(
         on_error=on_error,
         max_decompressed_size=max_decompressed_size,
         isolation=isolation,
-        aborted_transactions=_aborted_pairs(aborted_transactions),
+        aborted_transactions=aborted_pairs(aborted_transactions),
         hide_open_transactions=hide_open_transactions,
         threads=threads,
     )
-    table = _table(stream)
+    table = stream_table(stream)
     if value_options is not None:
         table = parse_columns(table, value_options, threads)
     return DecodeReport(
@@ -245,12 +242,12 @@ def decode(
         on_error=on_error,
         max_decompressed_size=max_decompressed_size,
         isolation=isolation,
-        aborted_transactions=_aborted_pairs(aborted_transactions),
+        aborted_transactions=aborted_pairs(aborted_transactions),
         hide_open_transactions=hide_open_transactions,
         threads=threads,
         binary_view=binary_view,
     )
-    table = _table(stream, VIEW_SCHEMA if binary_view else SCHEMA)
+    table = stream_table(stream, VIEW_SCHEMA if binary_view else SCHEMA)
     return table if value_options is None else parse_columns(table, value_options, threads)
 
 
@@ -286,7 +283,7 @@ def iter_batches(
         max_decompressed_size=max_decompressed_size,
         start=start,
         isolation=isolation,
-        aborted_transactions=_aborted_pairs(aborted_transactions),
+        aborted_transactions=aborted_pairs(aborted_transactions),
         hide_open_transactions=hide_open_transactions,
     )
 
@@ -298,117 +295,3 @@ def valid_bytes(data: Any) -> int:
     True
     """
     return int(_native.valid_bytes(data))
-
-
-def topic_partition_from_path(path: str | os.PathLike[str]) -> tuple[str, int] | None:
-    """The ``(topic, partition)`` of a segment from its folder ``<topic>-<partition>``.
-
-    >>> topic_partition_from_path("/data/orders-3/00000000000000000000.log")
-    ('orders', 3)
-    """
-    return topic_partition_of_folder(Path(path).absolute().parent.name)
-
-
-def read_segment(
-    path: str | os.PathLike[str],
-    *,
-    topic: str | None = None,
-    partition: int | None = None,
-    start_offset: int | None = None,
-    end_offset: int | None = None,
-    start_timestamp: Any = None,
-    end_timestamp: Any = None,
-    **options: Any,
-) -> pa.Table:
-    """Decode a Kafka log segment file (memory-mapped) into a table.
-
-    Topic and partition come from the parent folder ``<topic>-<partition>``
-    unless given. Other keyword arguments are those of :func:`decode`. With
-    ``isolation="read_committed"`` and no ``aborted_transactions``, the
-    segment's ``.txnindex`` (when present) adds its aborted transactions to
-    the markers found in the data; transactions still open stay hidden.
-
-    >>> kb.read_segment("orders-0/00000000000000000000.log").num_rows  # doctest: +SKIP
-    1000
-    """
-    if topic is None or partition is None:
-        found = topic_partition_from_path(path)
-        if found is not None:
-            topic = found[0] if topic is None else topic
-            partition = found[1] if partition is None else partition
-    if options.get("isolation") == "read_committed" and options.get("aborted_transactions") is None:
-        txn_index = Path(path).with_suffix(".txnindex")
-        if txn_index.is_file():
-            from kafkabatch.index import read_txn_index
-
-            options["aborted_transactions"] = read_txn_index(txn_index)
-            options.setdefault("hide_open_transactions", True)
-    with mapped_file(path) as mapped:
-        if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
-            return decode(mapped, topic=topic, partition=partition, **options)
-        return _read_bounded(
-            path, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
-        )
-
-
-def _read_bounded(
-    path: str | os.PathLike[str],
-    data: Any,
-    topic: str | None,
-    partition: int | None,
-    start_offset: int | None,
-    end_offset: int | None,
-    start_timestamp: Any,
-    end_timestamp: Any,
-    options: dict[str, Any],
-) -> pa.Table:
-    """Seek with the index files, decode that range, then filter exactly."""
-    import pyarrow.compute as pc
-
-    from kafkabatch.logdir import parse_timestamp
-    from kafkabatch.seek import seek_range
-
-    start_us = None if start_timestamp is None else parse_timestamp(start_timestamp)
-    end_us = None if end_timestamp is None else parse_timestamp(end_timestamp)
-    start, end = seek_range(
-        path,
-        data,
-        start_offset=start_offset,
-        end_offset=end_offset,
-        start_timestamp_ms=None if start_us is None else start_us // 1000,
-    )
-    value_options = typed_options({k: v for k, v in options.items() if k in VALUE_OPTIONS})
-    report_options = {k: v for k, v in options.items() if k != "threads" and k not in VALUE_OPTIONS}
-    stream = _native.decode(
-        data,
-        topic=topic,
-        partition=partition,
-        start=start,
-        end=end,
-        validate_crc=report_options.pop("validate_crc", True),
-        include_control=report_options.pop("include_control", False),
-        on_error=report_options.pop("on_error", "raise"),
-        max_decompressed_size=report_options.pop("max_decompressed_size", DEFAULT_MAX_DECOMPRESSED_SIZE),
-        isolation=report_options.pop("isolation", "read_uncommitted"),
-        aborted_transactions=_aborted_pairs(report_options.pop("aborted_transactions", None)),
-        hide_open_transactions=report_options.pop("hide_open_transactions", None),
-        threads=options.get("threads"),
-    )
-    if report_options:
-        raise TypeError(f"read_segment() got unexpected keyword argument(s): {', '.join(sorted(report_options))}")
-    table = _table(stream)
-    conditions = []
-    if start_offset is not None:
-        conditions.append(pc.greater_equal(table["offset"], start_offset))
-    if end_offset is not None:
-        conditions.append(pc.less(table["offset"], end_offset))
-    ts_type = SCHEMA.field("timestamp").type
-    if start_us is not None:
-        conditions.append(pc.greater_equal(table["timestamp"], pa.scalar(start_us, ts_type)))
-    if end_us is not None:
-        conditions.append(pc.less(table["timestamp"], pa.scalar(end_us, ts_type)))
-    mask = conditions[0]
-    for condition in conditions[1:]:
-        mask = pc.and_(mask, condition)
-    table = table.filter(mask)
-    return table if value_options is None else parse_columns(table, value_options, options.get("threads"))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkabatch import _kafkabatch as _native
-from kafkabatch.index import (
+from kafkabatch.log.index import (
     IndexFileWarning,
     InvalidIndexError,
     base_offset_from_path,

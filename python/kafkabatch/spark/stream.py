@@ -6,7 +6,7 @@ The stream reader behind :meth:`kafkabatch.spark.KafkaLogDataSource.streamReader
 read (a batch's ``last_offset + 1``). A micro-batch from ``start`` to ``end``
 is exactly the batch source's read with ``startingOffsets=start`` and
 ``endingOffsets=end`` (exclusive), planned by the same code
-(:func:`kafkabatch.spark._plan_partition`), so a replayed micro-batch after a
+(:func:`kafkabatch.spark.plan_partition`), so a replayed micro-batch after a
 restart reads the same records.
 
 What the driver keeps between triggers, per topic-partition
@@ -52,23 +52,22 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-import kafkabatch as kb
-from kafkabatch import logdir
-from kafkabatch.logdir import Segment, Transaction, _Bounds
-from kafkabatch.spark import (
-    KafkaLogReader,
-    _list_segments,
-    _LogSplit,
-    _LogSplitGroup,
-    _Options,
-    _pack,
-    _plan_partition,
-)
-from kafkabatch.sparkvalues import SparkValueColumns
+import kafkabatch.log.fs as fs
+from kafkabatch._decode import iter_batches, valid_bytes
+from kafkabatch._kafkabatch import CorruptBatchError, KafkaBatchError
+from kafkabatch.log.bounds import Bounds
+from kafkabatch.log.listing import Segment
+from kafkabatch.log.scan import seek_position
+from kafkabatch.log.txn import Transaction
+from kafkabatch.log.windows import big_batch
+from kafkabatch.spark.options import Options
+from kafkabatch.spark.planning import LogSplit, LogSplitGroup, list_source_segments, pack, plan_partition
+from kafkabatch.spark.reading import read_split
+from kafkabatch.spark.values import SparkValueColumns
 
 __all__ = ["DataLossError", "KafkaLogStreamReader"]
 
-log = logging.getLogger("kafkabatch.stream")
+log = logging.getLogger("kafkabatch.spark.stream")
 
 TopicPartition = tuple[str, int]
 
@@ -76,7 +75,7 @@ TopicPartition = tuple[str, int]
 _WALK_CHUNK = 8 << 20
 
 
-class DataLossError(kb.KafkaBatchError):
+class DataLossError(KafkaBatchError):
     """Records a stream was due to read are gone (segments deleted by retention
     before they were read, or a checkpoint ahead of the log). Raised with
     ``failOnDataLoss=true`` (the default); with ``false`` it is a warning and
@@ -114,9 +113,9 @@ class _PartitionLog:
         start_byte = 0
         seg = segments[first] if segments else None
         if seg is not None and origin is not None and seg.base_offset is not None and origin > seg.base_offset:
-            source = logdir._open_source(seg.path)
+            source = fs.open_source(seg.path)
             try:
-                start_byte, _ = logdir.seek_position(seg, _Bounds(start_offset=origin), source)
+                start_byte, _ = seek_position(seg, Bounds(start_offset=origin), source)
             finally:
                 source.close()
         if seg is not None:
@@ -127,7 +126,7 @@ class _PartitionLog:
         # an origin past the end of the log shows (a checkpoint ahead of it).
         self.next_offset = base
         if seg is not None and start_byte > 0:
-            source = logdir._open_source(seg.path)
+            source = fs.open_source(seg.path)
             try:
                 header = bytes(source.read(start_byte, 8))
             finally:
@@ -205,20 +204,20 @@ class _PartitionLog:
                     "has later segments, so they will never complete"
                 )
                 if mode == "FAILFAST":
-                    raise kb.CorruptBatchError(message + " (option mode=DROPMALFORMED skips them)")
+                    raise CorruptBatchError(message + " (option mode=DROPMALFORMED skips them)")
                 log.warning("kafka-log stream: %s; skipped", message)
             self.cursor += 1
 
     def _walk_segment(self, seg: Segment, pos: int) -> int:
-        source = logdir._open_source(seg.path)
+        source = fs.open_source(seg.path)
         try:
             end = source.size
             while pos < end:
                 n = min(_WALK_CHUNK, end - pos)
-                valid = kb.valid_bytes(source.read(pos, n))
+                valid = valid_bytes(source.read(pos, n))
                 source.release()
                 if valid == 0:
-                    big = logdir._big_batch(source, pos, end, n)  # a batch larger than the chunk
+                    big = big_batch(source, pos, end, n)  # a batch larger than the chunk
                     source.release()
                     if big is None:
                         break  # an incomplete batch at the tail (or bytes that aren't one)
@@ -231,12 +230,12 @@ class _PartitionLog:
             source.close()
 
     def _walk_batches(self, data: Any) -> None:
-        for batch in kb.iter_batches(data, validate_crc=False, on_error="keep"):
+        for batch in iter_batches(data, validate_crc=False, on_error="keep"):
             self.total_bytes += batch.size_in_bytes
             if batch.error is None:
                 nxt = batch.last_offset + 1
                 if batch.magic < 2 and batch.last_offset < batch.base_offset + batch.record_count - 1:
-                    nxt = batch.base_offset + batch.record_count  # a producer's wrapper (see logdir._ends_before)
+                    nxt = batch.base_offset + batch.record_count  # a producer's wrapper (see _ends_before)
                 if nxt > self.next_offset:
                     self.next_offset = nxt
                 if batch.magic >= 2 and batch.is_transactional:
@@ -245,7 +244,7 @@ class _PartitionLog:
             self.bytes_at.append(self.total_bytes)
 
     def _transaction(self, batch: Any) -> None:
-        """As :func:`kafkabatch.logdir._collect_transactions`, one batch at a time."""
+        """As :func:`kafkabatch._collect_transactions`, one batch at a time."""
         pid = batch.producer_id
         if batch.is_control:
             first = self.open_txns.pop(pid, None)
@@ -282,13 +281,13 @@ class _PartitionLog:
         end = self.ends[max(first, last)]
         return min(limit, end)
 
-    def seek(self, seg: Segment, bounds: _Bounds, source: Any) -> tuple[int, int | None]:
+    def seek(self, seg: Segment, bounds: Bounds, source: Any) -> tuple[int, int | None]:
         """Where to start reading ``seg`` for ``bounds``: the batch holding
         ``bounds.start_offset``, from the walk (no index file needed); what
-        :func:`kafkabatch.logdir.seek_position` says for a segment not walked."""
+        :func:`kafkabatch.seek_position` says for a segment not walked."""
         base = self.seg_base.get(seg.path)
         if base is None or bounds.start_offset is None:
-            return logdir.seek_position(seg, bounds, source) if base is None else (0, None)
+            return seek_position(seg, bounds, source) if base is None else (0, None)
         position = self.bytes_before(bounds.start_offset) - base
         if not 0 <= position <= self.walked.get(seg.path, 0):
             return 0, None  # before this segment's first batch walked (or the index was trimmed)
@@ -366,7 +365,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     only to ship :meth:`read` to executors, so construction does no I/O.
     """
 
-    def __init__(self, options: _Options, values: SparkValueColumns | None = None) -> None:
+    def __init__(self, options: Options, values: SparkValueColumns | None = None) -> None:
         if options.has_ending:
             raise ValueError(
                 "kafka-log options endingOffsets/endingTimestamp are for batch reads (spark.read); a stream "
@@ -391,7 +390,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _list(self) -> dict[TopicPartition, list[Segment]]:
         try:
-            segments = _list_segments(self._options)
+            segments = list_source_segments(self._options)
         except FileNotFoundError:
             if not self._logs:
                 raise
@@ -551,7 +550,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._refresh(wanted)
         # else: plan with what latestOffset listed and walked, the state its end came from
         opts = self._options
-        splits: list[_LogSplit] = []
+        splits: list[LogSplit] = []
         for tp in sorted(until):
             stop = until[tp]
             state = self._logs.get(tp)
@@ -569,7 +568,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if first is not None and stop < first:
                 self._data_loss(f"{tp[0]}-{tp[1]}: the log went back from offset {first} to {stop} (recreated?)")
                 first = None
-            bounds = _Bounds(first, stop)
+            bounds = Bounds(first, stop)
             if bounds.empty():
                 continue
             # Plan only the complete batches walked: the active segment's tail may be half-written.
@@ -580,8 +579,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for seg in state.segments
             ]
             transactions = state.transactions() if opts.isolation == "read_committed" else None
-            splits.extend(_plan_partition(opts, group, bounds, transactions, seek=state.seek))
-        return _pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
+            splits.extend(plan_partition(opts, group, bounds, transactions, seek=state.seek))
+        return pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
 
     def commit(self, end: dict) -> None:
         for tp, offset in _from_json(end).items():
@@ -595,16 +594,15 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ---- executors ----------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if isinstance(partition, _LogSplitGroup):
+        if isinstance(partition, LogSplitGroup):
             splits = partition.splits
-        elif isinstance(partition, _LogSplit):
+        elif isinstance(partition, LogSplit):
             splits = [partition]
         else:  # Spark's placeholder when there is nothing to read
             return
-        reader = KafkaLogReader(self._options, [], self._values)
         for split in splits:
             try:
-                yield from reader.read(split)
+                yield from read_split(self._options, self._values, split)
             except FileNotFoundError as error:
                 message = (
                     f"kafka-log stream: segment {split.segment.path} was deleted (retention?) before this "

@@ -1,0 +1,42 @@
+"""Kafka's names on disk: ``<topic>-<partition>`` folders, segment files, folders a broker is moving or deleting.
+
+>>> folder_topic_partition("/data/orders-3", None, None)
+('orders', 3)
+"""
+
+from __future__ import annotations
+
+import re
+
+from kafkabatch._util import topic_partition_of_folder
+
+TRANSIENT_FOLDER = re.compile(r"\.[0-9a-fA-F]{32}-(delete|future|stray)$")
+
+
+def basename(path: str) -> str:
+    return re.split(r"[\\/]", path.split("?", 1)[0].rstrip("/\\"))[-1]
+
+
+def parent_name(path: str) -> str:
+    parts = re.split(r"[\\/]", path.split("?", 1)[0].rstrip("/\\"))
+    return parts[-2] if len(parts) >= 2 else ""
+
+
+def is_segment_name(file_name: str) -> bool:
+    # Kafka renames segments it is about to delete, or swapping in after
+    # compaction, to *.log.deleted / *.log.cleaned / *.log.swap: not ".log".
+    return file_name.endswith(".log")
+
+
+def folder_topic_partition(folder: str, topic: str | None, partition: int | None) -> tuple[str, int]:
+    if topic is not None and partition is not None:
+        return topic, partition
+    found = topic_partition_of_folder(basename(folder))
+    if found is None:
+        missing = " and ".join(n for n, v in (("topic", topic), ("partition", partition)) if v is None)
+        raise ValueError(
+            f"folder {folder!r} is not named <topic>-<partition> (like 'orders-0'), so its "
+            f"segments have no {missing}; rename it, or give the {missing} explicitly "
+            "(keyword arguments topic=/partition=, Spark options 'topic'/'partition')"
+        )
+    return (found[0] if topic is None else topic, found[1] if partition is None else partition)

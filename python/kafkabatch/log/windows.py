@@ -1,0 +1,129 @@
+"""Walking a segment by batch headers: byte windows of complete batches, cut at batch boundaries.
+
+>>> batch_ranges(source, 0, source.size, 16 << 20)  # doctest: +SKIP
+[(0, 16777170), (16777170, 20000000)]
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+from kafkabatch._decode import iter_batches, valid_bytes
+from kafkabatch.log.bounds import Bounds
+
+#: Default window for :func:`scan_log`: the bytes of complete batches decoded at once.
+DEFAULT_MAX_CHUNK_BYTES: int = 16 << 20
+
+
+LOG_OVERHEAD = 12  # base offset int64 + length int32
+
+
+def batch_length(header: Any) -> int | None:
+    """The size of the batch starting ``header`` (>= 12 bytes), or None if its
+    length field is impossible."""
+    (length,) = struct.unpack_from(">i", header, 8)
+    return LOG_OVERHEAD + length if length >= 0 else None
+
+
+def batch_ranges(source: Any, start: int, end: int, max_bytes: int) -> list[tuple[int, int]]:
+    """Cut ``[start, end)`` of a segment at batch boundaries into ranges of at
+    most ``max_bytes`` (a batch larger than that gets a range of its own).
+    Whatever can't be walked (an incomplete tail, broken framing) stays in
+    the last range, where decoding reports or raises it."""
+    ranges = []
+    pos = start
+    while pos < end:
+        n = min(max_bytes, end - pos)
+        valid = valid_bytes(source.read(pos, n))
+        if valid == 0:
+            big = big_batch(source, pos, end, n)
+            if big is None:
+                ranges.append((pos, end))
+                break
+            valid = big
+        ranges.append((pos, pos + valid))
+        pos += valid
+    return ranges
+
+
+def big_batch(source: Any, pos: int, end: int, window: int) -> int | None:
+    """The size of a complete batch at ``pos`` that is larger than ``window``, or None."""
+    if end - pos < LOG_OVERHEAD:
+        return None
+    size = batch_length(source.read(pos, LOG_OVERHEAD))
+    if size is None or size <= window or pos + size > end:
+        return None
+    return size if valid_bytes(source.read(pos, size)) == size else None
+
+
+def batch_windows(source: Any, start: int, end: int, chunk: int, bounds: Bounds) -> Iterator[tuple[int, int, bool]]:
+    """Byte windows ``(a, b, last)`` of complete batches in ``[start, end)``,
+    each at most ``chunk`` bytes (or one batch). Leading batches wholly below
+    ``bounds.start_offset`` are left out, and the walk stops after the batch
+    reaching ``bounds.end_offset``. Bytes that can't be walked (incomplete
+    tail, broken framing) end up in a final window for the decoder to report."""
+    pos = start
+    started = bounds.start_offset is None
+    while pos < end:
+        n = min(chunk, end - pos)
+        data = source.read(pos, n)
+        if not bounds.offsets or (started and bounds.end_offset is None):
+            valid = valid_bytes(data)
+            first = 0
+            stop = False
+        else:
+            first, valid, stop = _walk_window(data, bounds, started)
+            started = started or first < valid
+        del data
+        source.release()
+        if valid == 0:
+            big = big_batch(source, pos, end, n)
+            if big is None:
+                yield pos, end, True
+                return
+            if bounds.offsets:
+                first, valid, stop = _walk_window(source.read(pos, big), bounds, started)
+                started = started or first < valid
+                source.release()
+                if first < valid:
+                    yield pos, pos + valid, stop
+                if stop:
+                    return
+                pos += big
+                continue
+            valid = big
+        if first < valid:
+            yield pos + first, pos + valid, stop
+        if stop:
+            return
+        pos += valid
+
+
+def _ends_before(batch: Any, offset: int) -> bool:
+    """Every record of ``batch`` lies before ``offset``, judged by its header.
+    A legacy wrapper as a producer writes it (its offset never assigned by a
+    broker) keeps its inner offsets, which run past ``last_offset`` (the
+    wrapper's own offset, as in Kafka's Java client): never judged by header."""
+    if batch.magic < 2 and batch.last_offset < batch.base_offset + batch.record_count - 1:
+        return False
+    return bool(batch.last_offset < offset)
+
+
+def _walk_window(data: Any, bounds: Bounds, started: bool) -> tuple[int, int, bool]:
+    """(first kept byte, end of complete batches, stop) for one window by its batch headers."""
+    first = 0
+    end = 0
+    for batch in iter_batches(data, validate_crc=False, on_error="keep"):
+        batch_end = batch.position + batch.size_in_bytes
+        good = batch.error is None
+        if not started and good and bounds.start_offset is not None and _ends_before(batch, bounds.start_offset):
+            first = batch_end
+            end = batch_end
+            continue
+        started = True
+        end = batch_end
+        if good and bounds.end_offset is not None and batch.last_offset >= bounds.end_offset - 1:
+            return first, end, True
+    return first, end, False

@@ -1,0 +1,297 @@
+"""Planning a ``kafka-log`` read: which byte ranges of which segments, cut and packed into Spark tasks.
+
+Shared by the batch reader and the stream reader's micro-batches.
+
+>>> [len(p.value) for p in pack(splits, 128 << 20, 2)]  # doctest: +SKIP
+[17, 18]
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql.datasource import InputPartition
+
+import kafkabatch.log.fs as fs
+from kafkabatch.log.bounds import Bounds
+from kafkabatch.log.index import IndexFileWarning, offset_index_entries
+from kafkabatch.log.listing import Segment, list_segments, sort_key
+from kafkabatch.log.naming import basename
+from kafkabatch.log.scan import seek_position, segment_skippable
+from kafkabatch.log.txn import Transaction
+from kafkabatch.log.windows import batch_length, batch_ranges
+from kafkabatch.spark.options import Options
+
+
+class LogSplit(InputPartition):
+    """One Spark task: bytes ``[start, end)`` of one segment (a batch-aligned range)."""
+
+    def __init__(
+        self,
+        segment: Segment,
+        start: int,
+        end: int,
+        bounds: Bounds,
+        transactions: list[Transaction] | None,
+        check_start: bool = False,
+        work: int | None = None,
+    ) -> None:
+        super().__init__((segment.path, start, end))
+        self.segment = segment
+        self.start = start
+        self.end = end
+        self.bounds = bounds
+        self.transactions = transactions
+        self.check_start = check_start  # the start came from a .index file: make sure it's a batch
+        # Spark's work for these bytes, in bytes of wire data (see estimate_work).
+        self.work = end - start if work is None else work
+
+
+class LogSplitGroup(InputPartition):
+    """One Spark task reading several consecutive splits, in order."""
+
+    def __init__(self, splits: list[LogSplit]) -> None:
+        super().__init__(tuple(split.value for split in splits))
+        self.splits = splits
+
+
+#: Spark's ``spark.sql.files.openCostInBytes``: what a split costs beyond its bytes when packing tasks.
+OPEN_COST_BYTES = 4 << 20
+
+
+#: Estimating a split's work for Spark from its first batch headers: a
+#: compressed batch counts this many times its wire size, and each record
+#: :data:`_RECORD_WORK` bytes more. Fitted on the JVM CPU time of
+#: ``kafka-log`` -> Parquet tasks (one segment each, every codec): about 2 ms
+#: per 1,000 rows plus 5.8 ms per MB of Arrow, so rows count about as much as
+#: 350 bytes; lz4/zstd/snappy batches of JSON-like values decode to 3.2-4x
+#: their wire size.
+_COMPRESSED_WORK = 3
+
+
+_RECORD_WORK = 350
+
+
+_V2_HEADER = 61  # a v2 batch header, through its records count
+
+
+_SAMPLE_BATCHES = 16
+
+
+def estimate_work(source: Any, start: int, end: int) -> int:
+    """What decoding ``[start, end)`` of a segment costs Spark downstream, in
+    bytes, judged by its first data batches (up to :data:`_SAMPLE_BATCHES`;
+    control batches skipped): their compression and records per byte. The
+    JVM's work (Arrow to rows, then the sink) follows rows and decoded
+    bytes, not wire bytes: a segment of compressed small records costs it
+    3x one of uncompressed large ones of the same size."""
+    size = end - start
+    pos = start
+    sampled = compressed = records = 0
+    for _ in range(_SAMPLE_BATCHES):
+        if end - pos < _V2_HEADER:
+            break
+        header = bytes(source.read(pos, _V2_HEADER))
+        length = batch_length(header)
+        if length is None or header[16] != 2 or length <= _V2_HEADER or pos + length > end:
+            break  # legacy message sets don't count records in a header; or the end
+        attributes = int.from_bytes(header[21:23], "big")
+        count = int.from_bytes(header[57:61], "big", signed=True)
+        if not 0 < count <= length:
+            break  # not a plausible header
+        if not attributes & 0x20:  # control batches (transaction markers) say nothing of the data
+            sampled += length
+            records += count
+            compressed += length if attributes & 0x07 else 0
+        pos += length
+    if not sampled:
+        return size
+    factor = 1 + (_COMPRESSED_WORK - 1) * compressed / sampled
+    return int(size * factor + size * records * _RECORD_WORK / sampled)
+
+
+def pack(splits: list[LogSplit], max_bytes: int, min_partitions: int) -> list[InputPartition]:
+    """Consecutive splits packed into balanced tasks, so a task reads a
+    partition's segments in offset order.
+
+    The number of tasks is ``min_partitions``, or, when that would make
+    tasks read more than ``max_bytes`` of segments, the next multiple of
+    ``min_partitions`` that doesn't, so the last wave of tasks keeps every
+    core busy (Spark's greedy packing of 201 MB into 128 MiB tasks gives 3
+    tasks for 2 cores: the third one runs alone). Each split also costs
+    :data:`OPEN_COST_BYTES` (as in Spark's ``FilePartition``) when placing
+    cuts and in the smallest task allowed, but not against ``max_bytes``: a
+    split is a memory-mapped byte range, and counting 4 MiB for each of 35
+    small segments turned 201 MB on 2 cores into two waves of 2 tasks, each
+    Parquet task costing ~0.2 s of JVM CPU of its own. Never more tasks than
+    splits. Cuts go where the running estimated work (``split.work``, see
+    :func:`estimate_work`) is nearest to a multiple of ``total / tasks``,
+    so tasks take about the same time."""
+    if not splits:
+        return []
+    total = sum(s.end - s.start + OPEN_COST_BYTES for s in splits)
+    wire = sum(s.end - s.start for s in splits)
+    minimum = max(min_partitions, 1)
+    count = minimum
+    if max_bytes > 0 and wire > count * max_bytes:
+        count = -(-wire // max_bytes)
+        count = -(-count // minimum) * minimum
+    count = max(1, min(count, len(splits), total // OPEN_COST_BYTES))
+    if count == len(splits):
+        return list(splits)
+    costs = [s.work + OPEN_COST_BYTES for s in splits]
+    total = sum(costs)
+    groups: list[list[LogSplit]] = []
+    last = -1
+    done = 0
+    for split, cost in zip(splits, costs):
+        task = min(count - 1, (2 * done + cost) * count // (2 * total))  # where the split's middle falls
+        done += cost
+        if task != last:
+            groups.append([])
+            last = task
+        groups[-1].append(split)
+    return [group[0] if len(group) == 1 else LogSplitGroup(group) for group in groups]
+
+
+def list_source_segments(options: Options) -> list[Segment]:
+    """The segments under the ``path``/``paths`` options (see :func:`kafkabatch.list_segments`),
+    filtered by ``pathGlobFilter``, in topic, partition, offset order."""
+    segments: dict[str, Segment] = {}
+    for path in options.paths:
+        for seg in list_segments(path, topic=options.topic, partition=options.partition):
+            if options.path_glob_filter and not fnmatch.fnmatchcase(basename(seg.path), options.path_glob_filter):
+                continue  # as Spark's pathGlobFilter: a glob on file names only
+            segments.setdefault(seg.path, seg)
+    return sorted(segments.values(), key=sort_key)
+
+
+def plan_partition(
+    opts: Options,
+    group: list[Segment],
+    bounds: Bounds,
+    transactions: list[Transaction] | None,
+    seek: Callable[[Segment, Bounds, Any], tuple[int, int | None]] = seek_position,
+) -> list[LogSplit]:
+    """The splits (byte ranges, at most ``maxBytesPerPartition`` each) that read
+    ``bounds`` of one topic-partition's segments ``group`` (in offset order);
+    shared by the batch reader and the stream reader's micro-batches (whose
+    ``seek`` knows batch positions from its own walk of the headers)."""
+    splits: list[LogSplit] = []
+    for i, seg in enumerate(group):
+        if seg.size == 0 or segment_skippable(group, i, bounds):
+            continue
+        txns = None if transactions is None else transactions_for(transactions, group, i)
+        source = fs.open_source(seg.path)
+        try:
+            start, end = seek(seg, bounds, source)
+            # Remote objects: a read per split would cost a request each; count wire bytes.
+            local = not fs.is_remote(seg.path)
+            for a, b, from_index in split_segment(seg, start, opts.max_bytes_per_partition):
+                if end is not None:
+                    if a >= end:
+                        break
+                    b = min(b, end)
+                splits.append(
+                    LogSplit(
+                        seg,
+                        a,
+                        b,
+                        bounds,
+                        txns,
+                        check_start=from_index and a > 0,
+                        work=estimate_work(source, a, b) if local else None,
+                    )
+                )
+        finally:
+            source.close()
+    return splits
+
+
+def transactions_for(transactions: list[Transaction], group: list[Segment], i: int) -> list[Transaction]:
+    """The transactions a task reading segment ``i`` of a partition may need."""
+    seg = group[i]
+    nxt = group[i + 1].base_offset if i + 1 < len(group) else None
+    out = []
+    for t in transactions:
+        if seg.base_offset is not None and t.last_offset is not None and t.last_offset < seg.base_offset:
+            continue
+        if nxt is not None and t.first_offset >= nxt:
+            continue
+        out.append(t)
+    return out
+
+
+def split_segment(seg: Segment, start: int, max_bytes: int) -> list[tuple[int, int, bool]]:
+    """Byte ranges of one segment for separate tasks: ``(start, end, from_index)``."""
+    if max_bytes <= 0 or seg.size - start <= max_bytes:
+        return [(start, seg.size, False)]
+    if fs.is_remote(seg.path):
+        # Walking batch headers would read the whole object: use the broker's
+        # offset index (an entry every index.interval.bytes, 4 KiB by default).
+        cuts = index_cuts(seg, start, max_bytes)
+        if not cuts:
+            return [(start, seg.size, False)]
+        edges = [start, *cuts, seg.size]
+        return [(a, b, True) for a, b in zip(edges, edges[1:])]
+    source = fs.open_source(seg.path)
+    try:
+        return [(a, b, False) for a, b in batch_ranges(source, start, seg.size, max_bytes)]
+    finally:
+        source.close()
+
+
+def index_cuts(seg: Segment, start: int, max_bytes: int) -> list[int]:
+    """Task cuts of a remote segment from its ``.index`` (parsed by
+    :func:`kafkabatch.log.index.offset_index_entries`, as the seek path does),
+    each checked to be a batch start that agrees with its entry. An index
+    that is missing, stale or garbage gives no cuts (one task for the
+    segment, with an :class:`~kafkabatch.IndexFileWarning`), never an error."""
+    base, _, query = seg.path.partition("?")
+    if not base.endswith(".log") or seg.base_offset is None:
+        return []
+    index_path = base[: -len(".log")] + ".index" + (f"?{query}" if query else "")
+    try:
+        filesystem, fs_path = fs.resolve_remote(index_path)
+        with filesystem.open_input_file(fs_path) as f:
+            offsets, positions = offset_index_entries(f.read(), seg.base_offset)
+    except (OSError, ValueError) as e:
+        if not isinstance(e, FileNotFoundError):
+            warnings.warn(f"{index_path}: {e}; reading {seg.path} in one task", IndexFileWarning, stacklevel=2)
+        return []
+    cuts = []
+    last = start
+    for offset, position in zip(offsets, positions):
+        if position >= seg.size:
+            break
+        if position - last >= max_bytes:
+            cuts.append((offset, position))
+            last = position
+    if not cuts:
+        return []
+    source = fs.open_source(seg.path)
+    try:
+        for offset, position in cuts:
+            header = bytes(source.read(position, 61))
+            length = batch_length(header) if len(header) >= 17 else None
+            base_offset = int.from_bytes(header[:8], "big", signed=True) if len(header) >= 8 else None
+            if (
+                length is None
+                or position + length > seg.size
+                or header[16] > 2
+                or base_offset is None
+                or (base_offset > offset)
+            ):
+                warnings.warn(
+                    f"{index_path}: entry {offset} -> byte {position} is not a batch of that offset in "
+                    f"{seg.path} (a stale index?); reading the segment in one task",
+                    IndexFileWarning,
+                    stacklevel=2,
+                )
+                return []
+    finally:
+        source.close()
+    return [position for _, position in cuts]

@@ -1,0 +1,78 @@
+"""Reading one planned split in a Spark task: decode its byte range, parse typed columns, hand Spark its Arrow types.
+
+Shared by the batch reader and the stream reader.
+
+>>> for batch in read_split(options, None, split):  # doctest: +SKIP
+...     print(batch.num_rows)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+import kafkabatch.log.fs as fs
+from kafkabatch._decode import iter_batches, valid_bytes
+from kafkabatch._kafkabatch import CorruptBatchError
+from kafkabatch.log.listing import Segment
+from kafkabatch.log.scan import SegmentResult, decode_range
+from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_length
+from kafkabatch.spark.options import Options
+from kafkabatch.spark.planning import LogSplit
+from kafkabatch.spark.types import KAFKA_SCHEMA, to_spark_arrow
+from kafkabatch.spark.values import SparkValueColumns
+
+log = logging.getLogger("kafkabatch.spark")
+
+
+def read_split(opts: Options, values: SparkValueColumns | None, partition: LogSplit) -> Iterator[pa.RecordBatch]:
+    """The record batches of one split, in exactly the Arrow types Spark expects."""
+    arrow_schema = None if values is None else values.arrow_schema(KAFKA_SCHEMA)
+    seg = partition.segment
+    result = SegmentResult(seg)
+    source = fs.open_source(seg.path)
+    try:
+        if partition.check_start:
+            check_batch_start(source, seg, partition.start)
+        for batch in decode_range(
+            source,
+            seg,
+            start=partition.start,
+            end=partition.end,
+            max_chunk_bytes=min(DEFAULT_MAX_CHUNK_BYTES, max(partition.end - partition.start, 1)),
+            bounds=partition.bounds,
+            transactions=partition.transactions,
+            max_records_per_batch=opts.max_records_per_batch,
+            result=result,
+            value_specs=() if values is None else values.specs,
+            **opts.decode_options(),
+        ):
+            if values is None or arrow_schema is None:
+                yield to_spark_arrow(batch)
+            else:
+                yield values.to_spark(batch, arrow_schema)
+    finally:
+        source.close()
+    if opts.mode == "PERMISSIVE" and (result.skipped or result.trailing_bytes):
+        log.warning("kafka-log PERMISSIVE: %s", result.describe())
+
+
+def check_batch_start(source: Any, seg: Segment, position: int) -> None:
+    header = source.read(position, 12)
+    size = batch_length(header) if len(header) == 12 else None
+    ok = False
+    if size is not None and position + size <= source.size:
+        data = source.read(position, size)
+        ok = valid_bytes(data) == size and all(
+            b.is_valid for b in iter_batches(data, validate_crc=True, on_error="keep")
+        )
+        del data
+    source.release()
+    if not ok:
+        raise CorruptBatchError(
+            f"{seg.path}: byte {position} (from the segment's .index) is not the start of a valid batch; "
+            "the .index file may be stale. Read this segment in one task with option maxBytesPerPartition=0"
+        )

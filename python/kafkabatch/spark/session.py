@@ -1,0 +1,115 @@
+"""Registering the source with a SparkSession, and checking that Spark's Python workers import this kafkabatch.
+
+>>> kbs.register(spark)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafkabatch._kafkabatch import __version__
+from kafkabatch.spark.options import FALSE
+from kafkabatch.spark.source import KafkaLogDataSource
+
+log = logging.getLogger("kafkabatch.spark")
+
+
+class WorkerImportError(RuntimeError):
+    """Spark's Python workers can't import this kafkabatch (see :func:`register`)."""
+
+
+#: Spark applications whose Python workers were found to import this kafkabatch.
+_CHECKED_APPLICATIONS: set[str] = set()
+
+
+def register(spark: Any = None, *, check_workers: bool | None = None) -> None:
+    """Register the ``kafka-log`` data source with a SparkSession (the active
+    one by default), and check once per Spark application that its Python
+    workers import this same kafkabatch version.
+
+    A worker started with another interpreter would otherwise fail deep
+    inside the first task (``ModuleNotFoundError: No module named
+    'kafkabatch'``); the check runs one tiny task and raises
+    :class:`WorkerImportError` saying what to set instead. Turn it off with
+    ``check_workers=False`` or the Spark conf
+    ``spark.kafkabatch.checkWorkers=false`` (clusters where starting a task
+    at registration is unwanted).
+
+    >>> import kafkabatch.spark as kbs
+    >>> kbs.register(spark)                                                  # doctest: +SKIP
+    >>> df = spark.read.format("kafka-log").load("/var/lib/kafka/data")     # doctest: +SKIP
+    """
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise RuntimeError("no active SparkSession: pass one, kbs.register(spark)")
+    spark.dataSource.register(KafkaLogDataSource)
+    if check_workers is None:
+        setting = str(spark.conf.get("spark.kafkabatch.checkWorkers", "true")).strip().lower()
+        check_workers = setting not in FALSE
+    if check_workers:
+        check_worker_import(spark)
+
+
+def _probe_worker(_: Any) -> tuple[str, str, str | None, str | None]:
+    """Runs in a Spark Python worker: its interpreter, Python version, and
+    kafkabatch version or import error. Pickled by value (see
+    :func:`check_worker_import`), so unpickling it needs no kafkabatch."""
+    import sys
+
+    try:
+        import kafkabatch
+    except BaseException as error:  # any failure to import is the answer
+        return sys.executable, sys.version.split()[0], None, f"{type(error).__name__}: {error}"
+    return sys.executable, sys.version.split()[0], str(kafkabatch.__version__), None
+
+
+def check_worker_import(spark: Any) -> None:
+    """Run one task in ``spark``'s Python workers and raise
+    :class:`WorkerImportError` unless they import kafkabatch
+    ``kafkabatch.__version__``. Cached per Spark application.
+
+    >>> kbs.check_worker_import(spark)                                      # doctest: +SKIP
+    """
+    import sys
+
+    from pyspark import cloudpickle  # the pickler PySpark ships functions with
+
+    try:
+        context = spark.sparkContext
+        application = f"{context.applicationId}"
+    except Exception:  # Spark Connect: no SparkContext (nor RDDs) on the client
+        log.info("kafkabatch.spark: Spark Connect session, the worker check is skipped")
+        return
+    if application in _CHECKED_APPLICATIONS:
+        return
+    import pickle
+
+    # By value, not by reference to kafkabatch.spark: a worker without
+    # kafkabatch must still be able to run it and say so.
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        probe = pickle.loads(cloudpickle.dumps(_probe_worker))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    try:
+        executable, version, found, error = context.parallelize([0], 1).map(probe).collect()[0]
+    except Exception as failure:
+        first = next((line for line in str(failure).splitlines() if line.strip()), type(failure).__name__)
+        raise WorkerImportError(
+            f"kafkabatch.spark.register: Spark could not run a Python task to check its workers ({first[:300]}). "
+            f"Set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with kafkabatch {__version__} installed "
+            f"(this driver runs {sys.executable}); or skip the check with register(spark, check_workers=False)"
+        ) from None
+    if found != __version__:
+        problem = f"can't import kafkabatch ({error})" if found is None else f"import kafkabatch {found}"
+        raise WorkerImportError(
+            f"Spark's Python workers ({executable}, Python {version}) {problem}, but this driver runs kafkabatch "
+            f"{__version__} ({sys.executable}): set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with "
+            f"kafkabatch {__version__} installed, or install that wheel on the cluster's workers. "
+            "Skip this check with register(spark, check_workers=False) or spark.kafkabatch.checkWorkers=false"
+        )
+    _CHECKED_APPLICATIONS.add(application)

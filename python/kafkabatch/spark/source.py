@@ -1,0 +1,88 @@
+"""The ``kafka-log`` data source: options and listing at ``load()``, then a batch or a stream reader.
+
+>>> kbs.register(spark)                                                              # doctest: +SKIP
+>>> spark.read.format("kafka-log").option("mode", "PERMISSIVE").load("/data/kafka")  # doctest: +SKIP
+DataFrame[key: binary, value: binary, ...]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+import kafkabatch.spark.values as spark_values
+from kafkabatch.log.listing import Segment
+from kafkabatch.spark.batch import KafkaLogReader
+from kafkabatch.spark.options import Options
+from kafkabatch.spark.planning import list_source_segments
+from kafkabatch.spark.types import KAFKA_SCHEMA
+
+
+class KafkaLogDataSource(DataSource):
+    """``spark.read.format("kafka-log").load(path)``: Kafka log folders as Spark's Kafka source schema.
+
+    ``path`` is what :func:`kafkabatch.list_segments` takes (a broker
+    log dir, ``<topic>-<partition>`` folders, segment files, globs; local or
+    a pyarrow.fs URI such as ``s3a://bucket/kafka/``); ``load([...])`` takes
+    several. Segments larger than ``maxBytesPerPartition`` are split at batch
+    boundaries, and small ones share a task (at least ``minPartitions``
+    tasks, packed like Spark's file sources). Options: see ``docs/spark.md``.
+
+    >>> import kafkabatch.spark as kbs
+    >>> kbs.register(spark)                                                  # doctest: +SKIP
+    >>> spark.read.format("kafka-log").option("mode", "PERMISSIVE").load("/data/kafka").count()  # doctest: +SKIP
+    1000000
+    """
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self._options = Options(options)
+        # List once, at load(): errors about paths and folder names surface
+        # there, and every action on the DataFrame reads the same files (as
+        # Spark's file sources do).
+        self._segments = self._list()
+        # valueFormat/keyFormat: schemas fetched here, on the driver, once.
+        self._values = spark_values.value_columns(
+            self._options.value_options, sorted({s.topic for s in self._segments})
+        )
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log"
+
+    def schema(self) -> StructType:
+        return KAFKA_SCHEMA if self._values is None else self._values.schema(KAFKA_SCHEMA)
+
+    def reader(self, schema: StructType) -> KafkaLogReader:
+        _check_schema(schema, self.schema())
+        self._options.check_batch()
+        return KafkaLogReader(self._options, self._segments, self._values)
+
+    def streamReader(self, schema: StructType) -> Any:
+        """``spark.readStream.format("kafka-log")``: see :mod:`kafkabatch.spark.stream`
+        (PySpark 4.2+: a stream reader with read limits and Trigger.AvailableNow)."""
+        _check_schema(schema, self.schema())
+        try:
+            from kafkabatch.spark.stream import KafkaLogStreamReader
+        except ImportError as error:
+            import pyspark
+
+            raise RuntimeError(
+                "spark.readStream.format('kafka-log') needs PySpark 4.2 or later (streaming Python data sources "
+                f"with read limits and Trigger.AvailableNow); this is PySpark {pyspark.__version__} ({error}). "
+                "Batch reads (spark.read) work here"
+            ) from None
+        return KafkaLogStreamReader(self._options, self._values)
+
+    def _list(self) -> list[Segment]:
+        return list_source_segments(self._options)
+
+
+def _check_schema(schema: StructType, expected: StructType) -> None:
+    if schema != expected:
+        raise ValueError(
+            "kafka-log has a fixed schema (Spark's Kafka source schema, value and key typed by "
+            f"valueFormat/keyFormat): {expected.simpleString()}; got {schema.simpleString()}"
+        )

@@ -1,0 +1,99 @@
+"""The ``kafka-log`` options that type ``value`` and ``key``, resolved on the driver and pickled to tasks.
+
+>>> value_columns({"valueformat": "json", "valueschema": "id string"}, ["orders"]).spark_types  # doctest: +SKIP
+(('value', StructType([StructField('id', StringType(), True)])),)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.types import DataType, StructField, StructType
+
+from kafkabatch.spark.types import cast_for_spark, json_spark_type, nullable, spark_type_of
+from kafkabatch.values.ddl import arrow_type_for_spark
+from kafkabatch.values.registry import BASIC_AUTH, BEARER_TOKEN
+from kafkabatch.values.schemas import avro_text
+from kafkabatch.values.spec import ValueSpec, resolve
+
+#: The ``kafka-log`` options that type ``value`` and ``key`` (docs/spark.md).
+VALUE_OPTIONS: tuple[str, ...] = (
+    "valueFormat",
+    "valueSchema",
+    "keyFormat",
+    "keySchema",
+    "schemaRegistry",
+    "schemaRegistry.basic.auth.user.info",
+    "schemaRegistry.bearer.auth.token",
+    "onValueError",
+)
+
+
+def registry_option(options: Mapping[str, Any]) -> Any:
+    """The ``schemaRegistry`` option (lower-cased names) as :func:`kafkabatch.values.resolve`
+    takes it: a confluent-style config dict for a URL, ``{id: schema}`` for a JSON object."""
+    text = options.get("schemaregistry")
+    if text is None or str(text).strip() == "":
+        return None
+    text = str(text).strip()
+    if text.startswith("{"):
+        return {int(k): avro_text(v) for k, v in json.loads(text).items()}
+    config = {"url": text}
+    for name in (BASIC_AUTH, BEARER_TOKEN):
+        if options.get(f"schemaregistry.{name}"):
+            config[name] = str(options[f"schemaregistry.{name}"])
+    return config
+
+
+@dataclass(frozen=True)
+class SparkValueColumns:
+    """The typed columns of a ``kafka-log`` read: how each is parsed and the
+    Spark type it gets. Resolved on the driver (registry schemas included),
+    pickled to the tasks."""
+
+    specs: tuple[ValueSpec, ...]
+    spark_types: tuple[tuple[str, DataType], ...]
+
+    def schema(self, base: StructType) -> StructType:
+        types = dict(self.spark_types)
+        return StructType([StructField(f.name, types.get(f.name, f.dataType), f.nullable) for f in base.fields])
+
+    def arrow_schema(self, base: StructType) -> pa.Schema:
+        return pa.schema([pa.field(f.name, arrow_type_for_spark(f.dataType)) for f in self.schema(base).fields])
+
+    def to_spark(self, batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+        """A parsed batch in exactly the Arrow types of ``target``."""
+        columns = [cast_for_spark(batch.column(i), target.field(i).type) for i in range(batch.num_columns)]
+        return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkValueColumns | None:
+    """The typed columns the (lower-cased) options ask for, or None."""
+    registry = registry_option(options)
+    on_error = str(options.get("onvalueerror", "raise")).strip().lower()
+    on_error = {"failfast": "raise", "permissive": "null"}.get(on_error, on_error)
+    specs = []
+    spark_types = []
+    for column in ("value", "key"):
+        fmt = options.get(f"{column}format")
+        schema_text = options.get(f"{column}schema")
+        fmt = None if fmt is None else str(fmt).strip().lower()
+        if fmt in (None, "", "binary") and schema_text is None:
+            continue
+        spark_type = None
+        schema: Any = schema_text
+        if fmt == "json" and schema_text is not None:
+            spark_type = nullable(json_spark_type(schema_text))
+            schema = arrow_type_for_spark(spark_type)
+        spec = resolve(column, fmt, schema, registry, on_error, topics=topics)
+        if spec is None:
+            continue
+        specs.append(spec)
+        spark_types.append((column, spark_type or spark_type_of(spec.output_type)))
+    if not specs:
+        return None
+    return SparkValueColumns(tuple(specs), tuple(spark_types))
