@@ -6,6 +6,7 @@
 
 pub mod decode;
 pub mod iter_headers;
+pub mod values;
 
 use arrow_array::{
     Array, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
