@@ -414,3 +414,67 @@ def test_spark_reads_protobuf_values(protos, registry, spark, tmp_path):
     raw = spark.createDataFrame([(v,) for v in framed], "value binary")
     parsed = raw.select(kbs.parse_values("value", format="protobuf", schema_registry=registry).alias("v"))
     assert [r.v.id for r in parsed.collect()] == [w["id"] for w in want]
+
+
+def test_cli_convert_parses_protobuf_values(protos, tmp_path):
+    import subprocess
+
+    import pyarrow.parquet as pq
+
+    messages = [order(protos, i) for i in range(20)]
+    folder = tmp_path / "logs" / "orders-0"
+    folder.mkdir(parents=True)
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": m.SerializeToString()} for m in messages])
+    out = tmp_path / "orders.parquet"
+    cli = [sys.executable, "-m", "kafkabatch", "convert", str(tmp_path / "logs"), str(out), "-q"]
+    args = ["--value-format", "protobuf", "--value-descriptor-set", str(protos.root / "shop.desc")]
+    done = subprocess.run([*cli, *args, "--value-message", "shop.Order"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert rows(pq.read_table(out).column("value")) == [expected(m) for m in messages]
+    missing = subprocess.run([*cli, "--force", *args], capture_output=True, text=True)
+    assert missing.returncode != 0 and "--value-message" in missing.stderr
+
+
+def test_schema_ids_in_headers_for_avro_json_and_protobuf(protos, registry):
+    """confluent-kafka's header_schema_id_serializer: a bare value, the schema GUID in __value_schema_id."""
+    import json
+
+    from confluent_kafka.schema_registry import header_schema_id_serializer
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+    conf = {"schema.id.serializer": header_schema_id_serializer}
+    avro_schema = {"type": "record", "name": "A", "fields": [{"name": "x", "type": "long"}]}
+    json_schema = {"type": "object", "properties": {"x": {"type": "integer"}}}
+    cases = {
+        "avro": (AvroSerializer(registry, json.dumps(avro_schema), conf=conf), [{"x": i} for i in range(5)], None),
+        "json": (
+            JSONSerializer(json.dumps(json_schema), registry, conf=conf),
+            [{"x": i} for i in range(5)],
+            json_schema,
+        ),
+        "protobuf": (
+            ProtobufSerializer(protos.Order, registry, {**conf, "use.deprecated.format": False}),
+            [order(protos, i) for i in range(5)],
+            None,
+        ),
+    }
+    for fmt, (serializer, items, schema) in cases.items():
+        records = []
+        for item in items:
+            headers: list = []
+            value = serializer(item, SerializationContext(f"t-{fmt}", MessageField.VALUE, headers))
+            assert [k for k, _ in headers] == ["__value_schema_id"] and headers[0][1][:1] == b"\x01"
+            records.append({"value": value, "headers": headers})
+        table = kb.decode(kb.encode(records), value_format=fmt, value_schema=schema, schema_registry=registry)
+        got = rows(table.column("value"))
+        if fmt == "protobuf":
+            assert got == [expected(m) for m in items]
+        else:
+            assert got == items, fmt
+    # The id form (magic 0 and the 4-byte id) works the same, with the registry's ids.
+    value = AvroSerializer(registry, json.dumps(avro_schema))({"x": 7}, SerializationContext("t", MessageField.VALUE))
+    record = {"value": value[5:], "headers": [("__value_schema_id", value[:5])]}
+    table = kb.decode(kb.encode([record]), value_format="avro", schema_registry=registry)
+    assert table.column("value").to_pylist() == [{"x": 7}]
+    assert AvroDeserializer(registry)(value, SerializationContext("t", MessageField.VALUE)) == {"x": 7}

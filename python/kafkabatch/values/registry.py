@@ -140,6 +140,11 @@ class SchemaRegistry:
         answer = self._get(f"/schemas/ids/{int(schema_id)}")
         return str(answer["schema"]), _references(answer.get("references"))
 
+    def schema_by_guid(self, guid: str) -> tuple[str, list[Reference]]:
+        """The schema with GUID ``guid`` (what header schema ids carry) and its references."""
+        answer = self._get(f"/schemas/guids/{urllib.parse.quote(guid, safe='')}")
+        return str(answer["schema"]), _references(answer.get("references"))
+
     def version_entry(self, subject: str, version: int) -> tuple[int, str, list[Reference]]:
         """``(id, schema, references)`` of one version of ``subject``."""
         entry = self._get(f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/{int(version)}")
@@ -209,6 +214,10 @@ class ConfluentClientRegistry(SchemaRegistry):
 
     def schema_entry(self, schema_id: int) -> tuple[str, list[Reference]]:
         schema = self._ask(f"schema id {schema_id}", lambda: self._client.get_schema(int(schema_id)))
+        return str(schema.schema_str), _references(schema.references)
+
+    def schema_by_guid(self, guid: str) -> tuple[str, list[Reference]]:
+        schema = self._ask(f"schema GUID {guid}", lambda: self._client.get_schema_by_guid(guid))
         return str(schema.schema_str), _references(schema.references)
 
     def version_entry(self, subject: str, version: int) -> tuple[int, str, list[Reference]]:

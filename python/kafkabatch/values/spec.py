@@ -12,6 +12,7 @@ registry when one is named) and maps a bad row back to its Kafka offset.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkabatch import _kafkabatch as _native
+from kafkabatch.values.headers import GUID_IDS, header_guids, with_header_frames
 from kafkabatch.values.protobuf import ProtoFile, protobuf_schema, registered_file, registry_files
 from kafkabatch.values.registry import SchemaRegistry, SchemaRegistryError, registry_of
 from kafkabatch.values.schemas import avro_text, is_json_schema, json_schema_to_arrow
@@ -60,6 +62,8 @@ class ValueSpec:
     proto_files: tuple[ProtoFile, ...] | None = None
     proto_writers: tuple[tuple[int, tuple[ProtoFile, ...]], ...] | None = None
     message: str | None = None
+    #: Local schema ids of the GUIDs found in schema-id headers (see :mod:`kafkabatch.values.headers`).
+    guid_ids: tuple[tuple[str, int], ...] = ()
 
     def parse(self, values: Any, threads: int | None = None) -> pa.ChunkedArray:
         """Parse a binary (or string) column; the first bad row raises
@@ -88,8 +92,11 @@ class ValueSpec:
         """``table`` with this spec's column parsed; a bad value raises
         :class:`ValueDecodeError` naming its topic, partition and offset."""
         index = table.schema.get_field_index(self.column)
+        values = table.column(index)
+        if self.confluent and "headers" in table.schema.names:
+            values = with_header_frames(values, table.column("headers"), self.column, dict(self.guid_ids))
         try:
-            parsed = self.parse(table.column(index), threads)
+            parsed = self.parse(values, threads)
         except ValueDecodeError as error:
             raise located(error, table, self.column) from None
         return table.set_column(index, pa.field(self.column, parsed.type), parsed)
@@ -156,6 +163,7 @@ def resolve(
     values: pa.ChunkedArray | pa.Array | None = None,
     topics: Iterable[str] = (),
     subjects: Iterable[str] | None = None,
+    guid_ids: Mapping[str, int] | None = None,
 ) -> ValueSpec | None:
     """The :class:`ValueSpec` for one column, or None to leave it binary.
 
@@ -187,7 +195,9 @@ def resolve(
     if format == "protobuf":
         if subjects is None:
             subjects = [f"{t}-{column}" for t in topics]
-        return _protobuf_spec(column, schema, schema_registry, registry, on_error, values, list(subjects))
+        return _protobuf_spec(
+            column, schema, schema_registry, registry, on_error, values, list(subjects), guid_ids or {}
+        )
     reader = None if schema is None else avro_text(schema)
     if schema_registry is None:
         if reader is None:
@@ -197,7 +207,7 @@ def resolve(
             )
         return ValueSpec(column, "avro", avro_schema=reader, on_error=on_error)
     if registry is not None:
-        writers, latest = _fetch_writers(registry, column, values, topics)
+        writers, latest = _fetch_writers(registry, column, values, topics, guid_ids or {})
         reader = reader or latest
     elif isinstance(schema_registry, Mapping):
         writers = {int(k): avro_text(v) for k, v in schema_registry.items()}
@@ -226,6 +236,7 @@ def _protobuf_spec(
     on_error: str,
     values: pa.ChunkedArray | pa.Array | None,
     subjects: list[str],
+    guid_ids: Mapping[str, int],
 ) -> ValueSpec:
     """Protobuf values: plain ones of ``schema``'s message, or framed ones
     whose writer schemas (and their references) the registry holds."""
@@ -243,9 +254,14 @@ def _protobuf_spec(
             ids = confluent_ids(values)
             if not ids:
                 registry.check()
+            by_id = {i: g for g, i in guid_ids.items()}
             for schema_id in ids:
                 try:
-                    entry = registry.schema_entry(schema_id)
+                    entry = (
+                        registry.schema_by_guid(by_id[schema_id])
+                        if schema_id in by_id
+                        else registry.schema_entry(schema_id)
+                    )
                 except SchemaRegistryError as error:
                     if error.status != 404:
                         raise
@@ -285,7 +301,7 @@ def _column_table(values: pa.ChunkedArray | pa.Array) -> pa.Table:
 
 
 def _fetch_writers(
-    registry: SchemaRegistry, column: str, values: Any, topics: Iterable[str]
+    registry: SchemaRegistry, column: str, values: Any, topics: Iterable[str], guid_ids: Mapping[str, int]
 ) -> tuple[dict[int, str], str | None]:
     """Writer schemas by id and the newest one of their subject: the ids
     found in ``values``, else the subjects ``<topic>-<column>`` of ``topics``."""
@@ -297,7 +313,11 @@ def _fetch_writers(
     ids = confluent_ids(values)
     if not ids:
         registry.check()
+    by_id = {i: g for g, i in guid_ids.items()}
     for schema_id in ids:
+        if schema_id in by_id:
+            writers[schema_id] = registry.schema_by_guid(by_id[schema_id])[0]
+            continue
         writers[schema_id] = registry.schema(schema_id)
         subjects.extend(s for s in registry.subjects_of(schema_id) if s not in subjects)
     latest = None
@@ -385,18 +405,27 @@ def specs(options: Mapping[str, Any], *, table: pa.Table | None = None, topics: 
     :data:`VALUE_OPTIONS` keywords; ``table``'s columns or ``topics`` tell a
     registry URL which schemas to fetch (see :func:`resolve`)."""
     out = []
+    headers = table.column("headers") if table is not None and "headers" in table.schema.names else None
+    registry = registry_of(options.get("schema_registry"))
     for column in ("value", "key"):
+        values = table.column(column) if table is not None else None
+        guid_ids: dict[str, int] = {}
+        if values is not None and headers is not None and registry is not None:
+            # Schema ids in headers: GUIDs get local ids, and values the prefix they stand for.
+            guid_ids = {g: GUID_IDS + i for i, g in enumerate(header_guids(headers, column))}
+            values = with_header_frames(values, headers, column, guid_ids)
         spec = resolve(
             column,
             options.get(f"{column}_format", "binary"),
             options.get(f"{column}_schema"),
             options.get("schema_registry"),
             options.get("on_value_error", "raise"),
-            values=table.column(column) if table is not None else None,
+            values=values,
             topics=topics,
+            guid_ids=guid_ids,
         )
         if spec is not None:
-            out.append(spec)
+            out.append(dataclasses.replace(spec, guid_ids=tuple(sorted(guid_ids.items()))) if guid_ids else spec)
     return out
 
 
