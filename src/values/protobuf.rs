@@ -447,8 +447,14 @@ enum Column {
 struct MessageColumn {
     name: String,
     fields: Vec<(FieldDescriptor, Column)>,
+    /// Per field: null when unset (it has presence), else the default it reads as.
+    unset: Vec<Option<Value>>,
+    /// `(field number, index in fields)`, by number: set fields come in number order.
+    numbers: Vec<(u32, usize)>,
     /// Fields left out because their message would nest past the limit.
     too_deep: Vec<FieldDescriptor>,
+    /// Which fields the message being appended set.
+    seen: Vec<bool>,
     nulls: NullBufferBuilder,
     len: usize,
 }
@@ -750,9 +756,18 @@ impl MessageColumn {
             }
         }
         path.pop();
+        let unset = fields
+            .iter()
+            .map(|(f, _)| (!f.supports_presence() || f.is_list() || f.is_map()).then(|| f.default_value()))
+            .collect();
+        let mut numbers: Vec<(u32, usize)> = fields.iter().enumerate().map(|(i, (f, _))| (f.number(), i)).collect();
+        numbers.sort_unstable();
         Some(MessageColumn {
             name: message.full_name().to_string(),
+            seen: vec![false; fields.len()],
             fields,
+            unset,
+            numbers,
             too_deep,
             nulls: NullBufferBuilder::new(rows),
             len: 0,
@@ -771,18 +786,32 @@ impl MessageColumn {
     }
 
     fn append(&mut self, message: &DynamicMessage, limit: usize) -> Result<(), String> {
-        if let Some(field) = self.too_deep.iter().find(|f| message.has_field(f)) {
-            return Err(format!(
-                "{}.{} nests deeper than the limit of {limit} levels of a recursive message",
-                self.name,
-                field.name()
-            ));
+        // One pass over the fields the message set (in number order), then
+        // the unset ones: null, or the default they read as.
+        self.seen.fill(false);
+        for (field, value) in message.fields() {
+            match self.numbers.binary_search_by_key(&field.number(), |(n, _)| *n) {
+                Ok(at) => {
+                    let i = self.numbers[at].1;
+                    self.fields[i].1.append(value, limit)?;
+                    self.seen[i] = true;
+                }
+                Err(_) if self.too_deep.iter().any(|f| f.number() == field.number()) => {
+                    return Err(format!(
+                        "{}.{} nests deeper than the limit of {limit} levels of a recursive message",
+                        self.name,
+                        field.name()
+                    ));
+                }
+                Err(_) => {}
+            }
         }
-        for (field, column) in &mut self.fields {
-            if field.supports_presence() && !message.has_field(field) {
-                column.append_null();
-            } else {
-                column.append(&message.get_field(field), limit)?;
+        for (i, (_, column)) in self.fields.iter_mut().enumerate() {
+            if !self.seen[i] {
+                match &self.unset[i] {
+                    Some(default) => column.append(default, limit)?,
+                    None => column.append_null(),
+                }
             }
         }
         self.nulls.append_non_null();
