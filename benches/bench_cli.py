@@ -1,4 +1,4 @@
-"""CLI: ``kafkabatch dump --print-data`` vs an aiokafka loop, and ``kafkabatch convert`` (issue 6).
+"""CLI: ``kafkabatch dump --print-data`` vs an aiokafka loop, and ``kafkabatch convert``.
 
 * dump: ``kafkabatch dump SEGMENT --print-data > /dev/null`` against a plain
   Python loop over aiokafka's Cython reader (``MemoryRecords``) printing the

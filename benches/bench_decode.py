@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Decode throughput: kafkabatch against the Python Kafka clients' readers (issue 7).
+"""Decode throughput: kafkabatch against the Python Kafka clients' readers.
 
 Input is written by aiokafka's (Cython) ``DefaultRecordBatchBuilder``, so it
 does not depend on kafkabatch's encoder; the records come from the same

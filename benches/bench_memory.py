@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peak memory of streaming a large log folder (issue 7: scan_log and the
+"""Peak memory of streaming a large log folder (scan_log and the
 Spark reader over a 2 GiB folder must keep peak RSS <= 512 MiB).
 
 Generates a folder (``kafkabatch.generate``, every codec, transactions) of

@@ -1,4 +1,4 @@
-"""Spark end to end: kafkabatch vs aiokafka's Cython reader in a UDF (issue 5).
+"""Spark end to end: kafkabatch vs aiokafka's Cython reader in a UDF.
 
 One generated log folder (magic-2 topics only: aiokafka's reader misreads
 buffers that mix magics), one ``local[2]`` session, four ways to get the
@@ -10,7 +10,7 @@ good part of its Parquet writing time here):
 
 * ``kafka-log``    - ``spark.read.format("kafka-log").load(folder)``
 * ``explode``      - ``binaryFile`` of the ``.log`` files + ``kbs.explode_batches`` (mapInArrow)
-* ``aiokafka-udf`` - the baseline issue 5 names: ``binaryFile`` + a scalar ``pandas_udf``
+* ``aiokafka-udf`` - the baseline people use today: ``binaryFile`` + a scalar ``pandas_udf``
                      returning, per file, ``array<struct<...>>`` of the records decoded with
                      ``aiokafka.record.memory_records.MemoryRecords`` (CRC checked, control
                      batches skipped), then ``explode`` + ``select("r.*")``
@@ -37,24 +37,11 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+from _spark import ensure_folder, spark_session
 
 
 def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def ensure_folder(folder: Path, size: str, seed: int) -> None:
-    if folder.exists() and any(folder.iterdir()):
-        return
-    import kafkabatch as kb
-    from kafkabatch.generate import DEFAULT_TOPICS
-
-    summary = kb.generate(
-        folder, size=size, seed=seed, topics=[t for t in DEFAULT_TOPICS if t.magic == 2], progress=False
-    )
-    print(summary, file=sys.stderr)
 
 
 def topic_partition(path: str):
@@ -116,7 +103,7 @@ def aiokafka_decode(pdfs):
 
 
 def aiokafka_udf():
-    """The baseline as issue 5 names it: a scalar ``pandas_udf`` over
+    """The baseline people use today: a scalar ``pandas_udf`` over
     (content, path) returning, per file, an array of Kafka-schema structs
     decoded with aiokafka's Cython reader; then ``explode`` + ``select("r.*")``."""
     import pandas as pd
@@ -184,23 +171,15 @@ def main() -> int:
     total = sum(f.stat().st_size for f in logs)
     print(f"folder {args.folder}: {len(logs)} segments, {total / 1e6:.1f} MB; load {loadavg()}", flush=True)
 
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     import kafkabatch.spark as kbs
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkabatch-bench-spark")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.sources.binaryFile.maxLength", str(2**31 - 1))
-        .getOrCreate()
+    spark = spark_session(
+        "kafkabatch-bench-spark",
+        conf={"spark.driver.memory": "4g", "spark.sql.sources.binaryFile.maxLength": str(2**31 - 1)},
+        log_level="WARN",
     )
-    spark.sparkContext.setLogLevel("WARN")
-    kbs.register(spark)
     folder = str(args.folder)
     decode_udf = aiokafka_udf()
 

@@ -1,5 +1,5 @@
 """Streaming vs batch: ``readStream`` with ``Trigger.AvailableNow`` against
-``spark.read`` of the same folder, both into Parquet (issue 17).
+``spark.read`` of the same folder, both into Parquet.
 
 One generated log folder (``kafkabatch.generate``, magic-2 topics, about
 ``--size``), one ``local[2]`` session, three ways to write every record to
@@ -20,7 +20,6 @@ warm-up round; the medians of ``--repeat`` rounds and the ratios to
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -28,10 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_spark import ensure_folder  # the same generated folder (magic-2 topics) as the Spark bench
-
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+from _spark import ensure_folder, log_bytes, spark_session  # the Spark bench's folder and session
 
 
 def parquet_rows(folder: Path) -> int:
@@ -50,23 +46,8 @@ def main() -> int:
     args = parser.parse_args()
     ensure_folder(args.folder, args.size, args.seed)
 
-    from pyspark.sql import SparkSession
-
-    import kafkabatch.spark as kbs
-    from kafkabatch.log import list_segments
-
-    folder_bytes = sum(s.size for s in list_segments(args.folder))
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkabatch-bench-stream")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    kbs.register(spark)
+    folder_bytes = log_bytes(args.folder)
+    spark = spark_session("kafkabatch-bench-stream", conf={"spark.driver.memory": "4g"})
     records = spark.read.format("kafka-log").load(str(args.folder)).count()
     work = Path(tempfile.mkdtemp(prefix="kafkabatch-bench-stream-"))
 

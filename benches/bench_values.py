@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+from _spark import spark_session
 
 import kafkabatch as kb
 
@@ -146,20 +147,9 @@ def python_methods(json_data: bytes, avro_data: bytes) -> dict:
 
 
 def spark_methods(folder: Path, out: Path) -> dict:
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    import kafkabatch.spark as kbs
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    kbs.register(spark)
+    spark = spark_session("kafkabatch-bench-values")
 
     def typed():
         df = spark.read.format("kafka-log").option("valueFormat", "json").option("valueSchema", ORDERS_DDL)

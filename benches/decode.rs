@@ -1,4 +1,4 @@
-//! Decode benchmarks (issue 7): primitives (varint, CRC32-C, memcpy), each
+//! Decode benchmarks: primitives (varint, CRC32-C, memcpy), each
 //! codec's decompression (through `kafkabatch::compression` and through the
 //! raw crate as the floor), and `kafkabatch::decode` against the
 //! `kafka-protocol` crate's `RecordBatchDecoder` on the same batches.

@@ -338,24 +338,20 @@ mod tests {
     use super::*;
 
     /// A v2 batch header with no records, laid out by hand from the spec.
-    pub(crate) fn empty_v2_batch(base_offset: i64, attributes: i16) -> Vec<u8> {
-        let mut b = Vec::new();
-        b.extend_from_slice(&base_offset.to_be_bytes());
-        b.extend_from_slice(&49i32.to_be_bytes()); // batchLength: 61 - 12
-        b.extend_from_slice(&7i32.to_be_bytes()); // partitionLeaderEpoch
-        b.push(2); // magic
-        b.extend_from_slice(&[0; 4]); // crc, patched below
-        b.extend_from_slice(&attributes.to_be_bytes());
-        b.extend_from_slice(&3i32.to_be_bytes()); // lastOffsetDelta
-        b.extend_from_slice(&1_000i64.to_be_bytes()); // baseTimestamp
-        b.extend_from_slice(&2_000i64.to_be_bytes()); // maxTimestamp
-        b.extend_from_slice(&42i64.to_be_bytes()); // producerId
-        b.extend_from_slice(&5i16.to_be_bytes()); // producerEpoch
-        b.extend_from_slice(&9i32.to_be_bytes()); // baseSequence
-        b.extend_from_slice(&0i32.to_be_bytes()); // records count
-        let crc = crc::crc32c(&b[21..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
-        b
+    fn empty_v2_batch(base_offset: i64, attributes: i16) -> Vec<u8> {
+        let header = crate::test_support::V2Header {
+            base_offset,
+            partition_leader_epoch: 7,
+            attributes,
+            last_offset_delta: 3,
+            base_timestamp: 1_000,
+            max_timestamp: 2_000,
+            producer_id: 42,
+            producer_epoch: 5,
+            base_sequence: 9,
+            record_count: 0,
+        };
+        crate::test_support::write_v2(&header, &[])
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::batch::{self, BatchHeader, BatchWalker, RawBatch, WalkEnd, LOG_APPEND
 use crate::compression::{self, Codec};
 use crate::error::{DecodeError, ErrorKind};
 use crate::legacy;
-use crate::record::{self, RecordContext, RecordSink};
+use crate::parallel;
+use crate::record::{self, OwnedRecords, RecordContext, RecordSink};
 use crate::txn::{self, AbortedTxn};
 
 /// Default cap on one batch's decompressed size: far above Kafka's largest
@@ -205,13 +206,9 @@ fn decode_into(
     let start = start.min(data.len());
     let hidden = match &options.isolation {
         Isolation::ReadUncommitted => None,
-        Isolation::ReadCommitted { aborted, hide_open } => Some(txn::hidden_batches(
-            data,
-            start,
-            aborted.as_deref(),
-            *hide_open,
-            options,
-        )),
+        Isolation::ReadCommitted { aborted, hide_open } => {
+            Some(hidden_batches(data, start, aborted.as_deref(), *hide_open, options))
+        }
     };
     let job = Job {
         data,
@@ -262,14 +259,6 @@ const COMPRESSED_WORK_FACTOR: usize = 4;
 /// Explicitly requested threads still get at least this much work each.
 const REQUESTED_MIN_WORK: usize = 256 << 10;
 
-/// The cores this process may use, asked once: `available_parallelism`
-/// reads the affinity mask and cgroup quota files, ~12 µs, as long as
-/// decoding a small fetch.
-pub(crate) fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
 /// Estimated decoding work of a batch: its record bytes.
 fn work_of(raw: &batch::RawBatch) -> usize {
     let len = raw.bytes.len();
@@ -300,7 +289,7 @@ fn split_for_threads(data: &[u8], start: usize, requested: usize) -> (usize, Vec
     let threads = if requested > 0 {
         requested.min((total / REQUESTED_MIN_WORK).max(1))
     } else if total >= PARALLEL_MIN_WORK {
-        cores()
+        parallel::cores()
     } else {
         1
     };
@@ -452,7 +441,7 @@ fn decode_stealing(job: &Job, threads: usize, cuts: &[usize]) -> Result<Vec<Deco
             parts.lock().unwrap_or_else(|e| e.into_inner()).push((first, result));
         }
     };
-    if !crate::parallel::run_beside(threads - 1, &work) {
+    if !parallel::run_beside(threads - 1, &work) {
         return Err(DecodeError::corrupt(0, None, 0, "a decoding thread panicked"));
     }
     // Every piece before the first failure was decoded (a thread stops
@@ -584,6 +573,29 @@ impl<'j, 'a> Part<'j, 'a> {
     }
 }
 
+/// The batches of `data` (from byte `start`) a read_committed reader does
+/// not see: [`txn::hidden_batches`], with control records read by
+/// [`decode_batch`] under `options`' size cap (CRCs are not checked here;
+/// the decode pass reports a bad one).
+pub fn hidden_batches(
+    data: &[u8],
+    start: usize,
+    explicit: Option<&[AbortedTxn]>,
+    hide_open: bool,
+    options: &DecodeOptions,
+) -> txn::Hidden {
+    let options = DecodeOptions {
+        include_control: true,
+        validate_crc: false,
+        ..options.clone()
+    };
+    txn::hidden_batches(data, start, explicit, hide_open, |raw| {
+        let mut sink = OwnedRecords::default();
+        decode_batch(raw, &options, &mut Vec::new(), Some(&mut sink)).ok()?;
+        sink.records.into_iter().next()
+    })
+}
+
 /// Check one batch and, when `sink` is given, send its records there.
 /// Control batches send their records only with `include_control`.
 /// `scratch` holds decompressed payloads between calls.
@@ -658,40 +670,27 @@ fn decode_v2<S: RecordSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::OwnedRecords;
-    use crate::varint::write_varint;
+    use crate::test_support::{record, write_v2, V2Header};
 
     /// An uncompressed v2 batch of `values`, by hand from the spec.
-    pub(crate) fn v2_batch(base_offset: i64, values: &[&[u8]]) -> Vec<u8> {
-        let mut records = Vec::new();
-        for (i, v) in values.iter().enumerate() {
-            let mut body = vec![0u8, 0u8]; // attributes, timestampDelta 0
-            write_varint(&mut body, i as i32);
-            write_varint(&mut body, -1);
-            write_varint(&mut body, v.len() as i32);
-            body.extend_from_slice(v);
-            write_varint(&mut body, 0);
-            write_varint(&mut records, body.len() as i32);
-            records.extend_from_slice(&body);
-        }
-        let mut b = Vec::new();
-        b.extend_from_slice(&base_offset.to_be_bytes());
-        b.extend_from_slice(&((49 + records.len()) as i32).to_be_bytes());
-        b.extend_from_slice(&0i32.to_be_bytes());
-        b.push(2);
-        b.extend_from_slice(&[0; 4]);
-        b.extend_from_slice(&0i16.to_be_bytes());
-        b.extend_from_slice(&((values.len() as i32) - 1).to_be_bytes());
-        b.extend_from_slice(&1_000i64.to_be_bytes());
-        b.extend_from_slice(&1_000i64.to_be_bytes());
-        b.extend_from_slice(&(-1i64).to_be_bytes());
-        b.extend_from_slice(&(-1i16).to_be_bytes());
-        b.extend_from_slice(&(-1i32).to_be_bytes());
-        b.extend_from_slice(&(values.len() as i32).to_be_bytes());
-        b.extend_from_slice(&records);
-        let crc = crate::crc::crc32c(&b[21..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
-        b
+    fn v2_batch(base_offset: i64, values: &[&[u8]]) -> Vec<u8> {
+        let records: Vec<u8> = (0..)
+            .zip(values)
+            .flat_map(|(delta, value)| record(0, delta, None, Some(value), &[]))
+            .collect();
+        let header = V2Header {
+            base_offset,
+            partition_leader_epoch: 0,
+            attributes: 0,
+            last_offset_delta: values.len() as i32 - 1,
+            base_timestamp: 1_000,
+            max_timestamp: 1_000,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            record_count: values.len() as i32,
+        };
+        write_v2(&header, &records)
     }
 
     /// A batch of 200 600-byte records, and `n` copies of it with base
@@ -1003,5 +1002,119 @@ mod tests {
         let raw = BatchWalker::new(&control).next().expect("one");
         let header = decode_batch(&raw, &options, &mut Vec::new(), Some(&mut sink)).expect("valid");
         assert!(header.is_control && header.is_transactional);
+    }
+
+    /// read_committed end to end (the visibility rules: `crate::txn`).
+    mod read_committed {
+        use super::super::*;
+        use crate::test_support::{record, write_v2, V2Header};
+        use crate::txn::AbortedTxn;
+
+        /// A one-record v2 batch with producer fields, by hand from the spec.
+        fn batch(offset: i64, producer_id: i64, transactional: bool, control: Option<i16>) -> Vec<u8> {
+            let (key, value): (Vec<u8>, Vec<u8>) = match control {
+                Some(t) => ([0i16.to_be_bytes(), t.to_be_bytes()].concat(), vec![0, 0, 0, 0, 0, 0]),
+                None => (b"k".to_vec(), format!("v{offset}").into_bytes()),
+            };
+            let attributes: i16 = if transactional { 0x10 } else { 0 } | if control.is_some() { 0x20 } else { 0 };
+            let header = V2Header {
+                base_offset: offset,
+                partition_leader_epoch: 0,
+                attributes,
+                last_offset_delta: 0,
+                base_timestamp: 0,
+                max_timestamp: 0,
+                producer_id,
+                producer_epoch: 0,
+                base_sequence: if producer_id >= 0 { 0 } else { -1 },
+                record_count: 1,
+            };
+            write_v2(&header, &record(0, 0, Some(&key), Some(&value), &[]))
+        }
+
+        const COMMIT: Option<i16> = Some(1);
+        const ABORT: Option<i16> = Some(0);
+
+        fn committed_offsets(data: &[u8], explicit: Option<Vec<AbortedTxn>>) -> Vec<i64> {
+            let hide_open = explicit.is_none();
+            let options = DecodeOptions {
+                isolation: Isolation::ReadCommitted {
+                    aborted: explicit,
+                    hide_open,
+                },
+                ..Default::default()
+            };
+            let out = decode(data, None, None, &options).expect("valid");
+            let offsets = out.chunks[0]
+                .column(4)
+                .as_any()
+                .downcast_ref::<arrow_array::Int64Array>()
+                .expect("int64")
+                .values()
+                .to_vec();
+            offsets
+        }
+
+        #[test]
+        fn interleaved_producers_commit_abort_and_open() {
+            let data = [
+                batch(0, 1, true, None),   // P1 txn A
+                batch(1, 2, true, None),   // P2 txn B
+                batch(2, -1, false, None), // plain
+                batch(3, 1, true, None),   // P1 txn A
+                batch(4, 1, true, COMMIT), // P1 commits A
+                batch(5, 2, true, ABORT),  // P2 aborts B
+                batch(6, 2, true, None),   // P2 txn C
+                batch(7, 7, false, None),  // idempotent, not transactional
+                batch(8, 2, true, COMMIT), // P2 commits C
+                batch(9, 1, true, None),   // P1 txn D, still open
+            ]
+            .concat();
+            assert_eq!(committed_offsets(&data, None), vec![0, 2, 3, 6, 7]);
+            // With an explicit list, data past the markers is the broker's to judge.
+            assert_eq!(committed_offsets(&data, Some(vec![])), vec![0, 2, 3, 6, 7, 9]);
+            let read_uncommitted = decode(&data, None, None, &DecodeOptions::default()).expect("valid");
+            assert_eq!(read_uncommitted.records, 7);
+        }
+
+        #[test]
+        fn explicit_lists_apply_unsorted_and_without_markers() {
+            // No markers at all (a fetch response cut before them).
+            let data = [
+                batch(10, 1, true, None),
+                batch(11, 2, true, None),
+                batch(12, 1, true, None),
+                batch(13, 3, true, None),
+            ]
+            .concat();
+            let list = vec![
+                AbortedTxn {
+                    producer_id: 3,
+                    first_offset: 13,
+                },
+                AbortedTxn {
+                    producer_id: 1,
+                    first_offset: 10,
+                },
+            ];
+            assert_eq!(committed_offsets(&data, Some(list)), vec![11]);
+        }
+
+        #[test]
+        fn abort_marker_closes_the_aborted_transaction() {
+            let data = [
+                batch(0, 1, true, None),
+                batch(1, 1, true, ABORT),
+                batch(2, 1, true, None), // a new transaction, committed
+                batch(3, 1, true, COMMIT),
+            ]
+            .concat();
+            let list = vec![AbortedTxn {
+                producer_id: 1,
+                first_offset: 0,
+            }];
+            assert_eq!(committed_offsets(&data, Some(list)), vec![2]);
+            assert_eq!(committed_offsets(&data, None), vec![2]);
+        }
     }
 }

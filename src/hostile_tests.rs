@@ -1,4 +1,4 @@
-//! Hostile-input catalogue (issue 8): real-shaped batches from
+//! Hostile-input catalogue: real-shaped batches from
 //! [`crate::encode`], every magic x codec, damaged in every way the format
 //! allows, through [`crate::decode`]. Every case must end in either
 //!

@@ -35,3 +35,5 @@ extern crate self as kafkabatch;
 mod fuzz_regressions;
 #[cfg(test)]
 mod hostile_tests;
+#[cfg(test)]
+mod test_support;

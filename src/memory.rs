@@ -1,8 +1,8 @@
 //! Large output buffers. Decoding writes hundreds of megabytes; faulting
 //! in fresh memory can cost more than the decoding.
 //!
-//! No transparent huge pages are asked for (`MADV_HUGEPAGE` was, up to the
-//! third session). Measured on the 2-vCPU VMs this runs on, a 48 MB decode
+//! No transparent huge pages are asked for (`MADV_HUGEPAGE` was measured and
+//! dropped). Measured on the 2-vCPU VMs this runs on, a 48 MB decode
 //! into fresh memory: one thread 22-135 ms with huge pages (bimodal, the
 //! kernel time swinging 12-124 ms) against 27-32 ms without; two threads
 //! 57-83 ms against 17-22 ms. Our reading: fresh huge pages there come from

@@ -22,6 +22,14 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+/// The cores this process may use, asked once: `available_parallelism`
+/// reads the affinity mask and cgroup quota files, ~12 µs, as long as
+/// decoding a small fetch.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// How long the caller spins for helpers to finish before parking.
 const SPIN: Duration = Duration::from_micros(300);
 
@@ -201,7 +209,7 @@ fn pool() -> Option<&'static Pool> {
     let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
     let pool = match *slot {
         Some((owner, pool)) if owner == pid => pool,
-        _ => slot.insert((pid, Pool::start(crate::decode::cores() - 1))).1,
+        _ => slot.insert((pid, Pool::start(cores() - 1))).1,
     };
     (pool.size > 0).then_some(pool)
 }

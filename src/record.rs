@@ -301,7 +301,7 @@ impl RecordSink for OwnedRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::varint::{write_varint, write_varlong};
+    use crate::test_support::record;
 
     const CTX: RecordContext = RecordContext {
         base_offset: 100,
@@ -310,44 +310,6 @@ mod tests {
         timestamp_type: 0,
         base_sequence: -1,
     };
-
-    /// One record laid out by hand from the spec.
-    fn record(
-        ts_delta: i64,
-        offset_delta: i32,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-        headers: &[(&str, Option<&[u8]>)],
-    ) -> Vec<u8> {
-        let mut body = vec![0u8];
-        write_varlong(&mut body, ts_delta);
-        write_varint(&mut body, offset_delta);
-        for field in [key, value] {
-            match field {
-                Some(b) => {
-                    write_varint(&mut body, b.len() as i32);
-                    body.extend_from_slice(b);
-                }
-                None => write_varint(&mut body, -1),
-            }
-        }
-        write_varint(&mut body, headers.len() as i32);
-        for (k, v) in headers {
-            write_varint(&mut body, k.len() as i32);
-            body.extend_from_slice(k.as_bytes());
-            match v {
-                Some(b) => {
-                    write_varint(&mut body, b.len() as i32);
-                    body.extend_from_slice(b);
-                }
-                None => write_varint(&mut body, -1),
-            }
-        }
-        let mut out = Vec::new();
-        write_varint(&mut out, body.len() as i32);
-        out.extend_from_slice(&body);
-        out
-    }
 
     fn read(buf: &[u8], count: usize, ctx: &RecordContext) -> Result<Vec<OwnedRecord>, LocalError> {
         let mut sink = OwnedRecords::default();

@@ -702,7 +702,12 @@ pub fn parse_column(
         }
         first_row += array.len();
     }
-    let threads = if threads == 0 { crate::decode::cores() } else { threads }.clamp(1, pieces.len().max(1));
+    let threads = if threads == 0 {
+        crate::parallel::cores()
+    } else {
+        threads
+    }
+    .clamp(1, pieces.len().max(1));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<ArrayRef, RowError>>>> = Mutex::new(vec![None; pieces.len()]);
     let work = || loop {

@@ -18,8 +18,8 @@ import pytest
 import realclients as rc
 
 import kafkabatch as kb
-from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
 from kafkabatch.log import list_segments
+from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
 
 BASE = 5_000
 INTERVAL = 4096

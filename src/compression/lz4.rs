@@ -472,77 +472,15 @@ pub(crate) fn xxh32(data: &[u8], seed: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compression::test_support::*;
     use proptest::prelude::*;
 
-    const MIB: usize = 1 << 20;
-
-    /// Text-like test data (the same generator made the CLI fixtures).
-    fn sample(n: usize, seed: u32) -> Vec<u8> {
-        let words: [&[u8]; 10] = [
-            b"kafka",
-            b"record",
-            b"batch",
-            b"offset",
-            b"topic",
-            b"partition",
-            b"lz4",
-            b"frame",
-            b"block",
-            b"zstd",
-        ];
-        let mut state = seed;
-        let mut out = Vec::with_capacity(n + 16);
-        while out.len() < n {
-            state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            out.extend_from_slice(words[((state >> 16) % 10) as usize]);
-            out.push(b' ');
-        }
-        out.truncate(n);
-        out
-    }
-
-    /// `sample(300)` repeated to `n` bytes: the CLI fixtures' input.
-    fn repeated(n: usize) -> Vec<u8> {
-        sample(300, 12345).iter().copied().cycle().take(n).collect()
-    }
-
-    /// Incompressible bytes (xorshift).
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect()
-    }
-
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
     fn dec(payload: &[u8], magic0: bool, limit: usize) -> Result<Vec<u8>, CodecError> {
-        let mut out = Vec::new();
-        decompress(payload, magic0, limit, &mut out).map(|()| out)
+        into_vec(|out| decompress(payload, magic0, limit, out))
     }
 
     fn comp(input: &[u8], magic0: bool) -> Vec<u8> {
-        let mut out = Vec::new();
-        compress(input, magic0, None, &mut out).unwrap();
-        out
-    }
-
-    fn is_invalid(r: &Result<Vec<u8>, CodecError>) -> bool {
-        matches!(r, Err(CodecError::Invalid { codec: "lz4", .. }))
-    }
-
-    fn is_too_large(r: &Result<Vec<u8>, CodecError>) -> bool {
-        matches!(r, Err(CodecError::TooLarge { codec: "lz4", .. }))
+        into_vec(|out| compress(input, magic0, None, out)).unwrap()
     }
 
     /// A frame header with the given FLG/BD and optional content size; the
@@ -717,8 +655,8 @@ mod tests {
         garbled[6] ^= 0x5A;
         assert_eq!(dec(&garbled, true, MIB).unwrap(), input);
         // magic 1/2 verify it.
-        assert!(is_invalid(&dec(&broken, false, MIB)));
-        assert!(is_invalid(&dec(&garbled, false, MIB)));
+        assert!(is_invalid(&dec(&broken, false, MIB), "lz4"));
+        assert!(is_invalid(&dec(&garbled, false, MIB), "lz4"));
     }
 
     #[test]
@@ -740,7 +678,7 @@ mod tests {
         let mut independent = frame.clone();
         independent[4] |= FLG_BLOCK_INDEPENDENT;
         independent[6] = header_checksum(&independent[4..6]);
-        assert!(is_invalid(&dec(&independent, false, MIB)));
+        assert!(is_invalid(&dec(&independent, false, MIB), "lz4"));
     }
 
     #[test]
@@ -760,20 +698,20 @@ mod tests {
         frame.extend_from_slice(&[0; 4]);
         frame.extend_from_slice(&xxh32(&all, 0).to_le_bytes());
         assert_eq!(dec(&frame, false, all.len()).unwrap(), all);
-        assert!(is_too_large(&dec(&frame, false, all.len() - 1)));
+        assert!(is_too_large(&dec(&frame, false, all.len() - 1), "lz4"));
 
         // A bad block checksum, content checksum or content size is refused.
         let mut bad_block = frame.clone();
         let first_checksum = 15 + 4 + a.len(); // header (with content size) + size word + data
         bad_block[first_checksum] ^= 1;
-        assert!(is_invalid(&dec(&bad_block, false, MIB)));
+        assert!(is_invalid(&dec(&bad_block, false, MIB), "lz4"));
         let mut bad_content = frame.clone();
         let last = bad_content.len() - 1;
         bad_content[last] ^= 1;
-        assert!(is_invalid(&dec(&bad_content, false, MIB)));
+        assert!(is_invalid(&dec(&bad_content, false, MIB), "lz4"));
         let mut wrong_size = header(flg, 0x40, Some(all.len() as u64 + 1));
         wrong_size.extend_from_slice(&frame[15..]);
-        assert!(is_invalid(&dec(&wrong_size, false, MIB)));
+        assert!(is_invalid(&dec(&wrong_size, false, MIB), "lz4"));
     }
 
     #[test]
@@ -784,9 +722,9 @@ mod tests {
             Some(u64::MAX),
         );
         frame.extend_from_slice(&[0; 4]);
-        assert!(is_too_large(&dec(&frame, false, MIB)));
+        assert!(is_too_large(&dec(&frame, false, MIB), "lz4"));
         // With no effective limit the claim is still not trusted for allocation.
-        assert!(is_invalid(&dec(&frame, false, usize::MAX)));
+        assert!(is_invalid(&dec(&frame, false, usize::MAX), "lz4"));
     }
 
     #[test]
@@ -814,9 +752,9 @@ mod tests {
         skippable_first.extend_from_slice(&5u32.to_le_bytes());
         skippable_first.extend_from_slice(b"hello");
         skippable_first.extend_from_slice(&first);
-        assert!(is_invalid(&dec(&skippable_first, false, MIB)));
+        assert!(is_invalid(&dec(&skippable_first, false, MIB), "lz4"));
         // The limit counts the first frame only.
-        assert!(is_too_large(&dec(&payload, false, a.len() - 1)));
+        assert!(is_too_large(&dec(&payload, false, a.len() - 1), "lz4"));
         assert_eq!(dec(&payload, false, a.len()).unwrap(), a);
     }
 
@@ -858,11 +796,11 @@ mod tests {
             let mut frame = good.clone();
             frame[at] = value;
             frame[6] = header_checksum(&frame[4..6]);
-            assert!(is_invalid(&dec(&frame, false, MIB)), "byte {at} = {value:#x}");
+            assert!(is_invalid(&dec(&frame, false, MIB), "lz4"), "byte {at} = {value:#x}");
         }
-        assert!(is_invalid(&dec(b"", false, MIB)));
-        assert!(is_invalid(&dec(b"\x04\x22\x4d", false, MIB)));
-        assert!(is_invalid(&dec(b"not lz4 at all", false, MIB)));
+        assert!(is_invalid(&dec(b"", false, MIB), "lz4"));
+        assert!(is_invalid(&dec(b"\x04\x22\x4d", false, MIB), "lz4"));
+        assert!(is_invalid(&dec(b"not lz4 at all", false, MIB), "lz4"));
     }
 
     #[test]
@@ -870,7 +808,7 @@ mod tests {
         let input = sample(70_000, 25);
         for frame in [comp(&input, false), unhex(CLI_LINKED)] {
             for cut in (0..frame.len()).step_by(11).chain(frame.len() - 8..frame.len()) {
-                assert!(is_invalid(&dec(&frame[..cut], false, MIB)), "cut at {cut}");
+                assert!(is_invalid(&dec(&frame[..cut], false, MIB), "lz4"), "cut at {cut}");
             }
             let mut x = 0x9E37_79B9u32;
             for _ in 0..300 {

@@ -9,6 +9,9 @@ pub mod lz4;
 pub mod snappy;
 pub mod zstd;
 
+#[cfg(test)]
+mod test_support;
+
 /// A Kafka compression codec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {

@@ -207,65 +207,25 @@ fn compress_block(encoder: &mut Encoder, input: &[u8], out: &mut Vec<u8>) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compression::test_support::*;
     use proptest::prelude::*;
 
-    const MIB: usize = 1 << 20;
-
+    /// Text-like data: the fixtures' first six [`WORDS`] and two of its own.
     fn sample(n: usize, seed: u32) -> Vec<u8> {
-        let words: [&[u8]; 8] = [
-            b"kafka",
-            b"record",
-            b"batch",
-            b"offset",
-            b"topic",
-            b"partition",
-            b"snappy",
-            b"xerial",
-        ];
-        let mut state = seed;
-        let mut out = Vec::with_capacity(n + 16);
-        while out.len() < n {
-            state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            out.extend_from_slice(words[((state >> 16) % 8) as usize]);
-            out.push(b' ');
-        }
-        out.truncate(n);
-        out
-    }
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect()
+        let words = [&WORDS[..6], &[b"snappy", b"xerial"]].concat();
+        sample_of(&words, n, seed)
     }
 
     fn dec(payload: &[u8], limit: usize) -> Result<Vec<u8>, CodecError> {
-        let mut out = Vec::new();
-        decompress(payload, limit, &mut out).map(|()| out)
+        into_vec(|out| decompress(payload, limit, out))
     }
 
     fn comp(input: &[u8], xerial: bool) -> Vec<u8> {
-        let mut out = Vec::new();
-        compress(input, xerial, &mut out).unwrap();
-        out
+        into_vec(|out| compress(input, xerial, out)).unwrap()
     }
 
     fn raw(input: &[u8]) -> Vec<u8> {
         Encoder::new().compress_vec(input).unwrap()
-    }
-
-    fn is_invalid(r: &Result<Vec<u8>, CodecError>) -> bool {
-        matches!(r, Err(CodecError::Invalid { codec: "snappy", .. }))
-    }
-
-    fn is_too_large(r: &Result<Vec<u8>, CodecError>) -> bool {
-        matches!(r, Err(CodecError::TooLarge { codec: "snappy", .. }))
     }
 
     /// A xerial stream built by hand from `chunks`, with the version fields
@@ -280,38 +240,6 @@ mod tests {
             s.extend_from_slice(&block);
         }
         s
-    }
-
-    /// The generator of the Java fixture: `sample(300)` of these words, repeated.
-    fn repeated(n: usize) -> Vec<u8> {
-        let words: [&[u8]; 10] = [
-            b"kafka",
-            b"record",
-            b"batch",
-            b"offset",
-            b"topic",
-            b"partition",
-            b"lz4",
-            b"frame",
-            b"block",
-            b"zstd",
-        ];
-        let mut state = 12345u32;
-        let mut base = Vec::new();
-        while base.len() < 300 {
-            state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            base.extend_from_slice(words[((state >> 16) % 10) as usize]);
-            base.push(b' ');
-        }
-        base.truncate(300);
-        base.iter().copied().cycle().take(n).collect()
-    }
-
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
     }
 
     // snappy-java 1.1.10.8 `SnappyOutputStream` (defaults) of `repeated(33000)`.
@@ -444,7 +372,7 @@ mod tests {
         // A half header between blocks is not.
         let mut half = comp(&a, true);
         half.extend_from_slice(&XERIAL_MAGIC[..6]);
-        assert!(is_invalid(&dec(&half, MIB)));
+        assert!(is_invalid(&dec(&half, MIB), "snappy"));
     }
 
     #[test]
@@ -465,7 +393,7 @@ mod tests {
     #[test]
     fn bomb_is_refused_quickly() {
         // Raw: a varint claiming ~4 GiB, and a real 64 MiB block claim.
-        assert!(is_too_large(&dec(&[0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0], MIB)));
+        assert!(is_too_large(&dec(&[0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0], MIB), "snappy"));
         // xerial: 2048 blocks of 32 KiB zeros (64 MiB) in ~3 MiB of payload.
         let block = raw(&[0u8; XERIAL_BLOCK_SIZE]);
         let mut s = comp(b"", true);
@@ -483,20 +411,23 @@ mod tests {
     #[test]
     fn claims_snappy_cannot_encode_are_invalid() {
         // 1 GiB claimed by a 7-byte block, with no effective limit.
-        assert!(is_invalid(&dec(&[0x80, 0x80, 0x80, 0x80, 0x04, 0, 0], usize::MAX)));
+        assert!(is_invalid(
+            &dec(&[0x80, 0x80, 0x80, 0x80, 0x04, 0, 0], usize::MAX),
+            "snappy"
+        ));
     }
 
     #[test]
     fn bad_payloads_are_invalid() {
-        assert!(is_invalid(&dec(b"", MIB)));
-        assert!(is_invalid(&dec(&XERIAL_MAGIC, MIB)));
-        assert!(is_invalid(&dec(&comp(b"abc", true)[..15], MIB)));
+        assert!(is_invalid(&dec(b"", MIB), "snappy"));
+        assert!(is_invalid(&dec(&XERIAL_MAGIC, MIB), "snappy"));
+        assert!(is_invalid(&dec(&comp(b"abc", true)[..15], MIB), "snappy"));
         let mut zero_block = comp(b"", true);
         zero_block.extend_from_slice(&[0, 0, 0, 0]);
-        assert!(is_invalid(&dec(&zero_block, MIB)));
+        assert!(is_invalid(&dec(&zero_block, MIB), "snappy"));
         let mut negative = comp(b"", true);
         negative.extend_from_slice(&[0xFF, 0, 0, 1, 0]);
-        assert!(is_invalid(&dec(&negative, MIB)));
+        assert!(is_invalid(&dec(&negative, MIB), "snappy"));
         for framed in [false, true] {
             let input = sample(70_000, 12);
             let s = comp(&input, framed);

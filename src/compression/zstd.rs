@@ -284,68 +284,16 @@ pub fn compress(input: &[u8], level: Option<i32>, out: &mut Vec<u8>) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compression::test_support::*;
     use proptest::prelude::*;
     use std::io::Write;
 
-    const MIB: usize = 1 << 20;
-
-    fn sample(n: usize, seed: u32) -> Vec<u8> {
-        let words: [&[u8]; 10] = [
-            b"kafka",
-            b"record",
-            b"batch",
-            b"offset",
-            b"topic",
-            b"partition",
-            b"lz4",
-            b"frame",
-            b"block",
-            b"zstd",
-        ];
-        let mut state = seed;
-        let mut out = Vec::with_capacity(n + 16);
-        while out.len() < n {
-            state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            out.extend_from_slice(words[((state >> 16) % 10) as usize]);
-            out.push(b' ');
-        }
-        out.truncate(n);
-        out
-    }
-
-    /// The fixtures' input: `sample(300, 12345)` repeated.
-    fn repeated(n: usize) -> Vec<u8> {
-        sample(300, 12345).iter().copied().cycle().take(n).collect()
-    }
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect()
-    }
-
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
     fn dec(payload: &[u8], limit: usize) -> Result<Vec<u8>, CodecError> {
-        let mut out = Vec::new();
-        decompress(payload, limit, &mut out).map(|()| out)
+        into_vec(|out| decompress(payload, limit, out))
     }
 
     fn comp(input: &[u8], level: Option<i32>) -> Vec<u8> {
-        let mut out = Vec::new();
-        compress(input, level, &mut out).unwrap();
-        out
+        into_vec(|out| compress(input, level, out)).unwrap()
     }
 
     /// A frame written by the streaming encoder, which declares no content size.
@@ -359,14 +307,6 @@ mod tests {
 
     fn has_content_size(frame: &[u8]) -> bool {
         zstd_safe::get_frame_content_size(frame).unwrap().is_some()
-    }
-
-    fn is_invalid(r: &Result<Vec<u8>, CodecError>) -> bool {
-        matches!(r, Err(CodecError::Invalid { codec: "zstd", .. }))
-    }
-
-    fn is_too_large(r: &Result<Vec<u8>, CodecError>) -> bool {
-        matches!(r, Err(CodecError::TooLarge { codec: "zstd", .. }))
     }
 
     // zstd-jni 1.5.7 `ZstdOutputStream` (level 3; no content size, as Kafka producers write) of `repeated(150000)`.
@@ -400,13 +340,7 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let inputs = [
-            Vec::new(),
-            b"x".to_vec(),
-            sample(100_000, 1),
-            noise(100_000, 2),
-            vec![0; 1_000_000],
-        ];
+        let inputs = round_trip_inputs();
         for input in &inputs {
             for level in [None, Some(1), Some(-5)] {
                 let frame = comp(input, level);
@@ -447,14 +381,14 @@ mod tests {
         let frame = streamed(&input, 3);
         assert!(!has_content_size(&frame));
         assert_eq!(dec(&frame, input.len()).unwrap(), input);
-        assert!(is_too_large(&dec(&frame, input.len() - 1)));
+        assert!(is_too_large(&dec(&frame, input.len() - 1), "zstd"));
         // A bound past the limit with content that fits: the streaming path.
         let small = sample(10_000, 6);
         let frame = streamed(&small, 3);
         assert!(content_bound(&frame).unwrap() > 20_000);
         assert_eq!(dec(&frame, 20_000).unwrap(), small);
         assert_eq!(dec(&frame, small.len()).unwrap(), small);
-        assert!(is_too_large(&dec(&frame, small.len() - 1)));
+        assert!(is_too_large(&dec(&frame, small.len() - 1), "zstd"));
     }
 
     #[test]
@@ -473,7 +407,7 @@ mod tests {
         let mut out = Vec::new();
         stream(&mut DCtx::create(), &payload, all.len(), &mut out).unwrap();
         assert_eq!(out, all);
-        assert!(is_too_large(&dec(&payload, all.len() - 1)));
+        assert!(is_too_large(&dec(&payload, all.len() - 1), "zstd"));
     }
 
     #[test]
@@ -526,15 +460,15 @@ mod tests {
 
     #[test]
     fn bad_payloads_are_invalid() {
-        assert!(is_invalid(&dec(b"", MIB)));
-        assert!(is_invalid(&dec(b"not zstd", MIB)));
+        assert!(is_invalid(&dec(b"", MIB), "zstd"));
+        assert!(is_invalid(&dec(b"not zstd", MIB), "zstd"));
         let input = sample(100_000, 11);
         for frame in [comp(&input, None), streamed(&input, 3), unhex(CLI_ZSTD)] {
             let mut trailing = frame.clone();
             trailing.extend_from_slice(b"\0\0\0\0garbage");
-            assert!(is_invalid(&dec(&trailing, MIB)));
+            assert!(is_invalid(&dec(&trailing, MIB), "zstd"));
             for cut in (0..frame.len()).step_by(7).chain(frame.len() - 4..frame.len()) {
-                assert!(is_invalid(&dec(&frame[..cut], MIB)), "cut at {cut}");
+                assert!(is_invalid(&dec(&frame[..cut], MIB), "zstd"), "cut at {cut}");
             }
             let mut x = 0x0BAD_F00Du32;
             for _ in 0..300 {
@@ -549,7 +483,7 @@ mod tests {
         let mut bad = unhex(CLI_ZSTD);
         let last = bad.len() - 1;
         bad[last] ^= 1;
-        assert!(is_invalid(&dec(&bad, MIB)));
+        assert!(is_invalid(&dec(&bad, MIB), "zstd"));
         // A context left mid-frame by an error is reset for the next payload.
         assert!(dec(&comp(&input, None)[..500], MIB).is_err());
         assert_eq!(dec(&streamed(&input, 3), MIB).unwrap(), input);

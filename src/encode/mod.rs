@@ -51,7 +51,7 @@
 
 pub mod control;
 mod legacy;
-mod v2;
+pub(crate) mod v2;
 
 #[cfg(test)]
 mod test_reader;

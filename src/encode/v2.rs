@@ -28,7 +28,7 @@ pub(super) const CONTROL_BIT: i16 = 0x20;
 
 /// The header fields of a v2 batch (length and CRC are computed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct BatchHeader {
+pub(crate) struct BatchHeader {
     pub base_offset: i64,
     pub partition_leader_epoch: i32,
     pub attributes: i16,

@@ -11,9 +11,9 @@ use super::input::Input;
 use crate::batch::{be_i64, BatchHeader, BatchWalker, RawBatch, WalkEnd};
 use crate::compression::Codec;
 use crate::control::parse_control;
-use crate::decode::{decode_batch, DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use crate::decode::{decode_batch, hidden_batches, DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
 use crate::record::{OwnedRecord, OwnedRecords};
-use crate::txn::{hidden_batches, Hidden};
+use crate::txn::Hidden;
 
 /// One record, for small jobs (`Batch.records()`).
 #[pyclass(frozen, module = "kafkabatch._kafkabatch", eq)]
