@@ -39,9 +39,6 @@ import pyarrow as pa
 
 import kafkabatch as kb
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-
 EVENT_PROTO = """
 syntax = "proto3";
 package bench;
@@ -119,19 +116,9 @@ def python_methods(data: bytes, event, registry) -> dict:
 
 
 def spark_methods(folder: Path, out: Path, registry_json: str) -> dict:
-    from pyspark.sql import SparkSession
+    from _spark import spark_session
 
-    import kafkabatch.spark as kbs
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    kbs.register(spark)
+    spark = spark_session("kafkabatch-bench-protobuf")
 
     def typed():
         df = spark.read.format("kafka-log").option("valueFormat", "protobuf").option("schemaRegistry", registry_json)
