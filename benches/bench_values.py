@@ -9,6 +9,12 @@ prefix, as confluent-kafka's ``AvroSerializer`` writes them):
 * ``json``             - ``kb.decode(data, value_format="json", value_schema=ORDERS)``
 * ``decode+polars``    - ``kb.decode(data)``, then polars ``str.json_decode(dtype)`` on the value column
 * ``decode+json.loads``- ``kb.decode(data)``, ``json.loads`` per value, ``pa.array(rows, ORDERS)``
+* ``json threads=1``   - the first, on one thread (MB/s of JSON values per core)
+* ``decode+duckdb``    - ``kb.decode(data)``, then DuckDB ``json_transform(decode(value), '<T>')`` over the
+                         Arrow table, fetched as Arrow (DuckDB's default threads)
+* ``decode+pyarrow.json`` - ``kb.decode(data)``, values joined by newlines, ``pyarrow.json.read_json``
+                         with the schema
+* the same JSON rows on a flat 10-field record of numbers and short strings (``flat ...``)
 * ``avro``             - ``kb.decode(data, value_format="avro", schema_registry={1: schema})``
 * ``decode+fastavro``  - ``kb.decode(data)``, fastavro ``schemaless_reader`` per value (dicts, no Arrow)
 * ``spark``            - ``kafka-log`` with ``valueFormat=json`` → Parquet, against ``kafka-log`` +
@@ -117,6 +123,77 @@ def avro_bytes(values: list[bytes]) -> bytes:
     return kb.encode([{"value": v} for v in out], compression="lz4", records_per_batch=500)
 
 
+FLAT = pa.struct(
+    [(n, pa.int64()) for n in ("id", "user", "ts")]
+    + [("score", pa.float64()), ("price", pa.float64()), ("qty", pa.int64())]
+    + [(n, pa.string()) for n in ("country", "event", "device")]
+    + [("rank", pa.int64())]
+)
+
+
+def flat_bytes(rows: int) -> bytes:
+    """`rows` flat records (numbers and short strings) as JSON values, lz4 batches."""
+    import random
+
+    rng = random.Random(7)
+    words = ["alpha", "beta", "gamma", "delta", "eu-west", "ok", "FR", "click", "view", "buy"]
+    values = [
+        json.dumps(
+            {
+                "id": i,
+                "user": rng.randrange(10**9),
+                "ts": 1714521600000 + i * 37,
+                "score": round(rng.random() * 100, 3),
+                "price": round(rng.random() * 1000, 2),
+                "qty": rng.randrange(100),
+                "country": rng.choice(words),
+                "event": rng.choice(words),
+                "device": f"d{rng.randrange(1000)}",
+                "rank": rng.randrange(10**6),
+            }
+        ).encode()
+        for i in range(rows)
+    ]
+    return kb.encode([{"value": v} for v in values], compression="lz4", records_per_batch=500)
+
+
+def duckdb_structure(t: pa.DataType) -> object:
+    """`t` as a json_transform structure."""
+    if pa.types.is_struct(t):
+        return {f.name: duckdb_structure(f.type) for f in t}
+    if pa.types.is_list(t):
+        return [duckdb_structure(t.value_type)]
+    return {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}[t]
+
+
+def json_peers(name: str, data: bytes, schema: pa.DataType) -> dict:
+    """kafkabatch's typed JSON against DuckDB's json_transform and pyarrow.json on the same values."""
+    import duckdb
+    import pyarrow.json as paj
+
+    structure = json.dumps(duckdb_structure(schema))
+    arrow_schema = pa.schema(list(schema))
+
+    def decode_duckdb():
+        records = kb.decode(data)  # noqa: F841 (read by DuckDB's replacement scan)
+        con = duckdb.connect()
+        out = con.sql(f"select json_transform(decode(value), '{structure}') as value from records").arrow()
+        return out.num_rows if isinstance(out, pa.Table) else out.read_all().num_rows
+
+    def decode_pyarrow_json():
+        values = kb.decode(data).column("value").combine_chunks()
+        text = b"\n".join(v.as_py() for v in values)
+        return paj.read_json(io.BytesIO(text), parse_options=paj.ParseOptions(explicit_schema=arrow_schema)).num_rows
+
+    return {
+        f"{name}json": lambda: kb.decode(data, value_format="json", value_schema=schema).num_rows,
+        f"{name}json threads=1": lambda: kb.decode(data, value_format="json", value_schema=schema, threads=1).num_rows,
+        f"{name}decode+duckdb": decode_duckdb,
+        f"{name}decode+pyarrow.json": decode_pyarrow_json,
+        f"{name}decode only": lambda: kb.decode(data).num_rows,
+    }
+
+
 def python_methods(json_data: bytes, avro_data: bytes) -> dict:
     import fastavro
     import polars as pl
@@ -192,8 +269,24 @@ def main() -> None:
             f"{len(avro_data) / 2**20:.1f} MiB as Confluent Avro; {platform.machine()}, {os.cpu_count()} cores, "
             f"load {os.getloadavg()[0]:.2f}"
         )
-        medians = run(python_methods(json_data, avro_data), args.repeat)
+        flat_data = flat_bytes(200_000)
+        flat_records = kb.decode(flat_data)
+        sizes = {
+            "": (records.num_rows, sum(len(v) for v in records.column("value").to_pylist())),
+            "flat ": (flat_records.num_rows, sum(len(v) for v in flat_records.column("value").to_pylist())),
+        }
+        methods = python_methods(json_data, avro_data)
+        methods.update(json_peers("", json_data, ORDERS))
+        methods.update(json_peers("flat ", flat_data, FLAT))
+        medians = run(methods, args.repeat)
         rows = records.num_rows
+        print(f"{'method':28} {'median s':>9} {'MB/s':>8}  ratio (JSON values: MB of value bytes)")
+        for prefix, (n, size) in sizes.items():
+            base = medians[f"{prefix}json"]
+            for peer in ("json", "json threads=1", "decode+duckdb", "decode+pyarrow.json", "decode only"):
+                name = f"{prefix}{peer}"
+                ratio = "" if peer == "json" else f"{medians[name] / base:.2f}x the time of {prefix}json"
+                print(f"{name:28} {medians[name]:9.3f} {size / medians[name] / 1e6:8.0f}  {ratio}  ({n} rows)")
         print(f"{'method':24} {'median s':>9} {'M rec/s':>8}  ratio")
         for name, base in (("json", None), ("decode+polars", "json"), ("decode+json.loads", "json")):
             ratio = "" if base is None else f"{medians[name] / medians[base]:.1f}x slower than json"

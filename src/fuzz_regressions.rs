@@ -51,6 +51,7 @@ fn run(target: &str, input: &[u8]) {
         "values_json" => checks::values::check(checks::values::Kind::Json, input),
         "values_avro" => checks::values::check(checks::values::Kind::Avro, input),
         "values_protobuf" => checks::values::check(checks::values::Kind::Protobuf, input),
+        "json_values" => checks::json_values::check(input),
         other => panic!("no replay for target {other}"),
     }
 }
@@ -88,6 +89,35 @@ fn every_stored_regression_is_replayed() {
         .collect();
     listed.sort();
     assert_eq!(on_disk, listed, "fuzz/regressions and REGRESSIONS disagree");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+    /// The `json_values` check on documents made to (mostly) fit random schemas.
+    #[test]
+    fn json_values_fast_path_agrees_with_arrow_json(
+        schema in proptest::collection::vec(proptest::prelude::any::<u8>(), 24),
+        seed in 1u64..,
+        rows in 1usize..24,
+    ) {
+        let mut rng = checks::json_values::Rng(seed);
+        checks::json_values::check(&checks::json_values::input(&schema, &mut rng, rows));
+    }
+}
+
+/// The `json_values` seed corpus (hand-written edge cases: repeated names,
+/// deep nesting, text that is not JSON) passes the check.
+#[test]
+fn json_values_seed_corpus_passes_the_check() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/json_values");
+    let mut seen = 0;
+    for file in std::fs::read_dir(&dir).expect("fuzz/corpus/json_values") {
+        let path = file.expect("entry").path();
+        checks::json_values::check(&std::fs::read(&path).expect("a seed"));
+        seen += 1;
+    }
+    assert!(seen >= 3, "seeds in {}", dir.display());
 }
 
 #[test]

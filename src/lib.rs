@@ -16,6 +16,7 @@ pub mod legacy;
 pub mod memory;
 mod parallel;
 pub mod record;
+pub mod tiered;
 pub mod txn;
 pub mod values;
 pub mod varint;

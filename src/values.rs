@@ -13,8 +13,11 @@
 //! `ValueFormat::parse_rows_one_by_one`: it bisects the rows with fresh decoders, so
 //! good rows around a bad one are kept and each bad row gets its own reason.
 
+mod json_fast;
 pub mod protobuf;
 mod spark_json;
+
+pub use json_fast::without_fast_path;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -241,6 +244,12 @@ impl ValueFormat {
     /// bad. Row numbers in errors count from `first_row`.
     pub fn parse(&self, values: &dyn Array, first_row: usize, on_error: OnValueError) -> Result<ArrayRef, RowError> {
         let values = Values::of(values).map_err(|reason| RowError { row: first_row, reason })?;
+        if let ValueFormat::Json { field, confluent } = self {
+            // Types the schema-driven path reads go that way; see `json_fast`.
+            if let Some(parsed) = json_fast::parse(field.data_type(), &values, first_row, on_error, *confluent)? {
+                return Ok(parsed);
+            }
+        }
         let present: Vec<usize> = (0..values.len()).filter(|&i| values.get(i).is_some()).collect();
         let (parsed, good) = match self.parse_rows(&values, &present) {
             Ok(parsed) => (parsed, present),
@@ -387,6 +396,7 @@ impl Sink {
                 confluent,
             } => {
                 let document = if *confluent { strip_confluent(value)? } else { value };
+                spark_json::check_nesting(document)?;
                 let document = astral_unescaped(document);
                 decoder.decode(&document).map_err(|e| format!("malformed JSON: {e}"))?;
                 // A separator ends a trailing number or literal; an object, array

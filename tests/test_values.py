@@ -679,3 +679,39 @@ def test_values_outside_the_bounds_are_not_parsed(tmp_path):
     assert table.column("value").to_pylist() == [{"n": 1}, {"n": 2}]
     with pytest.raises(kb.ValueDecodeError, match="offset 0 of t-0"):
         kb.scan_log(tmp_path, value_format="json", value_schema=schema).read_all()
+
+
+@pytest.mark.parametrize("on_value_error", ["raise", "null"])
+def test_deep_nesting_in_any_field_fails_only_its_value(on_value_error):
+    # Jackson (Spark's from_json) refuses documents nested deeper than 1000 levels;
+    # 100,000 levels once overflowed the stack rendering a string field as JSON text.
+    deep = "[" * 100_000 + "]" * 100_000
+    schema = pa.struct(
+        [("s", pa.string()), ("l", pa.list_(pa.int64())), ("r", pa.struct([("x", pa.int64())])), ("b", pa.int64())]
+    )
+    docs = [
+        '{"b": 0}',
+        f'{{"s": {deep}, "b": 1}}',
+        f'{{"l": {deep}, "b": 2}}',
+        f'{{"r": {{"x": {deep}}}, "b": 3}}',
+        f'{{"unnamed": {deep}, "b": 4}}',
+        f"{deep}",
+        '{"s": ' + "[" * 999 + "]" * 999 + ', "b": 6}',
+    ]
+    data = kb.encode([{"value": d.encode()} for d in docs], base_offset=100)
+    if on_value_error == "raise":
+        with pytest.raises(kb.ValueDecodeError) as info:
+            kb.decode(data, value_format="json", value_schema=schema)
+        assert info.value.offset == 101 and "deeper than 1000 levels" in str(info.value)
+        for i in range(2, 6):
+            # A list or struct field fails at the first level that doesn't fit, if that comes first.
+            alone = kb.encode([{"value": docs[i].encode()}], base_offset=100 + i)
+            with pytest.raises(kb.ValueDecodeError, match="deeper than 1000|does not fit") as info:
+                kb.decode(alone, value_format="json", value_schema=schema)
+            assert info.value.offset == 100 + i
+        return
+    table = kb.decode(data, value_format="json", value_schema=schema, on_value_error="null")
+    values = table.column("value").to_pylist()
+    assert values[1:6] == [None] * 5
+    assert values[0] == {"s": None, "l": None, "r": None, "b": 0}
+    assert values[6] == {"s": "[" * 999 + "]" * 999, "l": None, "r": None, "b": 6}

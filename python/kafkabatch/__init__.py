@@ -31,12 +31,14 @@ from kafkabatch._kafkabatch import (
     DecompressionError,
     KafkaBatchError,
     Record,
+    TieredStorageError,
     UnsupportedFormatError,
     __version__,
 )
 from kafkabatch.generate import GenerateSummary, TopicSpec, TopicSummary, generate
 from kafkabatch.log import (
     IndexFileWarning,
+    TieredStorageWarning,
     read_offset_index,
     read_segment,
     read_time_index,
@@ -44,6 +46,7 @@ from kafkabatch.log import (
     scan_log,
     topic_partition_from_path,
 )
+from kafkabatch.polars_io import scan_polars
 from kafkabatch.values import SchemaRegistry, SchemaRegistryError, ValueDecodeError, parse_values
 
 __all__ = [
@@ -63,6 +66,8 @@ __all__ = [
     "Record",
     "SchemaRegistry",
     "SchemaRegistryError",
+    "TieredStorageError",
+    "TieredStorageWarning",
     "TopicSpec",
     "TopicSummary",
     "UnsupportedFormatError",
@@ -80,6 +85,7 @@ __all__ = [
     "read_time_index",
     "read_txn_index",
     "scan_log",
+    "scan_polars",
     "topic_partition_from_path",
     "valid_bytes",
     "write_segment",

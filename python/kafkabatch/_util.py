@@ -86,7 +86,8 @@ def format_bytes(n: float) -> str:
 
 #: A partition folder: ``<topic>-<partition>`` (topics may contain ``-``).
 TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-_NUMBERED = re.compile(r"^(\d+)(?:\.|$)")
+# ``<offset>.<suffix>``, and LocalTieredStorage's ``<offset>-<segment id>.<suffix>``.
+_NUMBERED = re.compile(r"^(\d+)(?:\.|$|-[A-Za-z0-9_-]{22}\.)")
 
 
 def topic_partition_of_folder(name: str) -> tuple[str, int] | None:

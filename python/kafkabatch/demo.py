@@ -23,9 +23,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-import kafkabatch.log.fs as fs
 from kafkabatch._util import format_bytes, size_arg
-from kafkabatch.log.listing import list_segments
+from kafkabatch.log.listing import list_segments, open_segment
 
 _MARKER = ".kafkabatch-demo"
 
@@ -103,7 +102,7 @@ def _log_facts(logs: Path) -> dict[str, dict[str, Any]]:
         f["partitions"].add(seg.partition)
         if not seg.size:
             continue
-        source = fs.open_source(seg.path)
+        source = open_segment(seg)
         try:
             _count_batches(source.read(0, source.size), f)
         finally:

@@ -111,6 +111,25 @@ pub fn decompress(payload: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(),
     result
 }
 
+/// Decompress every frame of `payload` into exactly `out`, whose length is
+/// the size expected: more output is an error found without writing past
+/// `out` (zstd refuses a too-small destination), less is an error too.
+pub fn decompress_exact(payload: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+    if payload.is_empty() {
+        return Err(invalid("empty payload"));
+    }
+    let expected = out.len();
+    with_dctx(|dctx| match dctx.decompress(out, payload) {
+        Ok(n) if n == expected => Ok(()),
+        Ok(n) => Err(invalid(format!("{n} bytes where {expected} were expected"))),
+        Err(code) if zstd_safe::get_error_name(code).contains("too small") => Err(CodecError::TooLarge {
+            codec: CODEC,
+            limit: expected,
+        }),
+        Err(code) => Err(zstd_error(code)),
+    })
+}
+
 /// Streaming decompression into `out`, never past `limit + 1` bytes.
 fn stream(dctx: &mut DCtx<'_>, payload: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
     let start = out.len();

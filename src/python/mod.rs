@@ -10,6 +10,7 @@ mod encode;
 mod errors;
 mod generate;
 mod input;
+mod tiered;
 mod values;
 
 use pyo3::prelude::*;
@@ -94,5 +95,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     encode::register(m)?;
     generate::register(m)?;
     values::register(m)?;
+    tiered::register(m)?;
     Ok(())
 }

@@ -155,7 +155,7 @@ fn write_compact(tape: &Tape<'_>, idx: u32, out: &mut String) -> u32 {
 }
 
 /// `text` as a JSON string literal (RFC 8259 §7: quotes, backslashes and control characters escaped).
-fn write_json_string(text: &str, out: &mut String) {
+pub(super) fn write_json_string(text: &str, out: &mut String) {
     out.push('"');
     for c in text.chars() {
         match c {
@@ -259,4 +259,128 @@ impl ArrayDecoder for Strict {
 /// A JSON number written as an integer: no fraction, no exponent.
 fn is_integer(text: &str) -> bool {
     !text.contains(['.', 'e', 'E'])
+}
+
+/// How deep arrays and objects may nest in one value: Jackson's default
+/// (`StreamReadConstraints.DEFAULT_MAX_DEPTH`), which Spark's `from_json` keeps.
+pub(crate) const MAX_NESTING_DEPTH: usize = 1000;
+
+/// An error if `document` nests arrays and objects deeper than
+/// [`MAX_NESTING_DEPTH`], naming the byte where the limit is passed. Jackson
+/// fails such a document wherever the deep part sits (Spark's `from_json`
+/// reads it as null); here it also keeps the rendering of nested values as
+/// text (`write_compact`), which recurses, off deep stacks.
+pub(crate) fn check_nesting(document: &[u8]) -> Result<(), String> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < document.len() {
+        match document[i] {
+            b'"' => {
+                // Step over the string: to the next quote not escaped.
+                i += 1;
+                while i < document.len() {
+                    match document[i] {
+                        b'\\' => i += 2,
+                        b'"' => break,
+                        _ => i += 1,
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return Err(format!(
+                        "JSON nested deeper than {MAX_NESTING_DEPTH} levels at byte {i} \
+                         (Spark's from_json reads it as null)"
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Array, ArrayRef, BinaryArray};
+    use arrow_schema::{DataType, Field};
+
+    use crate::values::{OnValueError, ValueFormat};
+
+    fn nested(levels: usize) -> String {
+        format!("{}{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn deep_nesting_in_any_field_fails_its_value_only() {
+        let fields = vec![
+            Field::new("s", DataType::Utf8, true),
+            Field::new("l", DataType::new_list(DataType::Int64, true), true),
+            Field::new(
+                "r",
+                DataType::Struct(vec![Field::new("x", DataType::Int64, true)].into()),
+                true,
+            ),
+            Field::new("b", DataType::Int64, true),
+        ];
+        let format = ValueFormat::json(DataType::Struct(fields.into()), false).unwrap();
+        let deep = nested(100_000);
+        let docs: Vec<String> = vec![
+            r#"{"b": 1}"#.into(),
+            format!(r#"{{"s": {deep}, "b": 2}}"#),
+            format!(r#"{{"l": {deep}, "b": 3}}"#),
+            format!(r#"{{"r": {{"x": {deep}}}, "b": 4}}"#),
+            format!(r#"{{"unnamed": {deep}, "b": 5}}"#),
+            format!(r#"{{"s": {}, "b": 6}}"#, nested(999)),
+            format!(r#"{{"s": "{deep}", "b": 7}}"#),
+        ];
+        let values: Vec<Option<&[u8]>> = docs.iter().map(|d| Some(d.as_bytes())).collect();
+        let values: ArrayRef = Arc::new(BinaryArray::from(values));
+        // Both paths: the schema-driven one and arrow-json's (the fallback).
+        for fast in [true, false] {
+            let parse = |on_error| {
+                if fast {
+                    format.parse(values.as_ref(), 0, on_error)
+                } else {
+                    crate::values::without_fast_path(|| format.parse(values.as_ref(), 0, on_error))
+                }
+            };
+            check_deep(parse(OnValueError::Raise), parse(OnValueError::Null), &docs, &deep);
+        }
+    }
+
+    fn check_deep(
+        raised: Result<ArrayRef, crate::values::RowError>,
+        nulled: Result<ArrayRef, crate::values::RowError>,
+        docs: &[String],
+        deep: &str,
+    ) {
+        let err = raised.unwrap_err();
+        assert_eq!(err.row, 1);
+        assert!(
+            err.reason.contains("deeper than 1000 levels at byte 1005"),
+            "{}",
+            err.reason
+        );
+        let out = nulled.unwrap();
+        let nulls: Vec<bool> = (0..docs.len()).map(|i| out.is_null(i)).collect();
+        assert_eq!(nulls, [false, true, true, true, true, false, false]);
+        let out = out.as_struct();
+        let b = out.column(3).as_primitive::<Int64Type>();
+        assert_eq!((b.value(0), b.value(5), b.value(6)), (1, 6, 7));
+        let s = out.column(0).as_string::<i32>();
+        assert_eq!(
+            s.value(5),
+            nested(999),
+            "1000 levels (999 in the field) are within Jackson's limit"
+        );
+        assert_eq!(s.value(6), deep, "brackets inside a string are text");
+    }
 }

@@ -6,6 +6,7 @@
 
 pub mod decode;
 pub mod iter_headers;
+pub mod json_values;
 pub mod values;
 
 use arrow_array::{

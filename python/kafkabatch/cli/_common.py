@@ -243,7 +243,33 @@ def base_offset_of(path: str | os.PathLike[str]) -> int | None:
     return segment_base_offset(Path(path).name)
 
 
+def add_tiered_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tiered-key",
+        action="append",
+        default=[],
+        metavar="ID=PEM",
+        help="for encrypted tiered-storage segments: the RSA private key of key pair ID, a PEM file "
+        "or its text (repeat for several key pairs)",
+    )
+
+
+def tiered_keys(args: argparse.Namespace) -> Any:
+    """The --tiered-key flags as :func:`kafkabatch.log.tiered.resolve_keys` takes them."""
+    from kafkabatch.log.tiered import resolve_keys
+
+    try:
+        return resolve_keys(getattr(args, "tiered_key", None) or None)
+    except ValueError as error:
+        raise CliError(str(error).replace("tiered_keys", "--tiered-key")) from None
+
+
 def _segment_file(path: str) -> SegmentFile:
+    from kafkabatch.log.tiered import remote_name
+
+    name = remote_name(path)
+    if name is not None and name.topic is not None:
+        return SegmentFile(path, name.topic, name.partition, name.base_offset, os.path.getsize(path))
     tp = kb.topic_partition_from_path(path)
     return SegmentFile(path, tp[0] if tp else None, tp[1] if tp else None, base_offset_of(path), os.path.getsize(path))
 
@@ -282,7 +308,23 @@ def find_segments(paths: list[str]) -> list[SegmentFile]:
     return out
 
 
-mapped = mapped_file
+@contextlib.contextmanager
+def mapped(path: str, keys: Any = ()) -> Iterator[Any]:
+    """A segment's bytes: memory-mapped, or, for an Aiven tiered-storage
+    segment (its ``.log`` or ``.rsm-manifest``), undone from its chunks."""
+    from kafkabatch.log.tiered import MANIFEST, TieredSource, remote_name, sibling
+
+    name = remote_name(path)
+    manifest = sibling(path, MANIFEST) if name is not None else ""
+    if name is not None and name.suffix in ("log", "rsm-manifest") and os.path.isfile(manifest):
+        source = TieredSource(sibling(path, ".log"), manifest, keys)
+        try:
+            yield source.read(0, source.size)
+        finally:
+            source.close()
+        return
+    with mapped_file(path) as data:
+        yield data
 
 
 # --------------------------------------------------------------------------

@@ -20,12 +20,14 @@ from ._common import (
     BYTE_FORMATS,
     CliError,
     add_decode_options,
+    add_tiered_option,
     find_segments,
     format_bytes,
     offsets_arg,
     positive_size_arg,
     progress_bar,
     record_json,
+    tiered_keys,
     warn,
 )
 
@@ -168,6 +170,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     group.add_argument("--header-format", choices=BYTE_FORMATS, default="utf8", help="as --value-format, for headers")
     add_decode_options(p)
+    add_tiered_option(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     p.add_argument(
         "--no-progress", action="store_true", help="no progress bar (there is none unless stderr is a terminal)"
@@ -436,6 +439,7 @@ def run(args: argparse.Namespace) -> int:
                     start_timestamp=args.start_time,
                     end_timestamp=args.end_time,
                     on_segment=on_segment,
+                    tiered_keys=tiered_keys(args),
                     **decode_options,
                 )
                 if sink is None:

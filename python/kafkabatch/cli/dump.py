@@ -19,6 +19,7 @@ from ._common import (
     TIMESTAMP_TYPE_NAMES,
     CliError,
     add_format_options,
+    add_tiered_option,
     base_offset_of,
     find_segments,
     format_bytes_text,
@@ -26,6 +27,7 @@ from ._common import (
     offsets_arg,
     positive_size_arg,
     record_json,
+    tiered_keys,
     warn,
 )
 
@@ -116,6 +118,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         default="read_uncommitted",
         help="read_committed hides aborted and open transactions and control batches",
     )
+    add_tiered_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per record (see below)")
     p.add_argument("--batches", action="store_true", help="with --json: one object per batch instead")
     p.add_argument(
@@ -306,7 +309,7 @@ class _Dumper:
                 options["hide_open_transactions"] = True
         last_offset = -1
         pairs: list[tuple[int, int]] = []
-        with mapped(path) as whole:
+        with mapped(path, tiered_keys(args)) as whole:
             data = whole if args.max_bytes is None else whole[: args.max_bytes]
             it = kb.iter_batches(data, validate_crc=False, on_error="keep", start=self._seek(path, data), **options)
             stopped = False

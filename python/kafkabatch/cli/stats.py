@@ -17,12 +17,14 @@ from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES
 
 from ._common import (
     SegmentFile,
+    add_tiered_option,
     find_segments,
     format_bytes,
     format_ms,
     mapped,
     positive_size_arg,
     progress_bar,
+    tiered_keys,
 )
 
 DESCRIPTION = """\
@@ -60,6 +62,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="segment files or folders")
+    add_tiered_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON document (segments, partitions, total)")
     p.add_argument("--partitions", action="store_true", help="table: one row per topic-partition, not per segment")
     p.add_argument(
@@ -219,7 +222,7 @@ def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> 
     decode = not args.headers_only
     if decode:
         st.record_bytes = 0
-    with mapped(seg.path) as data:
+    with mapped(seg.path, tiered_keys(args)) as data:
         window_start = 0
         done = 0
 

@@ -18,6 +18,7 @@ from kafkabatch.log.index import IndexFileWarning, read_offset_index, read_time_
 from kafkabatch.log.listing import Segment, list_segments
 from kafkabatch.log.scan import DECODE_OPTIONS, SegmentResult, decode_range, scan_log, seek_position
 from kafkabatch.log.segment import read_segment, topic_partition_from_path
+from kafkabatch.log.tiered import TieredStorageWarning
 from kafkabatch.log.txn import Transaction, hidden_transactions
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_ranges
 
@@ -27,6 +28,7 @@ __all__ = [
     "IndexFileWarning",
     "Segment",
     "SegmentResult",
+    "TieredStorageWarning",
     "Transaction",
     "batch_ranges",
     "decode_range",

@@ -1,4 +1,4 @@
-"""Finding segments: broker log dirs, ``<topic>-<partition>`` folders, segment files and globs, local or remote.
+"""Finding segments: broker log dirs, ``<topic>-<partition>`` folders, segment files and globs, local or remote; tiered-storage layouts too.
 
 >>> [(s.topic, s.partition, s.base_offset) for s in list_segments("/var/lib/kafka/data")]  # doctest: +SKIP
 [('orders', 0, 0), ('orders', 0, 81234), ('orders', 1, 0)]
@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import glob as _glob
 import os
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
+from typing import Any
 
 import kafkabatch.log.fs as fs
+import kafkabatch.log.tiered as tiered
 from kafkabatch._util import segment_base_offset
+from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.fs import GLOB_CHARS, URI, local_path, parent_uri
 from kafkabatch.log.naming import TRANSIENT_FOLDER, basename, folder_topic_partition, is_segment_name
 
@@ -26,6 +30,13 @@ class Segment:
     ``base_offset`` comes from the file name (``00000000000000001234.log`` →
     1234); it is ``None`` for a file you named directly whose name isn't an
     offset.
+
+    Remote segments (see :mod:`kafkabatch.log.tiered`) also say their
+    ``layout`` (``"broker"``, ``"aiven"`` or ``"local-tiered"``), their
+    ``manifest`` object (Aiven), ids, and the offsets the overlap rule gives
+    them: ``floor_offset`` (offsets below come from an earlier segment) and
+    ``stop_offset`` (offsets from there on come from a later one). ``size``
+    is the segment's own size (for Aiven, the original ``.log``'s).
     """
 
     path: str
@@ -33,6 +44,13 @@ class Segment:
     partition: int
     base_offset: int | None
     size: int
+    layout: str = "broker"
+    manifest: str | None = None
+    segment_id: str | None = None
+    topic_id: str | None = None
+    floor_offset: int | None = None
+    stop_offset: int | None = None
+    keys: tiered.KeySpec = field(default=(), repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -41,7 +59,35 @@ class Segment:
 
 
 def sort_key(s: Segment) -> tuple:
-    return (s.topic, s.partition, -1 if s.base_offset is None else s.base_offset, s.path)
+    return (
+        s.topic,
+        s.partition,
+        -1 if s.base_offset is None else s.base_offset,
+        -1 if s.floor_offset is None else s.floor_offset,
+        s.path,
+    )
+
+
+def open_segment(seg: Segment, max_decompressed_size: int | None = None) -> Any:
+    """Random access to a segment's bytes (a :class:`~kafkabatch.log.fs.Source`):
+    memory-mapped, through :mod:`pyarrow.fs`, or, for Aiven remote segments,
+    chunk by chunk as their manifest says (each chunk inflating to at most
+    ``max_decompressed_size``, default that of :func:`kafkabatch.decode`)."""
+    if seg.layout == "aiven" and seg.manifest is not None:
+        return tiered.TieredSource(seg.path, seg.manifest, seg.keys, max_decompressed_size)
+    return fs.open_source(seg.path)
+
+
+def segment_bounds(seg: Segment, bounds: Bounds) -> Bounds:
+    """``bounds`` narrowed to the offsets the overlap rule leaves to ``seg``."""
+    if seg.floor_offset is None and seg.stop_offset is None:
+        return bounds
+    start, end = bounds.start_offset, bounds.end_offset
+    if seg.floor_offset is not None:
+        start = seg.floor_offset if start is None else max(start, seg.floor_offset)
+    if seg.stop_offset is not None:
+        end = seg.stop_offset if end is None else min(end, seg.stop_offset)
+    return replace(bounds, start_offset=start, end_offset=end)
 
 
 def list_segments(
@@ -49,6 +95,7 @@ def list_segments(
     *,
     topic: str | None = None,
     partition: int | None = None,
+    tiered_keys: Any = None,
 ) -> list[Segment]:
     """The segment files under ``path_or_glob``, sorted by topic, partition
     and base offset.
@@ -69,6 +116,18 @@ def list_segments(
     unless both are given. A path that doesn't exist (or a glob matching
     nothing) is a :class:`FileNotFoundError`; an empty folder gives ``[]``.
 
+    Tiered storage (see :mod:`kafkabatch.log.tiered`): Aiven remote-storage
+    objects under any prefix (``{topic}-{topicId}/{partition}/{offset}-{id}.log``
+    with its ``.rsm-manifest``; a ``.log`` without its manifest is an upload in
+    progress or abandoned, left out with a :class:`TieredStorageWarning`) and
+    Kafka's LocalTieredStorage folders (``{topic}-{partition}-{topicId}``) are
+    found too, and a manifest you name stands for its segment. When a
+    partition's segments come from several places (a bucket and a broker log
+    dir, or two uploads of the same offsets), each offset is left to exactly
+    one segment (``floor_offset``/``stop_offset``; the rule is in
+    :func:`kafkabatch.log.tiered.resolve`). ``tiered_keys`` (key-pair id → PEM
+    private key, a path or the text) unlocks encrypted segments.
+
     >>> [(s.topic, s.partition, s.base_offset) for s in list_segments("/var/lib/kafka/data")]  # doctest: +SKIP
     [('orders', 0, 0), ('orders', 0, 81234), ('orders', 1, 0), ('payments', 0, 0)]
     """
@@ -82,15 +141,133 @@ def list_segments(
         found, explicit = _list_remote(path)
     else:
         found, explicit = _list_local(local_path(path))
-    segments = {}
+    keys = tiered.resolve_keys(tiered_keys)
+    manifests = {p for _, p, _ in found if p.split("?", 1)[0].endswith(tiered.MANIFEST)}
+    segments: dict[str, Segment] = {}
     for folder, file_path, size in found:
         if TRANSIENT_FOLDER.search(basename(folder)) and file_path not in explicit:
             continue
-        seg_topic, seg_partition = folder_topic_partition(folder, topic, partition)
-        segments[file_path] = Segment(
-            file_path, seg_topic, seg_partition, segment_base_offset(basename(file_path)), size
+        if file_path in manifests:
+            if file_path not in explicit:
+                continue  # found with its .log
+            # A manifest named directly stands for its segment.
+            file_path = tiered.sibling(file_path, ".log")
+            log_size = _size_of(file_path)
+            if log_size is None:
+                raise FileNotFoundError(f"{file_path!r}: the segment of the manifest you named is missing")
+            size = log_size
+        name = tiered.remote_name(file_path)
+        if name is None:
+            seg_topic, seg_partition = folder_topic_partition(folder, topic, partition)
+            segments[file_path] = Segment(
+                file_path, seg_topic, seg_partition, segment_base_offset(basename(file_path)), size
+            )
+            continue
+        segment = _remote_segment(file_path, size, name, manifests, topic, partition, keys)
+        if segment is not None:
+            segments[file_path] = segment
+    listed = sorted(segments.values(), key=sort_key)
+    if any(s.layout != "broker" for s in listed):
+        listed = sorted(_resolve_overlaps(listed), key=sort_key)
+    return listed
+
+
+def _is_listed(name: str) -> bool:
+    """Segments, and the manifests that say how remote ones were stored."""
+    return is_segment_name(name) or name.endswith(tiered.MANIFEST)
+
+
+def _size_of(path: str) -> int | None:
+    if fs.is_remote(path):
+        from pyarrow import fs as pafs
+
+        filesystem, fs_path = fs.resolve_remote(path)
+        info = filesystem.get_file_info(fs_path)
+        return info.size if info.type == pafs.FileType.File else None
+    local = local_path(path)
+    return os.path.getsize(local) if os.path.isfile(local) else None
+
+
+def _remote_segment(
+    file_path: str,
+    size: int,
+    name: tiered.RemoteName,
+    manifests: set[str],
+    topic: str | None,
+    partition: int | None,
+    keys: tiered.KeySpec,
+) -> Segment | None:
+    """A remote segment from its names, or None (with a warning) for a ``.log``
+    whose manifest is missing."""
+    seg_topic = topic if topic is not None else name.topic
+    seg_partition = partition if partition is not None else name.partition
+    if seg_topic is None or seg_partition is None:
+        raise tiered.layout_error(file_path)
+    manifest = tiered.sibling(file_path, tiered.MANIFEST)
+    if name.layout == "local-tiered" or (name.layout == "" and manifest not in manifests):
+        if name.layout == "" and _size_of(manifest) is not None:
+            pass  # an Aiven segment in folders of your own naming
+        else:
+            return Segment(
+                file_path, seg_topic, seg_partition, name.base_offset, size, "local-tiered", None,
+                name.segment_id, name.topic_id, keys=keys,
+            )  # fmt: skip
+    elif manifest not in manifests and _size_of(manifest) is None:
+        warnings.warn(
+            f"{file_path}: no {tiered.MANIFEST} beside it (an upload in progress or abandoned); left out",
+            tiered.TieredStorageWarning,
+            stacklevel=3,
         )
-    return sorted(segments.values(), key=sort_key)
+        return None
+    facts = tiered.manifest_facts(manifest)
+    original = facts["original_size"]
+    return Segment(
+        file_path,
+        seg_topic,
+        seg_partition,
+        name.base_offset,
+        size if original is None else original,
+        "aiven",
+        manifest,
+        name.segment_id,
+        name.topic_id,
+        stop_offset=None if facts["end_offset"] is None else facts["end_offset"] + 1,
+        keys=keys,
+    )
+
+
+_RANK = {"broker": 0, "local-tiered": 1, "aiven": 2}
+
+
+def _resolve_overlaps(segments: list[Segment]) -> list[Segment]:
+    """Apply :func:`kafkabatch.log.tiered.resolve` to each partition that
+    has remote segments: ``floor_offset``/``stop_offset`` set, shadowed
+    segments dropped. A segment's last offset is its manifest's end offset,
+    else the next segment's base offset in its own folder, minus one."""
+    out: list[Segment] = []
+    for group in by_partition(segments):
+        if all(s.layout == "broker" for s in group) or any(s.base_offset is None for s in group):
+            out.extend(group)
+            continue
+        by_folder: dict[str, list[Segment]] = {}
+        for s in group:
+            by_folder.setdefault(parent_uri(s.path), []).append(s)
+        ends: dict[str, int | None] = {}
+        for members in by_folder.values():
+            members.sort(key=lambda s: s.base_offset or 0)
+            for s in members:
+                if s.layout == "aiven" and s.stop_offset is not None:
+                    ends[s.path] = s.stop_offset - 1  # the manifest's end offset
+                else:
+                    later = [m.base_offset or 0 for m in members if (m.base_offset or 0) > (s.base_offset or 0)]
+                    ends[s.path] = min(later) - 1 if later else None
+        claims = {s.path: tiered.Claim(s.base_offset or 0, ends[s.path], _RANK.get(s.layout, 3), s.path) for s in group}
+        tiered.resolve(list(claims.values()))
+        for s in group:
+            claim = claims[s.path]
+            if not claim.dropped:
+                out.append(replace(s, floor_offset=claim.floor, stop_offset=claim.stop))
+    return out
 
 
 def _list_local(path: str) -> tuple[list[tuple[str, str, int]], set[str]]:
@@ -106,7 +283,7 @@ def _list_local(path: str) -> tuple[list[tuple[str, str, int]], set[str]]:
             raise FileNotFoundError(f"no Kafka log files match {path!r}")
     for root in roots:
         if os.path.isfile(root):
-            if is_glob and not is_segment_name(os.path.basename(root)):
+            if is_glob and not _is_listed(os.path.basename(root)):
                 continue
             if not is_glob:
                 explicit.add(root)
@@ -134,7 +311,7 @@ def _walk_local(root: str) -> Iterator[tuple[str, str, int]]:
         seen.add(real)
         dirnames.sort()
         for name in sorted(filenames):
-            if is_segment_name(name):
+            if _is_listed(name):
                 file_path = os.path.join(dirpath, name)
                 if os.path.isfile(file_path):
                     yield dirpath, file_path, os.path.getsize(file_path)
@@ -178,7 +355,7 @@ def _list_remote(uri: str) -> tuple[list[tuple[str, str, int]], set[str]]:
             if len(rel) < len(pattern) or not all(fnmatchcase(p, g) for p, g in zip(rel, pattern)):
                 continue
             matched_any = True
-        if not is_segment_name(rel[-1]):
+        if not _is_listed(rel[-1]):
             continue
         file_uri = to_uri(item.path)
         found.append((parent_uri(file_uri), file_uri, item.size))

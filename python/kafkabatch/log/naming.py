@@ -37,6 +37,9 @@ def folder_topic_partition(folder: str, topic: str | None, partition: int | None
         raise ValueError(
             f"folder {folder!r} is not named <topic>-<partition> (like 'orders-0'), so its "
             f"segments have no {missing}; rename it, or give the {missing} explicitly "
-            "(keyword arguments topic=/partition=, Spark options 'topic'/'partition')"
+            "(keyword arguments topic=/partition=, Spark options 'topic'/'partition'). Tiered-storage "
+            "segments are found by their own names instead: {topic}-{topicId}/{partition}/"
+            "{offset}-{segmentId}.log with its .rsm-manifest (Aiven), {topic}-{partition}-{topicId}/"
+            "{offset}-{segmentId}.log (Kafka's LocalTieredStorage)"
         )
     return (found[0] if topic is None else topic, found[1] if partition is None else partition)

@@ -19,11 +19,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kafkabatch.log.fs as fs
+import kafkabatch.log.tiered as tiered
 from kafkabatch._decode import SCHEMA, decode_report
-from kafkabatch._kafkabatch import KafkaBatchError
+from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
 from kafkabatch._util import parse_size
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
-from kafkabatch.log.listing import Segment, by_partition, list_segments
+from kafkabatch.log.listing import Segment, by_partition, list_segments, open_segment, segment_bounds
+from kafkabatch.log.prune import RecordFilter, kept_ranges, narrow, prunes_batches
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
@@ -46,6 +48,7 @@ class SegmentResult:
     skipped_bytes: int = 0
     trailing_bytes: int = 0
     status: str = "clean"
+    pruned_bytes: int = 0  # batches left undecoded: their headers show they hold no record in the bounds
 
     @property
     def problems(self) -> bool:
@@ -67,27 +70,48 @@ class SegmentResult:
         return text
 
 
-def seek_position(segment: Segment, bounds: Bounds, source: Any = None) -> tuple[int, int | None]:
+def seek_position(
+    segment: Segment, bounds: Bounds, source: Any = None, *, keep_control: bool = False
+) -> tuple[int, int | None]:
     """The byte range of ``segment`` worth reading for ``bounds``: ``(start,
     end)``, end None for the whole rest. Local segments seek with their
     ``.index`` / ``.timeindex`` (checked against the log; a bad or missing
     index warns and reads everything, see :mod:`kafkabatch.log.seek`); exact
     filters do the rest, so any batch boundary at or before the first wanted
-    batch is correct here."""
+    batch is correct here. Aiven remote segments seek with the offset and
+    time indexes of their ``.indexes`` object, fetched slice by slice."""
     wanted = bounds.start_offset is not None or bounds.end_offset is not None or bounds.start_ts is not None
-    if not wanted or not isinstance(source, fs.MappedSource) or source.size == 0:
+    if wanted and isinstance(source, tiered.TieredSource) and source.size:
+        return tiered.seek(
+            source,
+            tiered.sibling(segment.path, ".indexes"),
+            segment.base_offset,
+            bounds.start_offset,
+            bounds.end_offset,
+            None if bounds.start_ts is None else bounds.start_ts // 1000,
+        )
+    if not (wanted or prunes_batches(bounds)) or not isinstance(source, fs.MappedSource) or source.size == 0:
         return 0, None
     view = source.read(0, source.size)
     try:
-        return seek_range(
+        start, end = seek_range(
             segment.path,
             view,
             start_offset=bounds.start_offset,
             end_offset=bounds.end_offset,
-            start_timestamp_ms=None if bounds.start_ts is None else bounds.start_ts // 1000,
+            # A .timeindex seek is checked by walking the headers before it;
+            # the header walk below (narrow) decides the time bounds by itself.
+            start_timestamp_ms=None if bounds.start_ts is None or prunes_batches(bounds) else bounds.start_ts // 1000,
         )
     finally:
+        del view
         source.release()
+    if prunes_batches(bounds):
+        # Time bounds: leading and trailing batches whose headers rule them out
+        # go too (out-of-order timestamps: the index seek stops at the first
+        # batch it can't rule out; a segment of older batches is left empty).
+        return narrow(source, start, end, bounds, keep_control)
+    return start, end
 
 
 #: The keywords of :func:`kafkabatch.decode` that reading segments passes on
@@ -160,7 +184,10 @@ def decode_range(
     if bounds.empty():
         return
     read_committed = options.get("isolation") == "read_committed"
-    for a, b, _last in batch_windows(source, start, end, max_chunk_bytes, bounds):
+    # read_committed without the partition's transactions learns from markers: keep them
+    keep_control = read_committed and (transactions is None or "aborted_transactions" in options)
+    windows = batch_windows(source, start, end, max_chunk_bytes, bounds)
+    for a, b, _last in prune_windows(source, windows, bounds, result, keep_control):
         data = source.read(a, b - a)
         kwargs = dict(options)
         if read_committed and transactions is not None and "aborted_transactions" not in options:
@@ -199,17 +226,48 @@ def decode_range(
                     yield batch
 
 
+def prune_windows(
+    source: Any,
+    windows: Iterable[tuple[int, int, bool]],
+    bounds: Bounds,
+    result: SegmentResult,
+    keep_control: bool = False,
+) -> Iterator[tuple[int, int, bool]]:
+    """``windows`` without the batches whose headers rule out every record in
+    ``bounds`` (see :func:`kafkabatch.log.prune.batch_could_match`); a window
+    with holes becomes one range per run of kept batches, each decoded on its
+    own (under ``read_committed`` each gets the aborted list for its own first
+    offset). Their bytes are counted in ``result.pruned_bytes``."""
+    for a, b, last in windows:
+        if not prunes_batches(bounds):
+            yield a, b, last
+            continue
+        data = source.read(a, b - a)
+        try:
+            ranges, pruned = kept_ranges(data, a, bounds, keep_control)
+        finally:
+            del data
+            source.release()
+        result.pruned_bytes += pruned
+        for i, (x, y) in enumerate(ranges):
+            yield x, y, last and i == len(ranges) - 1
+
+
 def segment_skippable(segments: list[Segment], i: int, bounds: Bounds) -> bool:
     """Whether file names alone show segment ``i`` (of one partition, in
-    order) holds no offset in the bounds."""
+    order) holds no offset in the bounds (the offsets the overlap rule
+    leaves to it, for segments from several places)."""
     seg = segments[i]
     if seg.base_offset is None:
         return False
-    if bounds.end_offset is not None and seg.base_offset >= bounds.end_offset:
+    first = seg.base_offset if seg.floor_offset is None else max(seg.base_offset, seg.floor_offset)
+    if bounds.end_offset is not None and first >= bounds.end_offset:
         return True
-    if bounds.start_offset is not None and i + 1 < len(segments):
+    if bounds.start_offset is not None and seg.stop_offset is not None and seg.stop_offset <= bounds.start_offset:
+        return True
+    if bounds.start_offset is not None and i + 1 < len(segments) and seg.stop_offset is None:
         nxt = segments[i + 1]
-        if nxt.base_offset is not None and nxt.base_offset <= bounds.start_offset:
+        if nxt.base_offset is not None and nxt.floor_offset is None and nxt.base_offset <= bounds.start_offset:
             return True
     return False
 
@@ -226,6 +284,8 @@ def scan_log(
     end_timestamp: Any = None,
     max_records_per_batch: int | None = None,
     on_segment: Callable[[SegmentResult], None] | None = None,
+    tiered_keys: Any = None,
+    where: RecordFilter | None = None,
     **decode_options: Any,
 ) -> pa.RecordBatchReader:
     """Stream every segment under ``path`` (see :func:`list_segments`) as
@@ -253,11 +313,26 @@ def scan_log(
     with a :class:`SegmentResult` after each segment (counts of rows,
     skipped batches and bytes, trailing bytes).
 
+    Tiered storage (see :mod:`kafkabatch.log.tiered`): ``path`` may be a
+    bucket prefix of Aiven remote storage or Kafka's LocalTieredStorage, or a
+    glob spanning a bucket and a broker log dir: each offset of a partition is
+    returned once. ``tiered_keys`` maps key-pair ids to PEM private keys (paths
+    or text) for encrypted segments. A remote segment that can't be read (no
+    key, a failing GCM tag, a truncated object, a bad manifest) raises
+    :class:`TieredStorageError`, or with ``on_error="skip"`` is counted in
+    its :class:`SegmentResult` and the scan goes on.
+
+    ``where`` (a :class:`~kafkabatch.log.prune.RecordFilter`) adds predicates
+    on topic, partition, offset and timestamp: folders, segments and batches
+    that can't hold a match are skipped, and the rows are filtered exactly.
+
     >>> reader = scan_log("/var/lib/kafka/data/orders-0", start_timestamp="2024-05-01")  # doctest: +SKIP
     >>> reader.read_all().num_rows                                                         # doctest: +SKIP
     1000
     """
-    segments = list_segments(path, topic=topic, partition=partition)
+    segments = list_segments(path, topic=topic, partition=partition, tiered_keys=tiered_keys)
+    if where is not None:
+        segments = [s for s in segments if where.keeps(s.topic, s.partition)]
     chunk = parse_size(max_chunk_bytes)
     if chunk <= 0:
         raise ValueError("max_chunk_bytes must be positive")
@@ -282,34 +357,70 @@ def scan_log(
                 start_ts,
                 end_ts,
             )
+            if where is not None:
+                bounds = where.bounds(bounds)
             transactions = None
             if options.get("isolation") == "read_committed" and "aborted_transactions" not in options:
-                transactions = partition_transactions(group)
+                transactions = partition_transactions(group, seek_position)
             for i, seg in enumerate(group):
                 result = SegmentResult(seg)
-                if not segment_skippable(group, i, bounds):
-                    source = fs.open_source(seg.path)
+                seg_bounds = segment_bounds(seg, bounds)
+                if not segment_skippable(group, i, bounds) and not seg_bounds.empty():
                     try:
-                        seek_start, seek_end = seek_position(seg, bounds, source)
-                        yield from decode_range(
-                            source,
+                        yield from read_segment_range(
                             seg,
-                            start=seek_start,
-                            end=seek_end,
-                            max_chunk_bytes=chunk,
-                            bounds=bounds,
-                            transactions=transactions,
-                            max_records_per_batch=max_records_per_batch,
-                            result=result,
-                            value_specs=value_specs,
-                            **options,
+                            seg_bounds,
+                            chunk,
+                            transactions,
+                            max_records_per_batch,
+                            result,
+                            value_specs,
+                            options,
+                            keep_control=transactions is None and options.get("isolation") == "read_committed",
                         )
-                    finally:
-                        source.close()
+                    except TieredStorageError as error:
+                        if options.get("on_error", "raise") == "raise":
+                            raise
+                        result.skipped.append(error)
+                        log.warning("skipped %s", error)
                 if on_segment is not None:
                     on_segment(result)
 
     return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def read_segment_range(
+    seg: Segment,
+    bounds: Bounds,
+    chunk: int,
+    transactions: list[Transaction] | None,
+    max_records_per_batch: int | None,
+    result: SegmentResult,
+    value_specs: Sequence[ValueSpec],
+    options: Mapping[str, Any],
+    keep_control: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """Open one segment, seek to ``bounds`` and decode it window by window
+    (``keep_control``: keep transaction markers that a header walk could prune,
+    when no pre-pass collected the partition's transactions)."""
+    source = open_segment(seg, options.get("max_decompressed_size"))
+    try:
+        seek_start, seek_end = seek_position(seg, bounds, source, keep_control=keep_control)
+        yield from decode_range(
+            source,
+            seg,
+            start=seek_start,
+            end=seek_end,
+            max_chunk_bytes=chunk,
+            bounds=bounds,
+            transactions=transactions,
+            max_records_per_batch=max_records_per_batch,
+            result=result,
+            value_specs=value_specs,
+            **options,
+        )
+    finally:
+        source.close()
 
 
 def typed_schema(schema: pa.Schema, value_specs: Iterable[ValueSpec]) -> pa.Schema:

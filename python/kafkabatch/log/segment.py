@@ -12,6 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
+import kafkabatch.log.fs as fs
+import kafkabatch.log.tiered as tiered
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._decode import DEFAULT_MAX_DECOMPRESSED_SIZE, SCHEMA, aborted_pairs, decode, stream_table
 from kafkabatch._util import mapped_file, topic_partition_of_folder
@@ -51,7 +53,31 @@ def read_segment(
 
     >>> kb.read_segment("orders-0/00000000000000000000.log").num_rows  # doctest: +SKIP
     1000
+
+    A remote segment is read where it lives: an Aiven remote-storage segment
+    by its ``.log`` or ``.rsm-manifest`` key (local path or URI; encrypted
+    ones need ``tiered_keys``, key-pair id → PEM private key), a
+    LocalTieredStorage segment by its ``.log``, any segment by a URI. Only
+    the chunks and index slices the bounds need are fetched.
+
+    >>> kb.read_segment("s3://b/t/orders-MWJ6FHTfRYy67jzwZdeqSQ/0/00000000000000000000-tqimKeZwStOEOwRzT3L5oQ.rsm-manifest",
+    ...                 tiered_keys={"key-1": "private.pem"}).num_rows  # doctest: +SKIP
+    1000
     """
+    text = os.fspath(path)
+    if tiered.remote_name(text) is not None or fs.is_remote(text) or "tiered_keys" in options:
+        from kafkabatch.log.scan import scan_log
+
+        return scan_log(
+            text,
+            topic=topic,
+            partition=partition,
+            start_offset=start_offset,
+            end_offset=end_offset,
+            start_timestamp=start_timestamp,
+            end_timestamp=end_timestamp,
+            **options,
+        ).read_all()
     if topic is None or partition is None:
         found = topic_partition_from_path(path)
         if found is not None:

@@ -6,14 +6,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import kafkabatch.log.fs as fs
 from kafkabatch._decode import iter_batches
 from kafkabatch.log.bounds import Bounds
-from kafkabatch.log.listing import Segment
+from kafkabatch.log.listing import Segment, open_segment, segment_bounds
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
 
 
@@ -28,7 +27,12 @@ class Transaction:
     last_offset: int | None
 
 
-def hidden_transactions(sources: Iterable[Any], *, max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES) -> list[Transaction]:
+def hidden_transactions(
+    sources: Iterable[Any],
+    *,
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+    spans: Iterable[tuple[int, int | None, Bounds]] | None = None,
+) -> list[Transaction]:
     """Aborted and still-open transactions of one topic-partition, found by
     walking the batch headers of its segments (open sources, in log order).
 
@@ -37,21 +41,34 @@ def hidden_transactions(sources: Iterable[Any], *, max_chunk_bytes: int = DEFAUL
     so each piece is given the aborted list of the whole partition (what a
     broker gives a consumer with each fetch) instead of relying on markers
     alone.
+
+    ``spans`` (one per source: start byte, end byte or None, offset bounds)
+    restricts each source to the offsets it is read for, when segments from
+    several places overlap: each batch is then seen once.
     """
     open_txns: dict[int, int] = {}
     done: list[Transaction] = []
-    for source in sources:
-        for a, b, _last in batch_windows(source, 0, source.size, max_chunk_bytes, Bounds()):
-            _collect_transactions(source.read(a, b - a), open_txns, done)
+    sources = list(sources)
+    span_list = list(spans) if spans is not None else [(0, None, Bounds())] * len(sources)
+    for source, (start, end, bounds) in zip(sources, span_list):
+        stop = source.size if end is None else min(end, source.size)
+        for a, b, _last in batch_windows(source, start, stop, max_chunk_bytes, bounds):
+            _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
             source.release()
     done.extend(Transaction(pid, first, None) for pid, first in open_txns.items())
     return sorted(done, key=lambda t: (t.first_offset, t.producer_id))
 
 
-def _collect_transactions(data: Any, open_txns: dict[int, int], done: list[Transaction]) -> None:
+def _collect_transactions(
+    data: Any, open_txns: dict[int, int], done: list[Transaction], bounds: Bounds = Bounds()
+) -> None:
     for batch in iter_batches(data, validate_crc=False, on_error="keep"):
         if batch.magic < 2 or not batch.is_transactional or batch.error is not None:
             continue
+        if bounds.start_offset is not None and batch.last_offset < bounds.start_offset:
+            continue  # seen in an earlier segment
+        if bounds.end_offset is not None and batch.base_offset >= bounds.end_offset:
+            break  # left to a later segment
         pid = batch.producer_id
         if batch.is_control:
             first = open_txns.pop(pid, None)
@@ -71,12 +88,24 @@ def aborted_for(transactions: list[Transaction], first_offset: int) -> list[tupl
     ]
 
 
-def partition_transactions(group: list[Segment]) -> list[Transaction]:
+def partition_transactions(
+    group: list[Segment], seek: Callable[[Segment, Bounds, Any], tuple[int, int | None]] | None = None
+) -> list[Transaction]:
+    """The pre-pass over one partition's segments, each walked only over the
+    offsets the overlap rule leaves to it (see :func:`kafkabatch.log.listing.segment_bounds`);
+    ``seek`` (:func:`kafkabatch.log.scan.seek_position`) skips to them."""
     sources = []
+    spans: list[tuple[int, int | None, Bounds]] = []
     try:
         for seg in group:
-            sources.append(fs.open_source(seg.path))
-        return hidden_transactions(sources)
+            source = open_segment(seg)
+            sources.append(source)
+            bounds = segment_bounds(seg, Bounds())
+            start, end = 0, None
+            if bounds.offsets and seek is not None:
+                start, end = seek(seg, bounds, source)
+            spans.append((start, end, bounds))
+        return hidden_transactions(sources, spans=spans)
     finally:
         for source in sources:
             source.close()

@@ -46,6 +46,8 @@ KNOWN_OPTIONS: tuple[str, ...] = (
     "recursiveFileLookup",
     "topic",
     "partition",
+    # tiered storage: key-pair id -> PEM private key (JSON object, or ID=PEM,ID=PEM)
+    "tieredKeys",
     # which records are visible
     "isolation",
     "kafka.isolation.level",
@@ -128,6 +130,8 @@ class Options:
             )
         self.topic: str | None = opts.get("topic") or None
         self.partition = _int_option(opts, "partition", minimum=0)
+        # Kept as given (PEM paths are read when segments are listed, on the driver).
+        self.tiered_keys: str | None = opts.get("tieredkeys") or None
         isolation = opts.get("isolation", opts.get("kafka.isolation.level", "read_uncommitted"))
         isolation = str(isolation).strip().lower()
         if isolation not in ISOLATIONS:

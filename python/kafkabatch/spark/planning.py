@@ -16,9 +16,10 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 import kafkabatch.log.fs as fs
+import kafkabatch.log.tiered as tiered
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.index import IndexFileWarning, offset_index_entries
-from kafkabatch.log.listing import Segment, list_segments, sort_key
+from kafkabatch.log.listing import Segment, list_segments, open_segment, segment_bounds, sort_key
 from kafkabatch.log.naming import basename
 from kafkabatch.log.scan import seek_position, segment_skippable
 from kafkabatch.log.txn import Transaction
@@ -162,7 +163,9 @@ def list_source_segments(options: Options) -> list[Segment]:
     filtered by ``pathGlobFilter``, in topic, partition, offset order."""
     segments: dict[str, Segment] = {}
     for path in options.paths:
-        for seg in list_segments(path, topic=options.topic, partition=options.partition):
+        for seg in list_segments(
+            path, topic=options.topic, partition=options.partition, tiered_keys=options.tiered_keys
+        ):
             if options.path_glob_filter and not fnmatch.fnmatchcase(basename(seg.path), options.path_glob_filter):
                 continue  # as Spark's pathGlobFilter: a glob on file names only
             segments.setdefault(seg.path, seg)
@@ -182,14 +185,15 @@ def plan_partition(
     ``seek`` knows batch positions from its own walk of the headers)."""
     splits: list[LogSplit] = []
     for i, seg in enumerate(group):
-        if seg.size == 0 or segment_skippable(group, i, bounds):
+        seg_bounds = segment_bounds(seg, bounds)
+        if seg.size == 0 or segment_skippable(group, i, bounds) or seg_bounds.empty():
             continue
         txns = None if transactions is None else transactions_for(transactions, group, i)
-        source = fs.open_source(seg.path)
+        source = open_segment(seg)
         try:
-            start, end = seek(seg, bounds, source)
+            start, end = seek(seg, seg_bounds, source)
             # Remote objects: a read per split would cost a request each; count wire bytes.
-            local = not fs.is_remote(seg.path)
+            local = not fs.is_remote(seg.path) and seg.layout != "aiven"
             for a, b, from_index in split_segment(seg, start, opts.max_bytes_per_partition):
                 if end is not None:
                     if a >= end:
@@ -200,7 +204,7 @@ def plan_partition(
                         seg,
                         a,
                         b,
-                        bounds,
+                        seg_bounds,
                         txns,
                         check_start=from_index and a > 0,
                         work=estimate_work(source, a, b) if local else None,
@@ -229,6 +233,16 @@ def split_segment(seg: Segment, start: int, max_bytes: int) -> list[tuple[int, i
     """Byte ranges of one segment for separate tasks: ``(start, end, from_index)``."""
     if max_bytes <= 0 or seg.size - start <= max_bytes:
         return [(start, seg.size, False)]
+    if seg.layout == "aiven" and seg.base_offset is not None:
+        # Cut at the first indexed batch of a chunk: each task fetches its own chunks.
+        source = open_segment(seg)
+        try:
+            indexes = tiered.sibling(seg.path, ".indexes")
+            cuts = tiered.chunk_cuts(source, indexes, seg.base_offset, start, max_bytes)
+        finally:
+            source.close()
+        edges = [start, *cuts, seg.size]
+        return [(a, b, bool(cuts) and a > start) for a, b in zip(edges, edges[1:])]
     if fs.is_remote(seg.path):
         # Walking batch headers would read the whole object: use the broker's
         # offset index (an entry every index.interval.bytes, 4 KiB by default).
@@ -237,7 +251,7 @@ def split_segment(seg: Segment, start: int, max_bytes: int) -> list[tuple[int, i
             return [(start, seg.size, False)]
         edges = [start, *cuts, seg.size]
         return [(a, b, True) for a, b in zip(edges, edges[1:])]
-    source = fs.open_source(seg.path)
+    source = open_segment(seg)
     try:
         return [(a, b, False) for a, b in batch_ranges(source, start, seg.size, max_bytes)]
     finally:
@@ -272,7 +286,7 @@ def index_cuts(seg: Segment, start: int, max_bytes: int) -> list[int]:
             last = position
     if not cuts:
         return []
-    source = fs.open_source(seg.path)
+    source = open_segment(seg)
     try:
         for offset, position in cuts:
             header = bytes(source.read(position, 61))

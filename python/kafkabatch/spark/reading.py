@@ -14,10 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 
-import kafkabatch.log.fs as fs
 from kafkabatch._decode import iter_batches, valid_bytes
-from kafkabatch._kafkabatch import CorruptBatchError
-from kafkabatch.log.listing import Segment
+from kafkabatch._kafkabatch import CorruptBatchError, TieredStorageError
+from kafkabatch.log.listing import Segment, open_segment
 from kafkabatch.log.scan import SegmentResult, decode_range
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_length
 from kafkabatch.spark.options import Options
@@ -31,9 +30,26 @@ log = logging.getLogger("kafkabatch.spark")
 def read_split(opts: Options, values: SparkValueColumns | None, partition: LogSplit) -> Iterator[pa.RecordBatch]:
     """The record batches of one split, in exactly the Arrow types Spark expects."""
     arrow_schema = None if values is None else values.arrow_schema(KAFKA_SCHEMA)
+    result = SegmentResult(partition.segment)
+    try:
+        yield from _read_split(opts, values, partition, result, arrow_schema)
+    except TieredStorageError as error:
+        if opts.mode == "FAILFAST":
+            raise
+        result.skipped.append(error)
+    if opts.mode == "PERMISSIVE" and (result.skipped or result.trailing_bytes):
+        log.warning("kafka-log PERMISSIVE: %s", result.describe())
+
+
+def _read_split(
+    opts: Options,
+    values: SparkValueColumns | None,
+    partition: LogSplit,
+    result: SegmentResult,
+    arrow_schema: Any,
+) -> Iterator[pa.RecordBatch]:
     seg = partition.segment
-    result = SegmentResult(seg)
-    source = fs.open_source(seg.path)
+    source = open_segment(seg, opts.max_decompressed_size)
     try:
         if partition.check_start:
             check_batch_start(source, seg, partition.start)
@@ -56,8 +72,6 @@ def read_split(opts: Options, values: SparkValueColumns | None, partition: LogSp
                 yield values.to_spark(batch, arrow_schema)
     finally:
         source.close()
-    if opts.mode == "PERMISSIVE" and (result.skipped or result.trailing_bytes):
-        log.warning("kafka-log PERMISSIVE: %s", result.describe())
 
 
 def check_batch_start(source: Any, seg: Segment, position: int) -> None:

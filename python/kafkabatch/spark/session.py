@@ -9,8 +9,9 @@ import logging
 from typing import Any
 
 from kafkabatch._kafkabatch import __version__
+from kafkabatch.spark.batch import KafkaLogPushdownReader
 from kafkabatch.spark.options import FALSE
-from kafkabatch.spark.source import KafkaLogDataSource
+from kafkabatch.spark.source import KafkaLogDataSource, KafkaLogDataSourceWithoutPushdown
 
 log = logging.getLogger("kafkabatch.spark")
 
@@ -23,7 +24,11 @@ class WorkerImportError(RuntimeError):
 _CHECKED_APPLICATIONS: set[str] = set()
 
 
-def register(spark: Any = None, *, check_workers: bool | None = None) -> None:
+#: Spark's switch for Python data sources' filter pushdown (PySpark 4.1+).
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: Any = None, *, check_workers: bool | None = None, filter_pushdown: bool | None = None) -> None:
     """Register the ``kafka-log`` data source with a SparkSession (the active
     one by default), and check once per Spark application that its Python
     workers import this same kafkabatch version.
@@ -36,6 +41,24 @@ def register(spark: Any = None, *, check_workers: bool | None = None) -> None:
     ``spark.kafkabatch.checkWorkers=false`` (clusters where starting a task
     at registration is unwanted).
 
+    Filter pushdown: ``WHERE`` clauses on ``topic``, ``partition``,
+    ``offset`` and ``timestamp`` skip folders, segments and batches that
+    can't match. Spark hands filters to Python sources only with
+    ``spark.sql.python.filterPushdown.enabled=true``, so ``register`` sets
+    it for the session, unless ``filter_pushdown=False`` or the session
+    already sets it to ``false`` explicitly. Turning it off (either way, or
+    setting the conf to false later) costs speed, never rows: Spark then
+    filters every row itself.
+
+    ``filter_pushdown=None`` (the default) pushes filters only where Spark
+    keeps each query's planned read to that query (PySpark builds with
+    ``DataSourceReader.pushLimit``, Spark 5.0+). PySpark 4.1-4.3 store the
+    read planned with pushed filters on the loaded DataFrame's source and
+    reuse it for a later query on the same DataFrame that pushes no filter
+    (a plain ``count()``, an ``OR``), returning the earlier query's rows
+    only; there pushdown is opt-in, ``filter_pushdown=True``, for code that
+    loads a DataFrame per query.
+
     >>> import kafkabatch.spark as kbs
     >>> kbs.register(spark)                                                  # doctest: +SKIP
     >>> df = spark.read.format("kafka-log").load("/var/lib/kafka/data")     # doctest: +SKIP
@@ -46,12 +69,53 @@ def register(spark: Any = None, *, check_workers: bool | None = None) -> None:
         spark = SparkSession.getActiveSession()
         if spark is None:
             raise RuntimeError("no active SparkSession: pass one, kbs.register(spark)")
-    spark.dataSource.register(KafkaLogDataSource)
+    if filter_pushdown is None:
+        filter_pushdown = scan_scoped_reads() and not _set_false(spark, FILTER_PUSHDOWN_CONF)
+    elif filter_pushdown and KafkaLogPushdownReader is not None and not scan_scoped_reads():
+        log.warning(
+            "kafkabatch.spark: filter pushdown on PySpark %s: Spark reuses a loaded DataFrame's last read "
+            "planned with pushed filters for its later queries that push none; load() a DataFrame per query",
+            _pyspark_version(),
+        )
+    if filter_pushdown and KafkaLogPushdownReader is not None:
+        try:
+            spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
+        except Exception as error:  # a cluster that forbids it: correct, only slower
+            log.warning(
+                "kafkabatch.spark: could not set %s=true (%s); filters are not pushed", FILTER_PUSHDOWN_CONF, error
+            )
+    spark.dataSource.register(KafkaLogDataSource if filter_pushdown else KafkaLogDataSourceWithoutPushdown)
     if check_workers is None:
         setting = str(spark.conf.get("spark.kafkabatch.checkWorkers", "true")).strip().lower()
         check_workers = setting not in FALSE
     if check_workers:
         check_worker_import(spark)
+
+
+def scan_scoped_reads() -> bool:
+    """Whether this PySpark keeps the read planned with pushed filters to its
+    own scan (Spark 5.0+, which also brought ``DataSourceReader.pushLimit``).
+    Before, the source's planned read outlives the query that pushed the
+    filters (see :func:`register`)."""
+    from pyspark.sql.datasource import DataSourceReader
+
+    return hasattr(DataSourceReader, "pushLimit")
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
+def _set_false(spark: Any, key: str) -> bool:
+    """Whether the session sets ``key`` to false explicitly (not by default)."""
+    try:
+        explicit = spark.conf.getAll
+        value = explicit.get(key) if isinstance(explicit, dict) else None
+    except Exception:  # an older PySpark without RuntimeConfig.getAll
+        value = None
+    return value is not None and str(value).strip().lower() in FALSE
 
 
 def _probe_worker(_: Any) -> tuple[str, str, str | None, str | None]:

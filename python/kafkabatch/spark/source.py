@@ -14,9 +14,10 @@ from pyspark.sql.types import StructType
 
 import kafkabatch.spark.values as spark_values
 from kafkabatch.log.listing import Segment
-from kafkabatch.spark.batch import KafkaLogReader
+from kafkabatch.spark.batch import KafkaLogPushdownReader, KafkaLogReader
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import list_source_segments
+from kafkabatch.spark.pushdown import planning_without_pushdown
 from kafkabatch.spark.types import KAFKA_SCHEMA
 
 
@@ -55,9 +56,17 @@ class KafkaLogDataSource(DataSource):
     def schema(self) -> StructType:
         return KAFKA_SCHEMA if self._values is None else self._values.schema(KAFKA_SCHEMA)
 
+    #: Whether readers take Spark's pushed filters (``kbs.register(..., filter_pushdown=False)`` turns it off).
+    filter_pushdown: bool = True
+
     def reader(self, schema: StructType) -> KafkaLogReader:
         _check_schema(schema, self.schema())
         self._options.check_batch()
+        # A reader with pushFilters only where Spark may call it: with PySpark
+        # 4.1+, and not for Spark's planner of reads without pushdown, which
+        # refuses such a reader while spark.sql.python.filterPushdown.enabled is off.
+        if self.filter_pushdown and KafkaLogPushdownReader is not None and not planning_without_pushdown():
+            return KafkaLogPushdownReader(self._options, self._segments, self._values)
         return KafkaLogReader(self._options, self._segments, self._values)
 
     def streamReader(self, schema: StructType) -> Any:
@@ -86,3 +95,14 @@ def _check_schema(schema: StructType, expected: StructType) -> None:
             "kafka-log has a fixed schema (Spark's Kafka source schema, value and key typed by "
             f"valueFormat/keyFormat): {expected.simpleString()}; got {schema.simpleString()}"
         )
+
+
+class KafkaLogDataSourceWithoutPushdown(KafkaLogDataSource):
+    """``kafka-log`` whose readers never take pushed filters: what
+    ``kbs.register(spark, filter_pushdown=False)`` registers. Spark filters
+    every row itself; options such as ``startingTimestamp`` still prune.
+
+    >>> kbs.register(spark, filter_pushdown=False)  # doctest: +SKIP
+    """
+
+    filter_pushdown = False

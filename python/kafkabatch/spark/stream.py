@@ -52,11 +52,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-import kafkabatch.log.fs as fs
 from kafkabatch._decode import iter_batches, valid_bytes
 from kafkabatch._kafkabatch import CorruptBatchError, KafkaBatchError
 from kafkabatch.log.bounds import Bounds
-from kafkabatch.log.listing import Segment
+from kafkabatch.log.listing import Segment, open_segment
 from kafkabatch.log.scan import seek_position
 from kafkabatch.log.txn import Transaction
 from kafkabatch.log.windows import big_batch
@@ -113,7 +112,7 @@ class _PartitionLog:
         start_byte = 0
         seg = segments[first] if segments else None
         if seg is not None and origin is not None and seg.base_offset is not None and origin > seg.base_offset:
-            source = fs.open_source(seg.path)
+            source = open_segment(seg)
             try:
                 start_byte, _ = seek_position(seg, Bounds(start_offset=origin), source)
             finally:
@@ -126,7 +125,7 @@ class _PartitionLog:
         # an origin past the end of the log shows (a checkpoint ahead of it).
         self.next_offset = base
         if seg is not None and start_byte > 0:
-            source = fs.open_source(seg.path)
+            source = open_segment(seg)
             try:
                 header = bytes(source.read(start_byte, 8))
             finally:
@@ -209,7 +208,7 @@ class _PartitionLog:
             self.cursor += 1
 
     def _walk_segment(self, seg: Segment, pos: int) -> int:
-        source = fs.open_source(seg.path)
+        source = open_segment(seg)
         try:
             end = source.size
             while pos < end:

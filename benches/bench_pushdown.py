@@ -1,0 +1,192 @@
+"""Filter pushdown: ``WHERE`` clauses that read less, in Spark (``kafka-log``) and polars (``kb.scan_polars``).
+
+One generated log folder (magic-2 topics, with Kafka's index files), one
+``local[2]`` session, every query run once per round, in rotating order (one
+warm-up round, then the median of ``--repeat`` rounds), each into ``count()``
+(polars: ``collect()``). ``T`` is the timestamp above which the last 3 % of
+the folder's records lie.
+
+Spark rows, each next to what it is held against:
+
+* ``where-ts-pushed``   ``WHERE timestamp >= T`` with filter pushdown
+* ``where-ts-unpushed`` the same predicate written so Spark can't push it
+                        (``timestamp + INTERVAL 0 SECONDS >= T``)
+* ``starting-ts``       the same bound as ``option("startingTimestamp", T)``
+* ``where-tp-pushed``   ``WHERE topic = ... AND partition = ...``
+* ``load-folder``       ``load()`` of that one ``<topic>-<partition>`` folder
+* ``limit-10``          ``.limit(10).collect()`` on the whole folder
+* ``ten-records``       ``load()`` of a folder holding 10 records, ``collect()``
+
+polars rows: ``polars-filtered`` (``scan_polars(...).filter(timestamp >= T).collect()``)
+and ``polars-full`` (``scan_polars(...).collect()``)::
+
+    .venv/bin/python benches/bench_pushdown.py [--folder DIR] [--size 100MB] [--repeat 5] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def ensure_folder(folder: Path, size: str, seed: int) -> None:
+    if folder.exists() and any(folder.iterdir()):
+        return
+    import kafkabatch as kb
+    from kafkabatch.generate import DEFAULT_TOPICS
+
+    summary = kb.generate(
+        folder, size=size, seed=seed, topics=[t for t in DEFAULT_TOPICS if t.magic == 2], progress=False
+    )
+    print(summary, file=sys.stderr)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kafkabatch-bench-pushdown")
+    p.add_argument("--size", default="100MB", help="size to generate when the folder is missing")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=5, help="timed rounds after one warm-up (median reported)")
+    p.add_argument("--json", type=Path, help="write the results as JSON here")
+    args = p.parse_args()
+
+    import polars as pl
+    import pyarrow.compute as pc
+
+    import kafkabatch as kb
+
+    ensure_folder(args.folder, args.size, args.seed)
+    folder = str(args.folder)
+    logs = sorted(args.folder.glob("*/*.log"))
+    total = sum(f.stat().st_size for f in logs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stamps = kb.scan_log(folder).read_all().column("timestamp")
+    cutoff = int(pc.quantile(pc.cast(stamps, "int64"), q=0.97)[0].as_py())  # µs
+    t_ms = cutoff // 1000
+    import datetime as dt
+
+    t = dt.datetime.fromtimestamp(t_ms / 1000, dt.UTC)
+    t_sql = t.strftime("%Y-%m-%d %H:%M:%S.%f")
+    part = max(
+        (d for d in args.folder.iterdir() if d.is_dir()), key=lambda d: sum(f.stat().st_size for f in d.glob("*.log"))
+    )
+    topic, _, partition = part.name.rpartition("-")
+    tiny = Path(tempfile.mkdtemp(prefix="kb-bench-pushdown-")) / "tiny-0"
+    kb.write_segment(tiny / f"{0:020d}.log", [{"value": f"v{i}".encode()} for i in range(10)])
+    print(
+        f"folder {folder}: {len(logs)} segments, {total / 1e6:.1f} MB; T = {t.isoformat()} "
+        f"({len(stamps) - int(pc.sum(pc.greater_equal(pc.cast(stamps, 'int64'), cutoff)).as_py())} of "
+        f"{len(stamps)} records before it); one folder {part.name}; load {loadavg()}",
+        flush=True,
+    )
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import kafkabatch.spark as kbs
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.driver.memory", "4g")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    # PySpark 4.1-4.3 need the opt-in (see kbs.register); a DataFrame is loaded per query
+    kbs.register(spark, filter_pushdown=True)
+
+    def load(path: str = folder, **options: str):
+        return spark.read.format("kafka-log").options(**options).load(path)
+
+    ts_col = F.col("timestamp")
+    queries = {
+        "where-ts-pushed": lambda: load().where(ts_col >= F.lit(t_sql).cast("timestamp")).count(),
+        "where-ts-unpushed": lambda: (
+            load().where(ts_col + F.expr("INTERVAL 0 SECONDS") >= F.lit(t_sql).cast("timestamp")).count()
+        ),
+        "starting-ts": lambda: load(startingTimestamp=str(t_ms)).count(),
+        "where-tp-pushed": lambda: (
+            load().where((F.col("topic") == topic) & (F.col("partition") == int(partition))).count()
+        ),
+        "load-folder": lambda: load(str(part)).count(),
+        "polars-filtered": lambda: kb.scan_polars(folder).filter(pl.col("timestamp") >= t).collect().height,
+        "polars-full": lambda: kb.scan_polars(folder).collect().height,
+        "ten-records": lambda: len(load(str(tiny.parent)).collect()),
+        "limit-10": lambda: len(load().limit(10).collect()),
+    }
+
+    def warm() -> None:
+        """Two tasks, untimed: a LIMIT stops reading its task's output early, so
+        Spark can't reuse that Python worker; the next round would pay for
+        starting one."""
+        load(str(tiny.parent)).union(load(str(tiny.parent))).count()
+
+    times: dict[str, list[float]] = {name: [] for name in queries}
+    rows: dict[str, int] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for round_ in range(args.repeat + 1):
+            warm()
+            names = list(queries)[:-1]  # rotating order, the LIMIT last (see warm)
+            shift = round_ % len(names)
+            for name in [*names[shift:], *names[:shift], "limit-10"]:
+                query = queries[name]
+                start = time.perf_counter()
+                rows[name] = query()
+                elapsed = time.perf_counter() - start
+                if round_:
+                    times[name].append(elapsed)
+            print(f"round {round_} done; load {loadavg()}", flush=True)
+    assert rows["where-ts-pushed"] == rows["where-ts-unpushed"] == rows["starting-ts"] == rows["polars-filtered"], rows
+    assert rows["where-tp-pushed"] == rows["load-folder"], rows
+    median = {name: statistics.median(v) for name, v in times.items()}
+
+    def ratio(a: str, b: str) -> float:
+        return median[a] / median[b]
+
+    print(f"\n{'query':20} {'rows':>10} {'median s':>9} {'min':>7} {'max':>7}")
+    for name, values in times.items():
+        print(f"{name:20} {rows[name]:>10,} {median[name]:>9.3f} {min(values):>7.3f} {max(values):>7.3f}")
+    ratios = {
+        "where-ts pushed / unpushed (target <= 0.35)": ratio("where-ts-pushed", "where-ts-unpushed"),
+        "startingTimestamp / unpushed": ratio("starting-ts", "where-ts-unpushed"),
+        "where topic+partition / load(folder) (target <= 1.2)": ratio("where-tp-pushed", "load-folder"),
+        "limit 10 / 10-record read (target < 1.5)": ratio("limit-10", "ten-records"),
+        "polars filtered / full (target <= 0.35)": ratio("polars-filtered", "polars-full"),
+    }
+    print()
+    for text, value in ratios.items():
+        print(f"{text:55} {value:.2f}x")
+    print(f"\nload at the end {loadavg()}; {platform.platform()}; {os.cpu_count()} cores")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {"folder": folder, "bytes": total, "times": times, "median": median, "rows": rows, "ratios": ratios},
+                indent=2,
+            )
+        )
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,531 @@
+"""Tiered storage: the segments a RemoteStorageManager plugin copied to an object store, read where they live.
+
+Two layouts are recognised by their names (on local paths and every
+:mod:`pyarrow.fs` URI):
+
+- **Aiven's** ``tiered-storage-for-apache-kafka`` plugin, under any key prefix:
+  ``{prefix}{topic}-{topicId}/{partition}/{startOffset:020d}-{segmentId}.log``
+  with ``.indexes`` and ``.rsm-manifest`` beside it. The manifest (JSON,
+  version 1) says how the ``.log`` was cut into chunks and transformed (zstd,
+  AES-256-GCM); the Rust core (:class:`kafkabatch._kafkabatch.RemoteManifest`)
+  undoes the chunks, in parallel and with the GIL released. Only the chunks a
+  read needs are fetched (ranged reads), and the ``.indexes`` object only in
+  the slices a seek needs.
+- **Kafka's LocalTieredStorage**:
+  ``{topic}-{partition}-{topicId}/{startOffset}-{segmentId}.log`` with
+  ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot`` and
+  ``.leader_epoch_checkpoint``: the segment's own bytes.
+
+A topic id is 22 characters of URL-safe base64 and may itself hold ``-``
+followed by digits, so folder names are parsed from the id's fixed length,
+never by their last dash.
+
+Encrypted segments need the RSA private key of the key pair that wrapped
+their data key: ``tiered_keys`` maps key-pair ids to PEM private keys (a file
+path or the PEM text).
+
+>>> spec = resolve_keys({"key-1": "/etc/kafka/tiered/private.pem"})  # doctest: +SKIP
+>>> remote_name("s3://b/p/orders-MWJ6FHTfRYy67jzwZdeqSQ/7/00000000000000001234-tqimKeZwStOEOwRzT3L5oQ.log").layout
+'aiven'
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import json
+import os
+import re
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kafkabatch.log.fs as fs
+from kafkabatch._kafkabatch import RemoteManifest, TieredKeys, TieredStorageError
+from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
+from kafkabatch.log.windows import batch_length
+
+#: A Kafka ``Uuid`` as text: 16 bytes of URL-safe base64 without padding.
+_ID = r"[A-Za-z0-9_-]{22}"
+REMOTE_FILE = re.compile(rf"^(?P<offset>\d+)-(?P<segment_id>{_ID})\.(?P<suffix>log|indexes|rsm-manifest)$")
+AIVEN_TOPIC_FOLDER = re.compile(rf"^(?P<topic>.+)-(?P<topic_id>{_ID})$")
+LOCAL_TIERED_FOLDER = re.compile(rf"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>{_ID})$")
+MANIFEST = ".rsm-manifest"
+
+#: The keyword (Python), option (Spark) and flag (CLI) that give the keys.
+KEYS_OPTION = "tiered_keys"
+
+#: Key pairs as a segment carries them: ``((id, PEM text), ...)``, sorted.
+KeySpec = tuple[tuple[str, str], ...]
+
+
+class TieredStorageWarning(UserWarning):
+    """A remote object left out of a read: an upload in progress or abandoned (a ``.log`` without its manifest)."""
+
+
+@dataclass(frozen=True)
+class RemoteName:
+    """What a remote segment's names say: its layout, topic, partition, ids and base offset."""
+
+    layout: str  # "aiven", "local-tiered", or "" when the folders fit neither
+    topic: str | None
+    partition: int | None
+    topic_id: str | None
+    segment_id: str
+    base_offset: int
+    suffix: str
+
+
+def _parts(path: str) -> list[str]:
+    return re.split(r"[\\/]", path.split("?", 1)[0].rstrip("/\\"))
+
+
+def remote_name(path: str) -> RemoteName | None:
+    """The remote-segment facts in ``path``'s names, or None for a name that
+    is not ``<offset>-<segment id>.{log,indexes,rsm-manifest}``.
+
+    >>> n = remote_name("t/orders-Ab3-12defghijklmnopqrst/3/00000000000000000100-tqimKeZwStOEOwRzT3L5oQ.log")
+    >>> (n.layout, n.topic, n.partition, n.topic_id, n.base_offset)
+    ('aiven', 'orders', 3, 'Ab3-12defghijklmnopqrst', 100)
+    >>> remote_name("orders-3-Ab3-12defghijklmnopqrst/100-tqimKeZwStOEOwRzT3L5oQ.log").layout
+    'local-tiered'
+    """
+    parts = _parts(path)
+    match = REMOTE_FILE.match(parts[-1])
+    if match is None:
+        return None
+    parent = parts[-2] if len(parts) >= 2 else ""
+    grand = parts[-3] if len(parts) >= 3 else ""
+    offset, segment_id, suffix = int(match["offset"]), match["segment_id"], match["suffix"]
+    topic_folder = AIVEN_TOPIC_FOLDER.match(grand)
+    if parent.isdigit() and topic_folder is not None:
+        return RemoteName(
+            "aiven", topic_folder["topic"], int(parent), topic_folder["topic_id"], segment_id, offset, suffix
+        )
+    local = LOCAL_TIERED_FOLDER.match(parent)
+    if local is not None and suffix == "log":
+        return RemoteName(
+            "local-tiered", local["topic"], int(local["partition"]), local["topic_id"], segment_id, offset, suffix
+        )
+    return RemoteName("", None, None, None, segment_id, offset, suffix)
+
+
+def layout_error(path: str) -> ValueError:
+    return ValueError(
+        f"{path!r} is named like a remote segment (<offset>-<segment id>.log) but its folders fit no "
+        "known layout: Aiven's tiered storage keeps {topic}-{topicId}/{partition}/ and Kafka's "
+        "LocalTieredStorage {topic}-{partition}-{topicId}/; give topic= and partition= to read it anyway"
+    )
+
+
+def sibling(path: str, suffix: str) -> str:
+    """The object beside ``path`` (same stem) with another suffix (``.rsm-manifest``, ``.indexes``...)."""
+    base, sep, query = path.partition("?")
+    stem = base[: base.rfind(".")]
+    return stem + suffix + (sep + query if sep else "")
+
+
+# --------------------------------------------------------------------------
+# keys
+# --------------------------------------------------------------------------
+
+
+def _read_text(path: str) -> str:
+    if fs.is_remote(path):
+        filesystem, fs_path = fs.resolve_remote(path)
+        with filesystem.open_input_file(fs_path) as f:
+            return bytes(f.read()).decode()
+    with open(fs.local_path(path), encoding="utf-8") as f:
+        return f.read()
+
+
+def resolve_keys(spec: Any) -> KeySpec:
+    """Key pairs from any of the forms users give them, as ``((id, PEM text), ...)``.
+
+    ``spec``: None; a mapping ``{key pair id: PEM}``; an iterable of
+    ``"ID=PEM"`` strings (the CLI's repeated ``--tiered-key``); or a string,
+    either a JSON object or ``"ID=PEM[,ID=PEM...]"`` (the Spark option
+    ``tieredKeys``). Each PEM is the private key's text (it holds
+    ``-----BEGIN``) or the path of a file holding it (local or a URI).
+
+    >>> resolve_keys({"k1": "-----BEGIN PRIVATE KEY-----..."})
+    (('k1', '-----BEGIN PRIVATE KEY-----...'),)
+    """
+    if spec is None:
+        return ()
+    if isinstance(spec, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in spec):
+        return tuple(sorted((str(k), str(v)) for k, v in spec))  # already resolved
+    pairs: list[tuple[str, str]] = []
+    if isinstance(spec, Mapping):
+        pairs = [(str(k), os.fspath(v)) for k, v in spec.items()]
+    else:
+        if isinstance(spec, str):
+            text = spec.strip()
+            if text.startswith("{"):
+                try:
+                    loaded = json.loads(text)
+                except ValueError as e:
+                    raise ValueError(f"{KEYS_OPTION}: not a JSON object: {e}") from None
+                return resolve_keys(loaded)
+            items: Iterable[str] = [] if not text else (text.split(",") if "-----BEGIN" not in text else [text])
+        else:
+            items = spec
+        for item in items:
+            key_id, sep, pem = str(item).partition("=")
+            if not sep or not key_id.strip() or not pem.strip():
+                shown = "a PEM text" if "-----BEGIN" in str(item) else repr(item)  # never echo a key
+                raise ValueError(f"{KEYS_OPTION}: expected KEY_PAIR_ID=PEM (a file path or the PEM text), not {shown}")
+            pairs.append((key_id.strip(), pem.strip()))
+    resolved = []
+    for key_id, pem in pairs:
+        if "-----BEGIN" not in pem:
+            try:
+                pem = _read_text(pem)
+            except OSError as e:
+                raise ValueError(
+                    f"{KEYS_OPTION}: can't read the private key file of key pair {key_id!r}: {e.strerror or e}"
+                ) from None
+        resolved.append((key_id, pem))
+    return tuple(sorted(resolved))
+
+
+@functools.lru_cache(maxsize=16)
+def keyring(keys: KeySpec) -> TieredKeys | None:
+    """The parsed key pairs (cached: parsing checks each RSA key)."""
+    return TieredKeys(dict(keys)) if keys else None
+
+
+# --------------------------------------------------------------------------
+# manifests and the bytes they describe
+# --------------------------------------------------------------------------
+
+
+def _read_object(path: str, position: int | None = None, length: int | None = None) -> bytes:
+    if fs.is_remote(path):
+        filesystem, fs_path = fs.resolve_remote(path)
+        with filesystem.open_input_file(fs_path) as f:
+            if position is None or length is None:
+                return bytes(f.read())
+            return bytes(f.read_at(length, position))
+    with open(fs.local_path(path), "rb") as f:
+        if position is None or length is None:
+            return f.read()
+        f.seek(position)
+        return f.read(length)
+
+
+_FACTS: dict[str, tuple[int, int | None]] = {}
+
+
+def manifest_facts(path: str) -> dict[str, Any]:
+    """What listing wants from a manifest without keys: ``original_size`` and
+    ``end_offset`` (either None when the manifest can't say; reading the
+    segment then reports why). Kept once read whole (a manifest is written
+    once; a stream lists again at each trigger)."""
+    if path not in _FACTS:
+        try:
+            manifest = json.loads(_read_object(path))
+            size = manifest["chunkIndex"]["originalFileSize"]
+            end = (manifest.get("remoteLogSegmentMetadata") or {}).get("endOffset")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {"original_size": None, "end_offset": None}
+        if not isinstance(size, int) or size < 0:
+            return {"original_size": None, "end_offset": None}
+        if len(_FACTS) > 8192:
+            _FACTS.clear()
+        _FACTS[path] = (size, end if isinstance(end, int) else None)
+    size, end = _FACTS[path]
+    return {"original_size": size, "end_offset": end}
+
+
+@functools.lru_cache(maxsize=1024)
+def load_manifest(path: str, keys: KeySpec = ()) -> RemoteManifest:
+    """A segment's manifest, parsed and its data key unwrapped (cached per path and keys)."""
+    try:
+        text = _read_object(path)
+    except FileNotFoundError:
+        raise _error(path, "truncated", "the manifest object is missing") from None
+    return RemoteManifest(text, keyring(keys), name=path)
+
+
+def _error(name: str, kind: str, reason: str, chunk: int | None = None) -> TieredStorageError:
+    where = "" if chunk is None else f"chunk {chunk}: "
+    error = TieredStorageError(f"{name}: {where}{reason}")
+    error.kind = kind
+    error.chunk = chunk
+    error.object = name
+    error.reason = reason
+    return error
+
+
+class TieredSource(fs.Source):
+    """The original bytes of an Aiven remote segment, read chunk by chunk.
+
+    ``read(position, length)`` fetches only the chunks holding those bytes
+    that it does not hold yet (one ranged read of the ``.log`` object), undoes
+    them in the Rust core and keeps the most recent ones (up to 64 MiB), so
+    the header peeks and windows of a scan fetch each chunk once.
+    ``requested`` counts the object bytes fetched."""
+
+    def __init__(
+        self, log_path: str, manifest_path: str, keys: KeySpec = (), max_decompressed_size: int | None = None
+    ) -> None:
+        self.path = log_path
+        self._max_decompressed_size = max_decompressed_size
+        self.manifest = load_manifest(manifest_path, keys)
+        self._raw = fs.open_source(log_path)
+        if self._raw.size != self.manifest.transformed_size:
+            self._raw.close()
+            raise _error(
+                log_path,
+                "truncated",
+                f"the object has {self._raw.size} bytes, its manifest describes {self.manifest.transformed_size}",
+            )
+        self.size = self.manifest.original_size
+        self.requested = 0
+        self._identity = not self.manifest.compression and not self.manifest.encrypted
+        # Undone chunks by number (views into what one fetch returned), most recent last.
+        self._chunks: dict[int, memoryview] = {}
+        self._keep = max(4, (64 << 20) // max(self.manifest.original_chunk_size, 1))
+        self._joined: tuple[int, int, memoryview] = (0, 0, memoryview(b""))
+
+    def _fetch(self, first: int, last: int) -> None:
+        """Fetch and undo chunks ``first..last`` (one ranged read)."""
+        t_start, t_end = self.manifest.transformed_range(first, last)
+        raw = self._raw.read(t_start, t_end - t_start)
+        self.requested += t_end - t_start
+        try:
+            if self._max_decompressed_size is None:
+                data = memoryview(self.manifest.detransform(raw, first))
+            else:
+                data = memoryview(
+                    self.manifest.detransform(raw, first, max_decompressed_size=self._max_decompressed_size)
+                )
+        except TieredStorageError as e:  # named after the object that holds the chunk
+            raise _error(self.path, e.kind, e.reason, e.chunk) from None
+        finally:
+            del raw
+            self._raw.release()
+        base = self.manifest.original_range(first, last)[0]
+        for i in range(first, last):
+            a, b = self.manifest.original_range(i, i + 1)
+            self._chunks[i] = data[a - base : b - base]
+        while len(self._chunks) > self._keep:
+            del self._chunks[next(iter(self._chunks))]
+
+    def read(self, position: int, length: int) -> Any:
+        end = min(position + max(length, 0), self.size)
+        if end <= position:
+            return b""
+        if self._identity:
+            self.requested += end - position
+            return self._raw.read(position, end - position)
+        a, b, joined = self._joined
+        if a <= position and end <= b:
+            return joined[position - a : end - a]
+        first, last = self.manifest.chunks_for(position, end)
+        missing = [i for i in range(first, last) if i not in self._chunks]
+        if missing:
+            self._fetch(missing[0], missing[-1] + 1)
+        start = self.manifest.original_range(first, first + 1)[0]
+        if last - first == 1:
+            return self._chunks[first][position - start : end - start]
+        # A window across chunks fetched apart: one copy, kept for the reads
+        # that follow (a scan finds batch boundaries, then decodes the window).
+        joined = memoryview(b"".join(self._chunks[i] for i in range(first, last)))
+        self._joined = (start, start + len(joined), joined)
+        return joined[position - start : end - start]
+
+    def release(self) -> None:
+        self._raw.release()
+
+    def close(self) -> None:
+        self._chunks.clear()
+        self._joined = (0, 0, memoryview(b""))
+        self._raw.close()
+
+    def index(self, name: str, indexes_path: str) -> bytes | None:
+        """One index of the ``.indexes`` object (``offset``, ``timestamp``,
+        ``transaction``...), fetched as its slice alone; None when absent."""
+        where = self.manifest.index_slice(name)
+        if where is None or where[1] == 0:
+            return None
+        position, size = where
+        data = _read_object(indexes_path, position, size)
+        if len(data) != size:
+            raise _error(
+                indexes_path,
+                "truncated",
+                f"the {name} index lies at bytes {position}-{position + size} of the object, which ends before",
+            )
+        self.requested += size
+        return self.manifest.detransform_index(name, data)
+
+
+# --------------------------------------------------------------------------
+# seeking with the .indexes object
+# --------------------------------------------------------------------------
+
+
+def _header_at(source: TieredSource, position: int) -> tuple[int, int] | None:
+    """(base offset, batch length) of the batch header at ``position``, if it is one."""
+    header = bytes(source.read(position, 17))
+    if len(header) < 17:
+        return None
+    length = batch_length(header[:12])
+    if length is None or position + length > source.size or header[16] > 2:
+        return None
+    return int.from_bytes(header[:8], "big", signed=True), length
+
+
+def _time_entries(data: bytes, base_offset: int) -> tuple[list[int], list[int]]:
+    """``(timestamps, offsets)`` of a ``.timeindex``'s bytes (12-byte entries,
+    the preallocated zero tail dropped as :func:`kafkabatch.read_time_index`
+    does), checked to be in order."""
+    if len(data) % 12:
+        raise InvalidIndexError(f"{len(data)} bytes is not a multiple of the 12-byte time index entry")
+    stamps: list[int] = []
+    offsets: list[int] = []
+    for i in range(len(data) // 12):
+        stamp = int.from_bytes(data[i * 12 : i * 12 + 8], "big", signed=True)
+        relative = int.from_bytes(data[i * 12 + 8 : i * 12 + 12], "big", signed=True)
+        if (relative == 0 and stamp == 0) or (i and relative == 0):
+            break
+        if stamps and (stamp < stamps[-1] or base_offset + relative < offsets[-1]):
+            raise InvalidIndexError(f"time index entries are out of order at entry {i}")
+        stamps.append(stamp)
+        offsets.append(base_offset + relative)
+    return stamps, offsets
+
+
+def seek(
+    source: TieredSource,
+    indexes_path: str,
+    base_offset: int | None,
+    start_offset: int | None,
+    end_offset: int | None,
+    start_timestamp_ms: int | None,
+) -> tuple[int, int | None]:
+    """The byte range of a remote segment to read for these bounds, from the
+    offset and time indexes in its ``.indexes`` object (each entry used is
+    checked against the batch header it points at; a bad index warns and
+    reads the whole segment)."""
+    if base_offset is None or (start_offset is None and end_offset is None and start_timestamp_ms is None):
+        return 0, None
+    try:
+        raw = source.index("offset", indexes_path)
+        if raw is None:
+            raise InvalidIndexError("the segment has no offset index")
+        offsets, positions = offset_index_entries(raw, base_offset)
+
+        def position_for(offset: int) -> int:
+            i = bisect.bisect_right(offsets, offset) - 1
+            if i < 0:
+                return 0
+            found = _header_at(source, positions[i])
+            if found is None or found[0] > offsets[i]:
+                raise InvalidIndexError(f"entry {offsets[i]} -> {positions[i]} is not a batch of that offset")
+            return positions[i]
+
+        start = 0 if start_offset is None else position_for(start_offset)
+        if start_timestamp_ms is not None:
+            raw_time = source.index("timestamp", indexes_path)
+            if raw_time is not None:
+                stamps, stamp_offsets = _time_entries(raw_time, base_offset)
+                i = bisect.bisect_left(stamps, start_timestamp_ms) - 1
+                if i >= 0:
+                    start = max(start, position_for(stamp_offsets[i]))
+        end = None
+        if end_offset is not None:
+            j = bisect.bisect_left(offsets, end_offset)
+            if j + 1 < len(offsets):
+                found = _header_at(source, positions[j + 1])
+                if found is None or found[0] < end_offset:
+                    raise InvalidIndexError(f"entry {offsets[j + 1]} -> {positions[j + 1]} disagrees with the log")
+                end = max(positions[j + 1], start)
+        return start, end
+    except InvalidIndexError as e:
+        warnings.warn(f"{indexes_path}: {e}; scanning the whole segment instead", IndexFileWarning, stacklevel=3)
+        return 0, None
+
+
+def chunk_cuts(source: TieredSource, indexes_path: str, base_offset: int, start: int, max_bytes: int) -> list[int]:
+    """Batch positions to cut a remote segment into tasks of about
+    ``max_bytes``: for each cut, the first indexed batch in a chunk, so a task
+    fetches its own chunks and at most the one its last batch ends in. Only
+    the offset index slice is fetched."""
+    manifest = source.manifest
+    try:
+        raw = source.index("offset", indexes_path)
+        if raw is None:
+            return []
+        offsets, positions = offset_index_entries(raw, base_offset)
+    except InvalidIndexError as e:
+        warnings.warn(f"{indexes_path}: {e}; reading {source.path} in one task", IndexFileWarning, stacklevel=2)
+        return []
+    cuts: list[int] = []
+    last = start
+    chunk = manifest.original_chunk_size
+    for position in positions:
+        if position >= source.size:
+            break
+        # The first indexed batch at or after the chunk boundary past last + max_bytes.
+        boundary = -(-(last + max_bytes) // chunk) * chunk
+        if position < boundary:
+            continue
+        # Not fetched here to be checked: each task checks its first batch (check_start).
+        cuts.append(position)
+        last = position
+    return cuts
+
+
+# --------------------------------------------------------------------------
+# remote and local together
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Claim:
+    """One segment's place in the overlap rule: its base offset, its last
+    offset where known, and where it comes from."""
+
+    base: int
+    end: int | None  # last offset held, None when unknown
+    rank: int  # 0 broker log dir, 1 LocalTieredStorage, 2 Aiven remote storage
+    key: str  # the path, to break ties the same way every time
+    floor: int | None = None  # offsets below are left to an earlier segment
+    stop: int | None = None  # offsets at or above are left to a later segment
+    dropped: bool = False
+
+
+def resolve(claims: list[Claim]) -> None:
+    """Decide which segment returns which offsets of one topic-partition, so
+    every offset comes exactly once (see docs/tiered-storage.md):
+
+    segments are taken in base-offset order (at equal base offsets the one
+    known to hold more offsets first, then broker log dirs before
+    LocalTieredStorage before Aiven remote storage, then by path); each
+    returns its offsets from above everything returned before it; a segment
+    holding nothing new is dropped. A segment whose last offset is unknown
+    (the newest of its folder, with no manifest) yields to the next segment
+    in order at that segment's base offset."""
+    order = sorted(claims, key=lambda c: (c.base, -(c.end if c.end is not None else 1 << 62), c.rank, c.key))
+    covered = None  # the first offset not yet returned
+    for i, claim in enumerate(order):
+        if covered is not None and claim.end is not None and claim.end < covered:
+            claim.dropped = True
+            continue
+        if covered is not None and covered > claim.base:
+            claim.floor = covered
+        if claim.end is not None:
+            covered = claim.end + 1
+        else:
+            later = [c.base for c in order[i + 1 :] if c.base > max(claim.base, covered or claim.base)]
+            if later:
+                claim.stop = later[0]
+                covered = later[0]
+            else:
+                covered = 1 << 62
+        if covered is not None and claim.floor is not None and claim.floor >= covered:
+            claim.dropped = True

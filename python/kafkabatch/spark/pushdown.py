@@ -1,0 +1,121 @@
+"""Spark's pushed filters (PySpark 4.1+ ``DataSourceReader.pushFilters``) as a :class:`~kafkabatch.log.prune.RecordFilter`.
+
+Spark hands a Python source the AND of simple filters when
+``spark.sql.python.filterPushdown.enabled`` is true (``kbs.register`` turns it
+on). Those on ``topic``, ``partition``, ``offset`` and ``timestamp`` prune
+folders, segments and batches; the source then applies them exactly, so they
+are *pushed* (Spark drops them from its plan). Filters that only narrow the
+read (``offset IN (...)``: a range holding the values) or that kafkabatch
+can't decide (``key``, ``value``, ``headers``, ``timestampType``, ``!=`` on
+offsets...) are returned to Spark, which evaluates them on the rows.
+
+>>> from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual  # doctest: +SKIP
+>>> f, rest = translate([EqualTo(("topic",), "orders"), GreaterThanOrEqual(("offset",), 100)])  # doctest: +SKIP
+>>> f.describe(), rest                                                                            # doctest: +SKIP
+("topic == 'orders' AND offset >= 100", [])
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from kafkabatch.log.prune import NotPushable, RecordFilter
+
+#: Spark's filter classes by name, with the RecordFilter operator each maps to.
+_BINARY = {
+    "EqualTo": "==",
+    "EqualNullSafe": "==",
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
+    "In": "in",
+    "StringStartsWith": "startswith",
+    "StringEndsWith": "endswith",
+    "StringContains": "contains",
+}
+
+#: The operator of ``NOT (column op value)`` on a column that is never null.
+_NEGATED = {"==": "!=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "in": "not in"}
+
+#: Columns kafkabatch always fills (Arrow arrays without a validity buffer; a
+#: message without a timestamp has -1 ms, as in Kafka): IS NULL is false, IS NOT NULL true.
+_NEVER_NULL = ("topic", "partition", "offset", "timestamp", "timestampType")
+
+
+def filter_of(spark_filter: Any) -> tuple[RecordFilter, bool]:
+    """One Spark filter as ``(RecordFilter, exact)``: ``exact`` when applying
+    the RecordFilter decides the filter by itself (Spark may drop it).
+    :class:`NotPushable` when it says nothing kafkabatch can use."""
+    name = type(spark_filter).__name__
+    negated = False
+    if name == "Not":
+        spark_filter = spark_filter.child
+        name = type(spark_filter).__name__
+        negated = True
+    column_path = getattr(spark_filter, "attribute", None)
+    if not isinstance(column_path, tuple) or len(column_path) != 1:
+        raise NotPushable(f"{spark_filter!r}")
+    column = column_path[0]
+    if name in ("IsNull", "IsNotNull"):
+        if column not in _NEVER_NULL:
+            raise NotPushable(f"{spark_filter!r}")
+        always_true = (name == "IsNotNull") != negated
+        return (RecordFilter() if always_true else RecordFilter(nothing=True, described=(f"{column} IS NULL",))), True
+    op = _BINARY.get(name)
+    if op is None:
+        raise NotPushable(f"{spark_filter!r}")
+    value = spark_filter.value
+    if value is None:  # comparing with NULL: Spark folds these; leave them to it
+        raise NotPushable(f"{spark_filter!r}")
+    if negated:
+        if op not in _NEGATED:
+            raise NotPushable(f"{spark_filter!r}")
+        op = _NEGATED[op]
+    if op in ("in", "not in"):
+        value = tuple(value)
+    record_filter = RecordFilter.where(column, op, value)
+    exact = not (column in ("offset", "timestamp") and op == "in")
+    return record_filter, exact
+
+
+def translate(filters: Iterable[Any]) -> tuple[RecordFilter, list[Any]]:
+    """The AND of Spark ``filters`` as one RecordFilter, and the filters Spark
+    must still evaluate (those not decided exactly), as given."""
+    parts = []
+    rest = []
+    for spark_filter in filters:
+        try:
+            record_filter, exact = filter_of(spark_filter)
+        except NotPushable:
+            rest.append(spark_filter)
+            continue
+        parts.append(record_filter)
+        if not exact:
+            rest.append(spark_filter)
+    return RecordFilter.all_of(parts), rest
+
+
+#: The Spark planner module that plans a read whose filters were not pushed.
+_PLAN_WITHOUT_PUSHDOWN = "pyspark.sql.worker.plan_data_source_read"
+
+
+def planning_without_pushdown() -> bool:
+    """Whether ``reader()`` is being called by Spark's planner for a read
+    whose filters were not pushed (filter pushdown switched off, or nothing to
+    push). That planner never calls ``pushFilters`` and, with
+    ``spark.sql.python.filterPushdown.enabled`` false, refuses a reader that
+    defines it (``DATA_SOURCE_PUSHDOWN_DISABLED``): the source then hands it a
+    reader without ``pushFilters``, and Spark filters the rows itself."""
+    frame = sys._getframe(1)
+    for _ in range(8):
+        if frame is None:
+            return False
+        spec = frame.f_globals.get("__spec__")
+        name = getattr(spec, "name", None) or frame.f_globals.get("__name__")
+        if name == _PLAN_WITHOUT_PUSHDOWN:
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False

@@ -1,0 +1,1568 @@
+//! JSON values straight into Arrow, driven by the target type.
+//!
+//! The target type is compiled once per piece into a plan ([`Plan`]) and a
+//! tree of column builders ([`Col`]) mirroring it. Each value is then read by
+//! one recursive-descent pass that writes into those builders as it goes: no
+//! tape, no intermediate values, no second pass over the document.
+//!
+//! - Strings without escapes are found by a 16-byte SIMD scan (SSE2, the
+//!   x86-64 baseline; 8 bytes at a time elsewhere) and copied once into the
+//!   column's value buffer; only strings holding non-ASCII bytes are checked
+//!   as UTF-8, and only their bytes.
+//! - Field names are matched against a table built from the schema: the
+//!   field after the last one matched is tried first (producers write fields
+//!   in one order), then a bucket keyed on the name's length and end bytes.
+//! - A row is known to be one value once the value ends and only whitespace
+//!   follows it.
+//! - A bad value rolls every builder back to the row's start ([`Col::truncate`]),
+//!   then either stops the piece with its reason or becomes a null row; the
+//!   rows around it are kept.
+//!
+//! The rules are Spark's `from_json` as `spark_json` gives them to
+//! arrow-json, and the path gives the same columns as arrow-json's (the fuzz
+//! target `json_values` and the property tests compare them), except that the
+//! grammar is RFC 8259's, as Jackson reads it: arrow-json's tape tolerates
+//! missing or doubled commas, raw control characters in strings and
+//! malformed numbers (`01`, `1-2`), which fail here. Types it does not cover
+//! (see [`Plan::new`]) keep arrow-json, as does a piece holding an object
+//! with a repeated field name (arrow-json keeps the last; builders written in
+//! order can't).
+
+use std::sync::Arc;
+
+use arrow_array::timezone::Tz;
+use arrow_array::types::{
+    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type,
+    UInt8Type,
+};
+use arrow_array::{
+    ArrayRef, BooleanArray, LargeListArray, ListArray, MapArray, PrimitiveArray, StringArray, StructArray,
+};
+use arrow_buffer::{BooleanBufferBuilder, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{ArrowError, DataType, FieldRef, Fields, TimeUnit};
+
+use super::spark_json::MAX_NESTING_DEPTH;
+use super::{strip_confluent, OnValueError, RowError, Values};
+
+thread_local! {
+    static DISABLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with the fast path off on this thread: values parse with
+/// arrow-json alone, as before the fast path (tests and fuzzers compare the two).
+pub fn without_fast_path<R>(f: impl FnOnce() -> R) -> R {
+    let was = DISABLED.with(|d| d.replace(true));
+    let out = f();
+    DISABLED.with(|d| d.set(was));
+    out
+}
+
+/// The values of one piece parsed into `data_type`, or `None` when this path
+/// can't give arrow-json's result (the type is not covered, or an object
+/// repeats a field name) and the caller must parse the piece with arrow-json.
+pub(super) fn parse(
+    data_type: &DataType,
+    values: &Values,
+    first_row: usize,
+    on_error: OnValueError,
+    confluent: bool,
+) -> Result<Option<ArrayRef>, RowError> {
+    if DISABLED.with(|d| d.get()) {
+        return Ok(None);
+    }
+    let Some(plan) = Plan::new(data_type) else {
+        return Ok(None);
+    };
+    // A bug here must not cost the rows: the piece goes to arrow-json instead.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parse_piece(&plan, values, first_row, on_error, confluent)
+    }))
+    .unwrap_or(Ok(None))
+}
+
+fn parse_piece(
+    plan: &Plan,
+    values: &Values,
+    first_row: usize,
+    on_error: OnValueError,
+    confluent: bool,
+) -> Result<Option<ArrayRef>, RowError> {
+    let rows = values.len();
+    let mut root = Col::new(&plan.root, rows);
+    let mut scratch = Vec::new();
+    for row in 0..rows {
+        let Some(value) = values.get(row) else {
+            root.push_null();
+            continue;
+        };
+        let result = match if confluent { strip_confluent(value) } else { Ok(value) } {
+            Ok(document) => {
+                let mut parser = Parser {
+                    b: document,
+                    i: 0,
+                    depth: 0,
+                    scratch: &mut scratch,
+                };
+                match parser.document(&mut root) {
+                    // arrow-json keeps the last of repeated names and never
+                    // reads the others, so a value that doesn't fit may not matter.
+                    Err(Failure::Fit(_)) if repeats_a_name(document) => Err(None),
+                    other => other.map_err(Failure::reason),
+                }
+            }
+            Err(reason) => Err(Some(reason)),
+        };
+        match result {
+            Ok(()) => {}
+            Err(None) => return Ok(None),
+            Err(Some(reason)) => {
+                if on_error == OnValueError::Raise {
+                    return Err(RowError {
+                        row: first_row + row,
+                        reason,
+                    });
+                }
+                root.truncate(row);
+                root.push_null();
+            }
+        }
+    }
+    // Arrow's own checks of the finished arrays; a failure there is ours, and arrow-json decides.
+    Ok(root.finish().ok())
+}
+
+/// Whether some object in `document` gives a name twice (read leniently:
+/// only for a value that already failed).
+fn repeats_a_name(document: &[u8]) -> bool {
+    let mut scratch = Vec::new();
+    let mut p = Parser {
+        b: document,
+        i: 0,
+        depth: 0,
+        scratch: &mut scratch,
+    };
+    // Per open container: the names an object has given so far (None: an array).
+    let mut open: Vec<Option<Vec<Vec<u8>>>> = Vec::new();
+    loop {
+        p.ws();
+        let Some(&c) = document.get(p.i) else {
+            return false;
+        };
+        match c {
+            b'{' | b'[' => {
+                open.push((c == b'{').then(Vec::new));
+                p.i += 1;
+            }
+            b'}' | b']' => {
+                open.pop();
+                p.i += 1;
+            }
+            b',' | b':' => p.i += 1,
+            b'"' => {
+                let mut text = Vec::new();
+                if p.string(&mut text).is_err() {
+                    return false;
+                }
+                p.ws();
+                if document.get(p.i) == Some(&b':') {
+                    if let Some(Some(names)) = open.last_mut() {
+                        if names.contains(&text) {
+                            return true;
+                        }
+                        names.push(text);
+                    }
+                }
+            }
+            _ => {
+                let rest = &document[p.i..];
+                let len = rest
+                    .iter()
+                    .position(|b| {
+                        matches!(
+                            b,
+                            b' ' | b'\n' | b'\r' | b'\t' | b',' | b':' | b']' | b'}' | b'"' | b'{' | b'['
+                        )
+                    })
+                    .unwrap_or(rest.len());
+                p.i += len.max(1);
+            }
+        }
+    }
+}
+
+/// What the builders are, decided from the target type before any value.
+#[derive(Debug)]
+pub(super) struct Plan {
+    root: Node,
+}
+
+#[derive(Debug)]
+enum Node {
+    Bool,
+    /// Signed integers of `data_type`, in `lo..=hi`.
+    Int {
+        lo: i64,
+        hi: i64,
+        data_type: DataType,
+    },
+    /// Unsigned integers of `data_type`, in `0..=hi`.
+    UInt {
+        hi: u64,
+        data_type: DataType,
+    },
+    Float32,
+    Float64,
+    Timestamp {
+        unit: TimeUnit,
+        tz: Tz,
+        data_type: DataType,
+    },
+    /// Spark's string: any JSON value, as text.
+    Text,
+    Struct(StructPlan),
+    List {
+        field: FieldRef,
+        item: Box<Node>,
+        large: bool,
+    },
+    Map {
+        entries: FieldRef,
+        sorted: bool,
+        value: Box<Node>,
+        value_nullable: bool,
+    },
+}
+
+#[derive(Debug)]
+struct StructPlan {
+    fields: Fields,
+    nodes: Vec<Node>,
+    /// The field names (`None` for a name an earlier field has: arrow-json
+    /// matches the first), and per bucket (see `bucket`) the fields whose
+    /// name falls in it.
+    names: Vec<Option<Box<[u8]>>>,
+    buckets: Vec<Vec<u32>>,
+}
+
+const BUCKETS: usize = 64;
+
+fn bucket(name: &[u8]) -> usize {
+    let (first, last) = (name.first().copied().unwrap_or(0), name.last().copied().unwrap_or(0));
+    (name.len().wrapping_mul(7) ^ usize::from(first).wrapping_mul(31) ^ usize::from(last)) % BUCKETS
+}
+
+impl StructPlan {
+    /// The field named `key`, trying `expect` (the field after the last match) first.
+    #[inline]
+    fn lookup(&self, key: &[u8], expect: usize) -> Option<usize> {
+        if let Some(Some(name)) = self.names.get(expect) {
+            if **name == *key {
+                return Some(expect);
+            }
+        }
+        self.buckets[bucket(key)]
+            .iter()
+            .map(|&k| k as usize)
+            .find(|&k| self.names[k].as_deref() == Some(key))
+    }
+}
+
+impl Plan {
+    /// The plan for `data_type`, or `None` if some type in it is not one this
+    /// path reads: booleans, integers, `Float32`/`Float64`, `Utf8`,
+    /// timestamps, structs, lists and large lists, and maps with `Utf8` keys
+    /// are; dates, times, durations, decimals, binary, `LargeUtf8`,
+    /// `Utf8View`, `Float16`, `Null`, fixed-size and view lists, unions,
+    /// dictionaries and run-end encoding keep arrow-json.
+    pub(super) fn new(data_type: &DataType) -> Option<Plan> {
+        Some(Plan {
+            root: Node::new(data_type)?,
+        })
+    }
+}
+
+impl Node {
+    fn new(data_type: &DataType) -> Option<Node> {
+        let int = |lo: i64, hi: i64| Node::Int {
+            lo,
+            hi,
+            data_type: data_type.clone(),
+        };
+        let uint = |hi: u64| Node::UInt {
+            hi,
+            data_type: data_type.clone(),
+        };
+        Some(match data_type {
+            DataType::Boolean => Node::Bool,
+            DataType::Int8 => int(i8::MIN.into(), i8::MAX.into()),
+            DataType::Int16 => int(i16::MIN.into(), i16::MAX.into()),
+            DataType::Int32 => int(i32::MIN.into(), i32::MAX.into()),
+            DataType::Int64 => int(i64::MIN, i64::MAX),
+            DataType::UInt8 => uint(u8::MAX.into()),
+            DataType::UInt16 => uint(u16::MAX.into()),
+            DataType::UInt32 => uint(u32::MAX.into()),
+            DataType::UInt64 => uint(u64::MAX),
+            DataType::Float32 => Node::Float32,
+            DataType::Float64 => Node::Float64,
+            DataType::Utf8 => Node::Text,
+            DataType::Timestamp(unit, tz) => Node::Timestamp {
+                unit: *unit,
+                // arrow-json reads a timestamp without a zone as UTC.
+                tz: tz.as_deref().unwrap_or("+00:00").parse().ok()?,
+                data_type: data_type.clone(),
+            },
+            DataType::Struct(fields) => {
+                let nodes = fields
+                    .iter()
+                    .map(|f| Node::new(f.data_type()))
+                    .collect::<Option<Vec<_>>>()?;
+                let mut names: Vec<Option<Box<[u8]>>> = Vec::with_capacity(fields.len());
+                let mut buckets = vec![Vec::new(); BUCKETS];
+                for (k, f) in fields.iter().enumerate() {
+                    let name = f.name().as_bytes();
+                    // A name given twice matches its first field, as in arrow-json.
+                    if fields[..k].iter().any(|g| g.name() == f.name()) {
+                        names.push(None);
+                        continue;
+                    }
+                    buckets[bucket(name)].push(u32::try_from(k).ok()?);
+                    names.push(Some(name.into()));
+                }
+                Node::Struct(StructPlan {
+                    fields: fields.clone(),
+                    nodes,
+                    names,
+                    buckets,
+                })
+            }
+            DataType::List(field) | DataType::LargeList(field) => Node::List {
+                field: field.clone(),
+                item: Box::new(Node::new(field.data_type())?),
+                large: matches!(data_type, DataType::LargeList(_)),
+            },
+            DataType::Map(entries, sorted) => {
+                let DataType::Struct(kv) = entries.data_type() else {
+                    return None;
+                };
+                if kv.len() != 2 || *kv[0].data_type() != DataType::Utf8 {
+                    return None;
+                }
+                Node::Map {
+                    entries: entries.clone(),
+                    sorted: *sorted,
+                    value: Box::new(Node::new(kv[1].data_type())?),
+                    value_nullable: kv[1].is_nullable(),
+                }
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A column being built, one per node of the plan.
+enum Col<'p> {
+    Bool {
+        values: BooleanBufferBuilder,
+        valid: BooleanBufferBuilder,
+    },
+    Int {
+        values: Vec<i64>,
+        valid: BooleanBufferBuilder,
+        lo: i64,
+        hi: i64,
+        data_type: &'p DataType,
+    },
+    UInt {
+        values: Vec<u64>,
+        valid: BooleanBufferBuilder,
+        hi: u64,
+        data_type: &'p DataType,
+    },
+    Float32 {
+        values: Vec<f32>,
+        valid: BooleanBufferBuilder,
+    },
+    Float64 {
+        values: Vec<f64>,
+        valid: BooleanBufferBuilder,
+    },
+    Timestamp {
+        values: Vec<i64>,
+        valid: BooleanBufferBuilder,
+        unit: TimeUnit,
+        tz: &'p Tz,
+        data_type: &'p DataType,
+    },
+    Text {
+        offsets: Vec<i32>,
+        bytes: Vec<u8>,
+        valid: BooleanBufferBuilder,
+    },
+    Struct {
+        plan: &'p StructPlan,
+        children: Vec<Col<'p>>,
+        valid: BooleanBufferBuilder,
+        /// Which fields the object being read has set.
+        seen: Vec<bool>,
+    },
+    List {
+        field: &'p FieldRef,
+        large: bool,
+        offsets: Vec<i64>,
+        item: Box<Col<'p>>,
+        item_nullable: bool,
+        valid: BooleanBufferBuilder,
+    },
+    Map {
+        entries: &'p FieldRef,
+        sorted: bool,
+        offsets: Vec<i64>,
+        keys: Box<Col<'p>>,
+        values: Box<Col<'p>>,
+        value_nullable: bool,
+        valid: BooleanBufferBuilder,
+    },
+}
+
+impl<'p> Col<'p> {
+    fn new(node: &'p Node, rows: usize) -> Col<'p> {
+        let valid = BooleanBufferBuilder::new(rows);
+        match node {
+            Node::Bool => Col::Bool {
+                values: BooleanBufferBuilder::new(rows),
+                valid,
+            },
+            Node::Int { lo, hi, data_type } => Col::Int {
+                values: Vec::with_capacity(rows),
+                valid,
+                lo: *lo,
+                hi: *hi,
+                data_type,
+            },
+            Node::UInt { hi, data_type } => Col::UInt {
+                values: Vec::with_capacity(rows),
+                valid,
+                hi: *hi,
+                data_type,
+            },
+            Node::Float32 => Col::Float32 {
+                values: Vec::with_capacity(rows),
+                valid,
+            },
+            Node::Float64 => Col::Float64 {
+                values: Vec::with_capacity(rows),
+                valid,
+            },
+            Node::Timestamp { unit, tz, data_type } => Col::Timestamp {
+                values: Vec::with_capacity(rows),
+                valid,
+                unit: *unit,
+                tz,
+                data_type,
+            },
+            Node::Text => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Col::Text {
+                    offsets,
+                    bytes: Vec::with_capacity(rows * 16),
+                    valid,
+                }
+            }
+            Node::Struct(plan) => Col::Struct {
+                plan,
+                children: plan.nodes.iter().map(|n| Col::new(n, rows)).collect(),
+                valid,
+                seen: vec![false; plan.nodes.len()],
+            },
+            Node::List { field, item, large } => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Col::List {
+                    field,
+                    large: *large,
+                    offsets,
+                    item: Box::new(Col::new(item, rows)),
+                    item_nullable: field.is_nullable(),
+                    valid,
+                }
+            }
+            Node::Map {
+                entries,
+                sorted,
+                value,
+                value_nullable,
+            } => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Col::Map {
+                    entries,
+                    sorted: *sorted,
+                    offsets,
+                    keys: Box::new(Col::new(&Node::Text, rows)),
+                    values: Box::new(Col::new(value, rows)),
+                    value_nullable: *value_nullable,
+                    valid,
+                }
+            }
+        }
+    }
+
+    fn valid(&mut self) -> &mut BooleanBufferBuilder {
+        match self {
+            Col::Bool { valid, .. }
+            | Col::Int { valid, .. }
+            | Col::UInt { valid, .. }
+            | Col::Float32 { valid, .. }
+            | Col::Float64 { valid, .. }
+            | Col::Timestamp { valid, .. }
+            | Col::Text { valid, .. }
+            | Col::Struct { valid, .. }
+            | Col::List { valid, .. }
+            | Col::Map { valid, .. } => valid,
+        }
+    }
+
+    /// Append a null (a struct's fields are null under it).
+    fn push_null(&mut self) {
+        match self {
+            Col::Bool { values, .. } => values.append(false),
+            Col::Int { values, .. } | Col::Timestamp { values, .. } => values.push(0),
+            Col::UInt { values, .. } => values.push(0),
+            Col::Float32 { values, .. } => values.push(0.0),
+            Col::Float64 { values, .. } => values.push(0.0),
+            Col::Text { offsets, bytes, .. } => offsets.push(bytes.len() as i32),
+            Col::Struct { children, .. } => children.iter_mut().for_each(Col::push_null),
+            Col::List { offsets, .. } | Col::Map { offsets, .. } => {
+                let last = offsets.last().copied().unwrap_or(0);
+                offsets.push(last);
+            }
+        }
+        self.valid().append(false);
+    }
+
+    /// Drop every row from `len` on, in this column and the ones under it.
+    fn truncate(&mut self, len: usize) {
+        match self {
+            Col::Bool { values, .. } => values.truncate(len),
+            Col::Int { values, .. } | Col::Timestamp { values, .. } => values.truncate(len),
+            Col::UInt { values, .. } => values.truncate(len),
+            Col::Float32 { values, .. } => values.truncate(len),
+            Col::Float64 { values, .. } => values.truncate(len),
+            Col::Text { offsets, bytes, .. } => {
+                offsets.truncate(len + 1);
+                bytes.truncate(offsets[len] as usize);
+            }
+            Col::Struct { children, .. } => children.iter_mut().for_each(|c| c.truncate(len)),
+            Col::List { offsets, item, .. } => {
+                offsets.truncate(len + 1);
+                item.truncate(offsets[len] as usize);
+            }
+            Col::Map {
+                offsets, keys, values, ..
+            } => {
+                offsets.truncate(len + 1);
+                keys.truncate(offsets[len] as usize);
+                values.truncate(offsets[len] as usize);
+            }
+        }
+        self.valid().truncate(len);
+    }
+
+    fn finish(self) -> Result<ArrayRef, ArrowError> {
+        fn nulls(mut valid: BooleanBufferBuilder) -> Option<NullBuffer> {
+            Some(NullBuffer::new(valid.finish())).filter(|n| n.null_count() > 0)
+        }
+        fn ints<T: arrow_array::ArrowPrimitiveType>(
+            values: impl Iterator<Item = T::Native>,
+            nulls: Option<NullBuffer>,
+        ) -> ArrayRef {
+            Arc::new(PrimitiveArray::<T>::new(values.collect(), nulls))
+        }
+        fn list_offsets(offsets: Vec<i64>) -> Result<OffsetBuffer<i32>, ArrowError> {
+            let offsets = offsets
+                .into_iter()
+                .map(i32::try_from)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| ArrowError::JsonError("list offsets overflow".into()))?;
+            Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
+        }
+        Ok(match self {
+            Col::Bool { mut values, valid } => Arc::new(BooleanArray::new(values.finish(), nulls(valid))),
+            Col::Int {
+                values,
+                valid,
+                data_type,
+                ..
+            } => {
+                let n = nulls(valid);
+                // In range by construction (and 0 under a null).
+                match data_type {
+                    DataType::Int8 => ints::<Int8Type>(values.iter().map(|&v| v as i8), n),
+                    DataType::Int16 => ints::<Int16Type>(values.iter().map(|&v| v as i16), n),
+                    DataType::Int32 => ints::<Int32Type>(values.iter().map(|&v| v as i32), n),
+                    _ => Arc::new(PrimitiveArray::<Int64Type>::new(values.into(), n)),
+                }
+            }
+            Col::UInt {
+                values,
+                valid,
+                data_type,
+                ..
+            } => {
+                let n = nulls(valid);
+                match data_type {
+                    DataType::UInt8 => ints::<UInt8Type>(values.iter().map(|&v| v as u8), n),
+                    DataType::UInt16 => ints::<UInt16Type>(values.iter().map(|&v| v as u16), n),
+                    DataType::UInt32 => ints::<UInt32Type>(values.iter().map(|&v| v as u32), n),
+                    _ => Arc::new(PrimitiveArray::<UInt64Type>::new(values.into(), n)),
+                }
+            }
+            Col::Float32 { values, valid } => Arc::new(PrimitiveArray::<Float32Type>::new(values.into(), nulls(valid))),
+            Col::Float64 { values, valid } => Arc::new(PrimitiveArray::<Float64Type>::new(values.into(), nulls(valid))),
+            Col::Timestamp {
+                values,
+                valid,
+                unit,
+                data_type,
+                ..
+            } => {
+                let DataType::Timestamp(_, tz) = data_type else {
+                    unreachable!("a timestamp column of a timestamp type")
+                };
+                let (values, n) = (ScalarBuffer::from(values), nulls(valid));
+                match unit {
+                    TimeUnit::Second => {
+                        Arc::new(PrimitiveArray::<TimestampSecondType>::new(values, n).with_timezone_opt(tz.clone()))
+                    }
+                    TimeUnit::Millisecond => Arc::new(
+                        PrimitiveArray::<TimestampMillisecondType>::new(values, n).with_timezone_opt(tz.clone()),
+                    ),
+                    TimeUnit::Microsecond => Arc::new(
+                        PrimitiveArray::<TimestampMicrosecondType>::new(values, n).with_timezone_opt(tz.clone()),
+                    ),
+                    TimeUnit::Nanosecond => Arc::new(
+                        PrimitiveArray::<TimestampNanosecondType>::new(values, n).with_timezone_opt(tz.clone()),
+                    ),
+                }
+            }
+            Col::Text { offsets, bytes, valid } => {
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+                debug_assert!(std::str::from_utf8(&bytes).is_ok());
+                // SAFETY: the bytes are copied from documents' strings only
+                // after checking them as UTF-8 (`Parser::string`), or are
+                // whole characters written from escapes and literals, and the
+                // offsets, rising from 0, fall on those copies' boundaries.
+                Arc::new(unsafe { StringArray::new_unchecked(offsets, bytes.into(), nulls(valid)) })
+            }
+            Col::Struct {
+                plan, children, valid, ..
+            } => {
+                let len = valid.len();
+                let children = children.into_iter().map(Col::finish).collect::<Result<Vec<_>, _>>()?;
+                Arc::new(StructArray::try_new_with_length(
+                    plan.fields.clone(),
+                    children,
+                    nulls(valid),
+                    len,
+                )?)
+            }
+            Col::List {
+                field,
+                large,
+                offsets,
+                item,
+                valid,
+                ..
+            } => {
+                let item = item.finish()?;
+                if large {
+                    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+                    Arc::new(LargeListArray::try_new(field.clone(), offsets, item, nulls(valid))?)
+                } else {
+                    Arc::new(ListArray::try_new(
+                        field.clone(),
+                        list_offsets(offsets)?,
+                        item,
+                        nulls(valid),
+                    )?)
+                }
+            }
+            Col::Map {
+                entries,
+                sorted,
+                offsets,
+                keys,
+                values,
+                valid,
+                ..
+            } => {
+                let DataType::Struct(kv) = entries.data_type() else {
+                    unreachable!("a map's entries are a struct")
+                };
+                let (keys, values) = (keys.finish()?, values.finish()?);
+                let len = keys.len();
+                let entries_array = StructArray::try_new_with_length(kv.clone(), vec![keys, values], None, len)?;
+                Arc::new(MapArray::try_new(
+                    entries.clone(),
+                    list_offsets(offsets)?,
+                    entries_array,
+                    nulls(valid),
+                    sorted,
+                )?)
+            }
+        })
+    }
+}
+
+/// Why a value was not read.
+enum Failure {
+    /// Not JSON: what was expected, and at which byte.
+    Syntax(&'static str, usize),
+    /// JSON that does not fit the type (Spark's from_json reads it as null).
+    Fit(String),
+    /// Nested deeper than Jackson allows, at this byte.
+    Depth(usize),
+    /// Valid, but arrow-json must read the piece (a repeated field name).
+    Fallback,
+    /// Said as is.
+    Plain(String),
+}
+
+impl Failure {
+    fn in_field(self, name: &str) -> Failure {
+        match self {
+            Failure::Fit(why) => Failure::Fit(format!("field '{name}': {why}")),
+            other => other,
+        }
+    }
+
+    /// The row's error, or `None` to hand the piece to arrow-json.
+    fn reason(self) -> Option<String> {
+        Some(match self {
+            Failure::Syntax(what, at) => format!("malformed JSON: {what} at byte {at}"),
+            Failure::Fit(why) => format!("JSON value does not fit the schema: {why}"),
+            Failure::Depth(at) => format!(
+                "JSON nested deeper than {MAX_NESTING_DEPTH} levels at byte {at} (Spark's from_json reads it as null)"
+            ),
+            Failure::Plain(why) => why,
+            Failure::Fallback => return None,
+        })
+    }
+}
+
+type Parsed<T = ()> = Result<T, Failure>;
+
+/// What a JSON token starting with `b` is, for messages.
+fn token_name(b: u8) -> &'static str {
+    match b {
+        b'{' => "an object",
+        b'[' => "an array",
+        b'"' => "a string",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => "a number",
+    }
+}
+
+/// Bytes that stop a string scan: `"`, `\` and control characters (and, in
+/// the table, bytes of 0x80 and up, which the caller checks as UTF-8).
+static STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = i < 0x20 || i == b'"' as usize || i == b'\\' as usize || i >= 0x80;
+        i += 1;
+    }
+    t
+};
+
+/// The index of the first byte from `i` on that is `"`, `\`, a control
+/// character or (when `high`) 0x80 and up; `b.len()` if none is.
+#[inline]
+fn find_stop(b: &[u8], mut i: usize, high: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is part of every x86-64 CPU (the target's baseline);
+        // each load reads 16 bytes at `i` only while `i + 16 <= b.len()`.
+        unsafe {
+            let quote = _mm_set1_epi8(b'"' as i8);
+            let backslash = _mm_set1_epi8(b'\\' as i8);
+            let control = _mm_set1_epi8(0x1f);
+            while i + 16 <= b.len() {
+                let x = _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>());
+                let stops = _mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                    // x <= 0x1f, unsigned
+                    _mm_cmpeq_epi8(_mm_max_epu8(x, control), control),
+                );
+                let mut mask = _mm_movemask_epi8(stops);
+                if high {
+                    mask |= _mm_movemask_epi8(x);
+                }
+                if mask != 0 {
+                    return i + mask.trailing_zeros() as usize;
+                }
+                i += 16;
+            }
+        }
+    }
+    while i < b.len() {
+        let c = b[i];
+        if STOP[c as usize] && (high || c < 0x80) {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
+struct Parser<'a, 's> {
+    b: &'a [u8],
+    i: usize,
+    depth: usize,
+    /// Room for a field name with escapes.
+    scratch: &'s mut Vec<u8>,
+}
+
+impl<'a> Parser<'a, '_> {
+    /// One whole value, into `root`.
+    fn document(&mut self, root: &mut Col) -> Parsed {
+        self.ws();
+        if self.i == self.b.len() {
+            return Err(Failure::Plain("empty value: no JSON document".into()));
+        }
+        self.value(root, true)?;
+        self.ws();
+        match self.b.get(self.i) {
+            None => Ok(()),
+            Some(b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') => {
+                Err(Failure::Plain("more than one JSON document in the value".into()))
+            }
+            Some(_) => Err(Failure::Syntax("the end of the document", self.i)),
+        }
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(&c) = self.b.get(self.i) {
+            if c > b' ' || !matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+                return;
+            }
+            self.i += 1;
+        }
+    }
+
+    /// The next byte after whitespace, not consumed.
+    #[inline]
+    fn peek(&mut self) -> Parsed<u8> {
+        self.ws();
+        self.b
+            .get(self.i)
+            .copied()
+            .ok_or(Failure::Syntax("a value, not the end", self.i))
+    }
+
+    fn enter(&mut self) -> Parsed {
+        self.depth += 1;
+        if self.depth > MAX_NESTING_DEPTH {
+            return Err(Failure::Depth(self.i));
+        }
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Parsed {
+        if self.b.get(self.i..self.i + word.len()) == Some(word) {
+            self.i += word.len();
+            Ok(())
+        } else {
+            Err(Failure::Syntax("true, false or null", self.i))
+        }
+    }
+
+    /// After a member or item: `true` if another follows (`,` consumed),
+    /// `false` at the closing `close` (consumed).
+    #[inline]
+    fn more(&mut self, close: u8) -> Parsed<bool> {
+        match self.peek()? {
+            b',' => {
+                self.i += 1;
+                Ok(true)
+            }
+            c if c == close => {
+                self.i += 1;
+                Ok(false)
+            }
+            _ => Err(Failure::Syntax(
+                if close == b'}' { "',' or '}'" } else { "',' or ']'" },
+                self.i,
+            )),
+        }
+    }
+
+    /// A number's text from `self.i` (RFC 8259's grammar), and whether it is
+    /// an integer (no fraction, no exponent).
+    #[inline]
+    fn number(&mut self) -> Parsed<(&'a [u8], bool)> {
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                i += 1;
+                while digit(i) {
+                    i += 1;
+                }
+            }
+            _ => return Err(Failure::Syntax("a digit", i)),
+        }
+        let mut integer = true;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if !digit(i) {
+                return Err(Failure::Syntax("a digit after '.'", i));
+            }
+            while digit(i) {
+                i += 1;
+            }
+            integer = false;
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !digit(i) {
+                return Err(Failure::Syntax("a digit in the exponent", i));
+            }
+            while digit(i) {
+                i += 1;
+            }
+            integer = false;
+        }
+        self.i = i;
+        Ok((&b[start..i], integer))
+    }
+
+    /// The string at `self.i` (an opening quote), decoded and appended to
+    /// `out`: runs without escapes copied once, escapes decoded.
+    #[inline]
+    fn string(&mut self, out: &mut Vec<u8>) -> Parsed {
+        let b = self.b;
+        let mut i = self.i + 1;
+        let mut high = true;
+        let mut run = i;
+        loop {
+            let j = find_stop(b, i, high);
+            match b.get(j) {
+                None => return Err(Failure::Syntax("the end of a string", j)),
+                Some(b'"') => {
+                    out.extend_from_slice(&b[run..j]);
+                    if !high {
+                        self.check_utf8(run, j)?;
+                    }
+                    self.i = j + 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    out.extend_from_slice(&b[run..j]);
+                    if !high {
+                        self.check_utf8(run, j)?;
+                        high = true;
+                    }
+                    let c = self.escape(j)?;
+                    i = self.i;
+                    run = i;
+                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                }
+                Some(&c) if c >= 0x80 => {
+                    // Non-ASCII: checked as UTF-8 with the rest of the run.
+                    high = false;
+                    i = j + 1;
+                }
+                Some(_) => return Err(Failure::Syntax("a control character escaped in a string", j)),
+            }
+        }
+    }
+
+    fn check_utf8(&self, from: usize, to: usize) -> Parsed {
+        std::str::from_utf8(&self.b[from..to])
+            .map(drop)
+            .map_err(|e| Failure::Syntax("UTF-8", from + e.valid_up_to()))
+    }
+
+    /// The escape at `at` (a backslash), decoded; `self.i` moves past it.
+    fn escape(&mut self, at: usize) -> Parsed<char> {
+        let b = self.b;
+        let hex = |i: usize| -> Parsed<u32> {
+            let digits = b.get(i..i + 4).ok_or(Failure::Syntax("4 hex digits", i))?;
+            digits.iter().try_fold(0u32, |v, &d| {
+                let d = (d as char).to_digit(16).ok_or(Failure::Syntax("4 hex digits", i))?;
+                Ok(v << 4 | d)
+            })
+        };
+        let (c, len) = match b.get(at + 1) {
+            Some(b'"') => ('"', 2),
+            Some(b'\\') => ('\\', 2),
+            Some(b'/') => ('/', 2),
+            Some(b'b') => ('\u{8}', 2),
+            Some(b'f') => ('\u{c}', 2),
+            Some(b'n') => ('\n', 2),
+            Some(b'r') => ('\r', 2),
+            Some(b't') => ('\t', 2),
+            Some(b'u') => {
+                let high = hex(at + 2)?;
+                match high {
+                    0xD800..=0xDBFF => {
+                        if b.get(at + 6..at + 8) != Some(b"\\u") {
+                            return Err(Failure::Syntax("the low half of a surrogate pair", at + 6));
+                        }
+                        let low = hex(at + 8)?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return Err(Failure::Syntax("the low half of a surrogate pair", at + 6));
+                        }
+                        let c = char::from_u32(0x1_0000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+                            .ok_or(Failure::Syntax("a character", at))?;
+                        (c, 12)
+                    }
+                    0xDC00..=0xDFFF => return Err(Failure::Syntax("a high surrogate before the low one", at)),
+                    _ => (char::from_u32(high).ok_or(Failure::Syntax("a character", at))?, 6),
+                }
+            }
+            _ => return Err(Failure::Syntax("an escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)", at)),
+        };
+        self.i = at + len;
+        Ok(c)
+    }
+
+    /// The field name at `self.i` (an opening quote), as bytes: a slice of
+    /// the document, or decoded into the scratch room when it has escapes.
+    #[inline]
+    fn key(&mut self) -> Parsed<KeyAt> {
+        let b = self.b;
+        let start = self.i + 1;
+        let j = find_stop(b, start, true);
+        if b.get(j) == Some(&b'"') {
+            self.i = j + 1;
+            return Ok(KeyAt::Doc(start, j));
+        }
+        let mut scratch = std::mem::take(self.scratch);
+        scratch.clear();
+        let result = self.string(&mut scratch);
+        *self.scratch = scratch;
+        result.map(|()| KeyAt::Scratch)
+    }
+
+    /// Any value, checked and passed over (a field the schema doesn't name).
+    fn skip(&mut self) -> Parsed {
+        self.walk(None)
+    }
+
+    /// Any value as compact JSON text (Jackson's `copyCurrentStructure`):
+    /// no whitespace, strings re-escaped as `spark_json::write_json_string` does.
+    fn render(&mut self, out: &mut Vec<u8>) -> Parsed {
+        self.walk(Some(out))
+    }
+
+    /// Any value, checked, and written compact to `out` if given. Nesting is
+    /// followed without recursion (a bit per level says object or array), so
+    /// depth costs no stack.
+    fn walk(&mut self, mut out: Option<&mut Vec<u8>>) -> Parsed {
+        let base = self.depth;
+        let mut objects = [0u64; MAX_NESTING_DEPTH.div_ceil(64) + 1];
+        'value: loop {
+            match self.peek()? {
+                open @ (b'{' | b'[') => {
+                    self.enter()?;
+                    self.i += 1;
+                    let object = open == b'{';
+                    let bit = 1u64 << (self.depth % 64);
+                    if object {
+                        objects[self.depth / 64] |= bit;
+                    } else {
+                        objects[self.depth / 64] &= !bit;
+                    }
+                    if let Some(out) = out.as_deref_mut() {
+                        out.push(open);
+                    }
+                    let close = if object { b'}' } else { b']' };
+                    if self.peek()? == close {
+                        self.i += 1;
+                        if let Some(out) = out.as_deref_mut() {
+                            out.push(close);
+                        }
+                        self.depth -= 1;
+                    } else {
+                        if object {
+                            self.member_name(out.as_deref_mut())?;
+                        }
+                        continue 'value;
+                    }
+                }
+                b'"' => match out.as_deref_mut() {
+                    Some(out) => self.render_string(out)?,
+                    None => self.skip_string()?,
+                },
+                b't' => self.word(b"true", out.as_deref_mut())?,
+                b'f' => self.word(b"false", out.as_deref_mut())?,
+                b'n' => self.word(b"null", out.as_deref_mut())?,
+                _ => {
+                    let (text, _) = self.number()?;
+                    if let Some(out) = out.as_deref_mut() {
+                        out.extend_from_slice(text);
+                    }
+                }
+            }
+            // A value ended: close the containers it ends, until one goes on.
+            loop {
+                if self.depth == base {
+                    return Ok(());
+                }
+                let object = objects[self.depth / 64] & (1u64 << (self.depth % 64)) != 0;
+                let close = if object { b'}' } else { b']' };
+                if self.more(close)? {
+                    if let Some(out) = out.as_deref_mut() {
+                        out.push(b',');
+                    }
+                    if object {
+                        self.member_name(out.as_deref_mut())?;
+                    }
+                    continue 'value;
+                }
+                if let Some(out) = out.as_deref_mut() {
+                    out.push(close);
+                }
+                self.depth -= 1;
+            }
+        }
+    }
+
+    /// A member's name and its colon, written to `out` if given.
+    fn member_name(&mut self, out: Option<&mut Vec<u8>>) -> Parsed {
+        if self.peek()? != b'"' {
+            return Err(Failure::Syntax("a field name", self.i));
+        }
+        match out {
+            Some(out) => {
+                self.render_string(out)?;
+                self.colon()?;
+                out.push(b':');
+            }
+            None => {
+                self.key()?;
+                self.colon()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn word(&mut self, word: &'static [u8], out: Option<&mut Vec<u8>>) -> Parsed {
+        self.literal(word)?;
+        if let Some(out) = out {
+            out.extend_from_slice(word);
+        }
+        Ok(())
+    }
+
+    fn skip_string(&mut self) -> Parsed {
+        self.key().map(drop)
+    }
+
+    #[inline]
+    fn colon(&mut self) -> Parsed {
+        if self.peek()? != b':' {
+            return Err(Failure::Syntax("':'", self.i));
+        }
+        self.i += 1;
+        Ok(())
+    }
+
+    /// A string as a JSON literal: copied whole when it has no escapes
+    /// (nothing in it then needs one), else decoded and escaped again.
+    fn render_string(&mut self, out: &mut Vec<u8>) -> Parsed {
+        let start = self.i;
+        let j = find_stop(self.b, start + 1, true);
+        if self.b.get(j) == Some(&b'"') {
+            out.extend_from_slice(&self.b[start..=j]);
+            self.i = j + 1;
+            return Ok(());
+        }
+        let mut text = std::mem::take(self.scratch);
+        text.clear();
+        let result = self.string(&mut text);
+        if result.is_ok() {
+            // Valid UTF-8: checked or decoded by `string`.
+            let text = String::from_utf8_lossy(&text);
+            let mut escaped = String::with_capacity(text.len() + 2);
+            super::spark_json::write_json_string(&text, &mut escaped);
+            out.extend_from_slice(escaped.as_bytes());
+        }
+        *self.scratch = text;
+        result
+    }
+
+    /// One value into `col`; a null only where `nullable`.
+    fn value(&mut self, col: &mut Col, nullable: bool) -> Parsed {
+        let c = self.peek()?;
+        if !matches!(c, b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') {
+            return Err(Failure::Syntax("a value", self.i));
+        }
+        if c == b'n' {
+            self.literal(b"null")?;
+            if !nullable {
+                return Err(Failure::Fit("null for a non-nullable field".into()));
+            }
+            col.push_null();
+            return Ok(());
+        }
+        let mismatch = |what: &str| Failure::Fit(format!("expected {what}, found {}", token_name(c)));
+        match col {
+            Col::Struct {
+                plan,
+                children,
+                valid,
+                seen,
+            } => {
+                if c != b'{' {
+                    return Err(mismatch("an object"));
+                }
+                self.object(plan, children, seen)?;
+                valid.append(true);
+            }
+            Col::List {
+                offsets,
+                item,
+                item_nullable,
+                valid,
+                ..
+            } => {
+                if c != b'[' {
+                    return Err(mismatch("an array"));
+                }
+                self.enter()?;
+                self.i += 1;
+                let mut n = *offsets.last().unwrap_or(&0);
+                if self.peek()? == b']' {
+                    self.i += 1;
+                } else {
+                    loop {
+                        self.value(item, *item_nullable)?;
+                        n += 1;
+                        if !self.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                offsets.push(n);
+                valid.append(true);
+            }
+            Col::Map {
+                offsets,
+                keys,
+                values,
+                value_nullable,
+                valid,
+                ..
+            } => {
+                if c != b'{' {
+                    return Err(mismatch("an object"));
+                }
+                self.enter()?;
+                self.i += 1;
+                let mut n = *offsets.last().unwrap_or(&0);
+                if self.peek()? == b'}' {
+                    self.i += 1;
+                } else {
+                    loop {
+                        if self.peek()? != b'"' {
+                            return Err(Failure::Syntax("a field name", self.i));
+                        }
+                        self.value(keys, false)?;
+                        self.colon()?;
+                        self.value(values, *value_nullable)?;
+                        n += 1;
+                        if !self.more(b'}')? {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                offsets.push(n);
+                valid.append(true);
+            }
+            Col::Text { offsets, bytes, valid } => {
+                match c {
+                    b'"' => self.string(bytes)?,
+                    b'{' | b'[' => self.render(bytes)?,
+                    b't' => {
+                        self.literal(b"true")?;
+                        bytes.extend_from_slice(b"true");
+                    }
+                    b'f' => {
+                        self.literal(b"false")?;
+                        bytes.extend_from_slice(b"false");
+                    }
+                    _ => bytes.extend_from_slice(self.number()?.0),
+                }
+                let end = i32::try_from(bytes.len())
+                    .map_err(|_| Failure::Fit("more than 2 GiB of strings in one column of a piece".into()))?;
+                offsets.push(end);
+                valid.append(true);
+            }
+            Col::Bool { values, valid } => {
+                match c {
+                    b't' => {
+                        self.literal(b"true")?;
+                        values.append(true);
+                    }
+                    b'f' => {
+                        self.literal(b"false")?;
+                        values.append(false);
+                    }
+                    _ => return Err(mismatch("a boolean")),
+                }
+                valid.append(true);
+            }
+            Col::Int {
+                values, valid, lo, hi, ..
+            } => {
+                let v = self.integer(c, *lo as i128, *hi as i128)?;
+                values.push(v as i64);
+                valid.append(true);
+            }
+            Col::UInt { values, valid, hi, .. } => {
+                let v = self.integer(c, 0, *hi as i128)?;
+                values.push(v as u64);
+                valid.append(true);
+            }
+            Col::Float32 { values, valid } => {
+                values.push(self.float(c, true)? as f32);
+                valid.append(true);
+            }
+            Col::Float64 { values, valid } => {
+                values.push(self.float(c, false)?);
+                valid.append(true);
+            }
+            Col::Timestamp {
+                values,
+                valid,
+                unit,
+                tz,
+                data_type,
+            } => {
+                values.push(self.timestamp(c, *unit, tz, data_type)?);
+                valid.append(true);
+            }
+        }
+        Ok(())
+    }
+
+    /// An object into a struct's fields, matched by name; fields it lacks are null.
+    fn object(&mut self, plan: &StructPlan, children: &mut [Col], seen: &mut [bool]) -> Parsed {
+        self.enter()?;
+        self.i += 1;
+        seen.iter_mut().for_each(|s| *s = false);
+        let mut matched = 0;
+        let mut expect = 0;
+        if self.peek()? == b'}' {
+            self.i += 1;
+        } else {
+            loop {
+                if self.peek()? != b'"' {
+                    return Err(Failure::Syntax("a field name", self.i));
+                }
+                let b = self.b;
+                let key: &[u8] = match self.key()? {
+                    KeyAt::Doc(from, to) => &b[from..to],
+                    KeyAt::Scratch => &self.scratch[..],
+                };
+                let field = plan.lookup(key, expect);
+                self.colon()?;
+                match field {
+                    Some(k) => {
+                        if seen[k] {
+                            return Err(Failure::Fallback);
+                        }
+                        seen[k] = true;
+                        matched += 1;
+                        let f = &plan.fields[k];
+                        self.value(&mut children[k], f.is_nullable())
+                            .map_err(|e| e.in_field(f.name()))?;
+                        expect = k + 1;
+                    }
+                    None => self.skip()?,
+                }
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        if matched < children.len() {
+            for (k, child) in children.iter_mut().enumerate() {
+                if !seen[k] {
+                    let f = &plan.fields[k];
+                    if !f.is_nullable() {
+                        return Err(Failure::Fit(format!(
+                            "field '{}' is missing and not nullable",
+                            f.name()
+                        )));
+                    }
+                    child.push_null();
+                }
+            }
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// An integer literal in `lo..=hi`: `1.5`, `1e2` and strings are not
+    /// integers in Spark's from_json.
+    #[inline]
+    fn integer(&mut self, c: u8, lo: i128, hi: i128) -> Parsed<i128> {
+        if !(c == b'-' || c.is_ascii_digit()) {
+            if c == b'"' {
+                let mut text = Vec::new();
+                self.string(&mut text)?;
+                return Err(Failure::Fit(format!(
+                    "string {:?} for an integer field (Spark's from_json reads it as null)",
+                    String::from_utf8_lossy(&text)
+                )));
+            }
+            return Err(Failure::Fit(format!("expected an integer, found {}", token_name(c))));
+        }
+        let (text, integer) = self.number()?;
+        let shown = || String::from_utf8_lossy(text).into_owned();
+        if !integer {
+            return Err(Failure::Fit(format!(
+                "{} is not an integer (Spark's from_json reads it as null)",
+                shown()
+            )));
+        }
+        let (negative, digits) = match text {
+            [b'-', rest @ ..] => (true, rest),
+            _ => (false, text),
+        };
+        let mut v: u64 = 0;
+        let mut exact = digits.len() <= 20;
+        if exact {
+            for &d in digits {
+                match v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))) {
+                    Some(n) => v = n,
+                    None => {
+                        exact = false;
+                        break;
+                    }
+                }
+            }
+        }
+        if exact {
+            let v = if negative { -(v as i128) } else { v as i128 };
+            if (lo..=hi).contains(&v) {
+                return Ok(v);
+            }
+        }
+        // arrow-json reads an integer its type can't hold as a float, and
+        // keeps it when the float is in range (num-traits' casts).
+        let f: f64 = std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(f64::NAN);
+        let in_range = if lo == 0 {
+            f > -1.0 && f < (hi as f64 + 1.0)
+        } else {
+            f >= lo as f64 && f < -(lo as f64)
+        };
+        if in_range {
+            return Ok(f as i128);
+        }
+        Err(Failure::Fit(format!("{} is out of range", shown())))
+    }
+
+    /// A number, or the strings Jackson reads as non-numeric numbers; read
+    /// as an `f32` when `single` (then exact as `f64`: no double rounding).
+    #[inline]
+    fn float(&mut self, c: u8, single: bool) -> Parsed<f64> {
+        match c {
+            b'-' | b'0'..=b'9' => {
+                let (text, _) = self.number()?;
+                // SAFETY: a number's text is ASCII (checked by `number`).
+                let text = unsafe { std::str::from_utf8_unchecked(text) };
+                let parsed = if single {
+                    text.parse::<f32>().map(f64::from)
+                } else {
+                    text.parse::<f64>()
+                };
+                parsed.map_err(|_| Failure::Fit(format!("failed to parse {text} as a float")))
+            }
+            b'"' => {
+                let mut text = Vec::new();
+                self.string(&mut text)?;
+                match &text[..] {
+                    b"NaN" => Ok(f64::NAN),
+                    b"Infinity" | b"+Infinity" => Ok(f64::INFINITY),
+                    b"-Infinity" => Ok(f64::NEG_INFINITY),
+                    _ => Err(Failure::Fit(format!(
+                        "string {:?} for a floating-point field (Spark's from_json reads it as null)",
+                        String::from_utf8_lossy(&text)
+                    ))),
+                }
+            }
+            _ => Err(Failure::Fit(format!("expected a number, found {}", token_name(c)))),
+        }
+    }
+
+    /// An integer as seconds since the epoch, or a string as arrow-json parses it.
+    fn timestamp(&mut self, c: u8, unit: TimeUnit, tz: &Tz, data_type: &DataType) -> Parsed<i64> {
+        let per_second: i64 = match unit {
+            TimeUnit::Second => 1,
+            TimeUnit::Millisecond => 1_000,
+            TimeUnit::Microsecond => 1_000_000,
+            TimeUnit::Nanosecond => 1_000_000_000,
+        };
+        match c {
+            b'-' | b'0'..=b'9' => {
+                let (text, integer) = self.number()?;
+                let text = String::from_utf8_lossy(text);
+                let seconds = text
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|_| integer)
+                    .ok_or_else(|| Failure::Fit(format!("{text} is not whole seconds for a timestamp")))?;
+                seconds
+                    .checked_mul(per_second)
+                    .ok_or_else(|| Failure::Fit(format!("{seconds} seconds overflow the timestamp")))
+            }
+            b'"' => {
+                let mut text = Vec::new();
+                self.string(&mut text)?;
+                let text = String::from_utf8_lossy(&text);
+                let date = arrow_cast::parse::string_to_datetime(tz, &text)
+                    .map_err(|e| Failure::Fit(format!("failed to parse \"{text}\" as {data_type}: {e}")))?;
+                match unit {
+                    TimeUnit::Second => Some(date.timestamp()),
+                    TimeUnit::Millisecond => Some(date.timestamp_millis()),
+                    TimeUnit::Microsecond => Some(date.timestamp_micros()),
+                    TimeUnit::Nanosecond => date.timestamp_nanos_opt(),
+                }
+                .ok_or_else(|| Failure::Fit(format!("{text} would overflow 64-bit signed nanoseconds")))
+            }
+            _ => Err(Failure::Fit(format!("expected a timestamp, found {}", token_name(c)))),
+        }
+    }
+}
+
+/// Where a field name's bytes are.
+enum KeyAt {
+    Doc(usize, usize),
+    Scratch,
+}
