@@ -24,7 +24,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 sanitizer="${FUZZ_SANITIZER:-none}"
-all=(decode iter_headers decompress_gzip decompress_snappy decompress_lz4 decompress_zstd encode_roundtrip json_values)
+all=(decode iter_headers decompress_gzip decompress_snappy decompress_lz4 decompress_zstd encode_roundtrip json_values
+  values_json values_avro values_protobuf)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 

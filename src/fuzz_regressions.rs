@@ -48,6 +48,9 @@ fn run(target: &str, input: &[u8]) {
             checks::check_decompress(crate::Codec::Lz4, input, 2);
             checks::check_decompress(crate::Codec::Lz4, input, 0);
         }
+        "values_json" => checks::values::check(checks::values::Kind::Json, input),
+        "values_avro" => checks::values::check(checks::values::Kind::Avro, input),
+        "values_protobuf" => checks::values::check(checks::values::Kind::Protobuf, input),
         "json_values" => checks::json_values::check(input),
         other => panic!("no replay for target {other}"),
     }
@@ -115,4 +118,19 @@ fn json_values_seed_corpus_passes_the_check() {
         seen += 1;
     }
     assert!(seen >= 3, "seeds in {}", dir.display());
+}
+
+#[test]
+fn value_parser_seeds_pass_the_value_checks() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    for target in ["values_json", "values_avro", "values_protobuf"] {
+        let Ok(entries) = std::fs::read_dir(root.join(target)) else {
+            continue; // an sdist carries no corpus
+        };
+        for entry in entries {
+            let path = entry.expect("entry").path();
+            eprintln!("checking {}", path.display());
+            run(target, &std::fs::read(&path).expect("seed"));
+        }
+    }
 }

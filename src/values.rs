@@ -14,6 +14,7 @@
 //! good rows around a bad one are kept and each bad row gets its own reason.
 
 mod json_fast;
+pub mod protobuf;
 mod spark_json;
 
 pub use json_fast::without_fast_path;
@@ -72,6 +73,8 @@ pub enum ValueFormat {
         /// Writer schema ids the reader schema can't read, and why.
         unreadable: Arc<Vec<(u32, String)>>,
     },
+    /// Protobuf messages, plain or Confluent-framed (see `protobuf`).
+    Protobuf(protobuf::Protobuf),
 }
 
 impl ValueFormat {
@@ -166,6 +169,7 @@ impl ValueFormat {
             ValueFormat::Utf8 => Ok(()),
             ValueFormat::Json { .. } => self.json_decoder(1).map(drop),
             ValueFormat::Avro { .. } => self.avro_decoder(1).map(drop),
+            ValueFormat::Protobuf(format) => format.sink(0).map(drop),
         }
     }
 
@@ -177,6 +181,7 @@ impl ValueFormat {
             ValueFormat::Avro { .. } => {
                 without_metadata(&DataType::Struct(self.avro_decoder(1)?.schema().fields().clone()))
             }
+            ValueFormat::Protobuf(format) => format.data_type()?,
         })
     }
 
@@ -230,6 +235,7 @@ impl ValueFormat {
                 unreadable: unreadable.clone(),
                 done: Vec::new(),
             },
+            ValueFormat::Protobuf(format) => Sink::Protobuf(format.sink(rows)?),
         })
     }
 
@@ -373,6 +379,7 @@ enum Sink {
         /// Rows flushed when the writer schema changed mid-piece.
         done: Vec<ArrayRef>,
     },
+    Protobuf(protobuf::Sink),
 }
 
 impl Sink {
@@ -452,12 +459,14 @@ impl Sink {
                 }
                 Ok(())
             }
+            Sink::Protobuf(sink) => sink.push(value),
         }
     }
 
     fn finish(self) -> Result<ArrayRef, String> {
         match self {
             Sink::Utf8(mut builder) => Ok(Arc::new(builder.finish())),
+            Sink::Protobuf(sink) => sink.finish(),
             Sink::Json { mut decoder, .. } => {
                 let batch = decoder
                     .flush()

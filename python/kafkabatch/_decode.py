@@ -254,7 +254,12 @@ def decode(
     config dict with ``url``, a confluent-kafka ``SchemaRegistryClient``, or
     ``{schema_id: schema}``) Confluent-framed
     values whose writer schemas are resolved to ``value_schema`` or else the
-    newest one. Tombstones stay null. A bad value raises
+    newest one; or ``"protobuf"``: plain messages of ``value_schema`` (a
+    generated message class, or ``{"message": ..., "descriptor_set": ...}``
+    / ``{"message": ..., "proto": ...}``), or with ``schema_registry``
+    Confluent-framed messages (``value_schema`` may name the message).
+    Schema ids in ``__value_schema_id`` / ``__key_schema_id`` headers count
+    as the prefix they stand for. Tombstones stay null. A bad value raises
     :class:`ValueDecodeError` naming its topic, partition and offset, or
     with ``on_value_error="null"`` becomes null.
 

@@ -47,7 +47,18 @@ def parse_values(
     confluent: bool = False,
     on_error: str = "raise",
     threads: int | None = None,
+    proto_files: list[tuple[str, str, bytes]] | None = None,
+    proto_writers: list[tuple[int, list[tuple[str, str, bytes]]]] | None = None,
+    message: str | None = None,
+    max_recursion: int | None = None,
 ) -> ParsedColumn: ...
+def protobuf_message(
+    writers: list[tuple[int, list[tuple[str, str, bytes]]]],
+    *,
+    message: str | None = None,
+    frames: list[tuple[int, list[int]]] | None = None,
+) -> str: ...
+def protobuf_frames(column: object) -> list[tuple[int, list[int]]]: ...
 
 @final
 class ArrowSchema:

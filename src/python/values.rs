@@ -13,7 +13,74 @@ use pyo3::types::PyCapsule;
 use super::arrow::{stream_capsule, take_once};
 use super::encode::import_stream;
 use super::errors::KafkaBatchError;
+use crate::values::protobuf::{frames_of, ProtoSource, Protobuf, SchemaFiles, MAX_RECURSION};
 use crate::values::{parse_column, OnValueError, ValueFormat};
+
+/// A schema file from Python: `(import name, kind, bytes)`, kind `"proto"`
+/// (text), `"descriptor"` (a `FileDescriptorProto`) or `"descriptor_set"`.
+type PyProtoFile = (String, String, Vec<u8>);
+
+fn proto_files(files: Vec<PyProtoFile>) -> PyResult<SchemaFiles> {
+    files
+        .into_iter()
+        .map(|(name, kind, bytes)| {
+            let source = match kind.as_str() {
+                "proto" => ProtoSource::Text(
+                    String::from_utf8(bytes).map_err(|_| PyValueError::new_err(format!("{name} is not UTF-8 text")))?,
+                ),
+                "descriptor" => ProtoSource::Descriptor(bytes),
+                "descriptor_set" => ProtoSource::Set(bytes),
+                other => return Err(PyValueError::new_err(format!("unknown Protobuf schema kind {other:?}"))),
+            };
+            Ok((name, source))
+        })
+        .collect()
+}
+
+fn proto_writers(writers: Vec<(u32, Vec<PyProtoFile>)>) -> PyResult<Vec<(u32, SchemaFiles)>> {
+    writers
+        .into_iter()
+        .map(|(id, files)| Ok((id, proto_files(files)?)))
+        .collect()
+}
+
+/// The full name of the message a column of Confluent-framed Protobuf values
+/// is read as (see `Protobuf::confluent`).
+#[pyfunction]
+#[pyo3(signature = (writers, *, message=None, frames=None))]
+fn protobuf_message(
+    py: Python<'_>,
+    writers: Vec<(u32, Vec<PyProtoFile>)>,
+    message: Option<String>,
+    frames: Option<Vec<(u32, Vec<i32>)>>,
+) -> PyResult<String> {
+    let writers = proto_writers(writers)?;
+    let frames = frames.unwrap_or_default();
+    py.detach(|| Protobuf::confluent(&writers, message.as_deref(), &frames, MAX_RECURSION))
+        .map(|p| p.message_name().to_string())
+        .map_err(PyValueError::new_err)
+}
+
+/// The distinct `(schema id, message indexes)` of the Confluent Protobuf
+/// frames in the first column of `column` (an object with `__arrow_c_stream__`).
+#[pyfunction]
+fn protobuf_frames(py: Python<'_>, column: &Bound<'_, PyAny>) -> PyResult<Vec<(u32, Vec<i32>)>> {
+    let batches = import_stream(column)?;
+    py.detach(|| {
+        let mut seen: Vec<(u32, Vec<i32>)> = Vec::new();
+        for batch in &batches {
+            if let Some(array) = batch.columns().first() {
+                for frame in frames_of(array.as_ref())? {
+                    if !seen.contains(&frame) {
+                        seen.push(frame);
+                    }
+                }
+            }
+        }
+        Ok::<_, String>(seen)
+    })
+    .map_err(PyValueError::new_err)
+}
 
 create_exception!(
     kafkabatch,
@@ -61,7 +128,7 @@ fn import_type(obj: &Bound<'_, PyAny>) -> PyResult<DataType> {
 
 /// Parse the first column of `column` (an object with `__arrow_c_stream__`).
 #[pyfunction]
-#[pyo3(signature = (column, *, format, data_type=None, avro_schema=None, writers=None, confluent=false, on_error="raise", threads=None))]
+#[pyo3(signature = (column, *, format, data_type=None, avro_schema=None, writers=None, confluent=false, on_error="raise", threads=None, proto_files=None, proto_writers=None, message=None, max_recursion=None))]
 #[allow(clippy::too_many_arguments)]
 fn parse_values(
     py: Python<'_>,
@@ -73,6 +140,10 @@ fn parse_values(
     confluent: bool,
     on_error: &str,
     threads: Option<usize>,
+    proto_files: Option<Vec<PyProtoFile>>,
+    proto_writers: Option<Vec<(u32, Vec<PyProtoFile>)>>,
+    message: Option<String>,
+    max_recursion: Option<usize>,
 ) -> PyResult<ParsedColumn> {
     let on_error = match on_error {
         "raise" => OnValueError::Raise,
@@ -97,9 +168,25 @@ fn parse_values(
             let schema = avro_schema.ok_or_else(|| PyValueError::new_err("plain Avro values need a schema"))?;
             ValueFormat::avro_plain(&schema)
         }
+        "protobuf" => {
+            let depth = max_recursion.unwrap_or(MAX_RECURSION);
+            if confluent {
+                let writers = self::proto_writers(proto_writers.unwrap_or_default())?;
+                py.detach(|| Protobuf::confluent(&writers, message.as_deref(), &[], depth))
+                    .map(ValueFormat::Protobuf)
+            } else {
+                let files = self::proto_files(
+                    proto_files.ok_or_else(|| PyValueError::new_err("plain Protobuf values need a schema"))?,
+                )?;
+                let message = message
+                    .ok_or_else(|| PyValueError::new_err("plain Protobuf values need the message's full name"))?;
+                py.detach(|| Protobuf::plain(&files, &message, depth))
+                    .map(ValueFormat::Protobuf)
+            }
+        }
         other => {
             return Err(PyValueError::new_err(format!(
-                "format must be 'string', 'json' or 'avro', not {other:?}"
+                "format must be 'string', 'json', 'avro' or 'protobuf', not {other:?}"
             )))
         }
     }
@@ -140,5 +227,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ValueDecodeError", m.py().get_type::<ValueDecodeError>())?;
     m.add_class::<ParsedColumn>()?;
     m.add_function(wrap_pyfunction!(parse_values, m)?)?;
+    m.add_function(wrap_pyfunction!(protobuf_message, m)?)?;
+    m.add_function(wrap_pyfunction!(protobuf_frames, m)?)?;
     Ok(())
 }

@@ -43,7 +43,7 @@ FORMATS = {
 }
 DEFAULT_COMPRESSION = {"parquet": "zstd", "arrow": "none", "jsonl": "none"}
 #: --value-format/--key-format choices that parse into a typed column.
-TYPED_FORMATS = ("string", "json", "avro")
+TYPED_FORMATS = ("string", "json", "avro", "protobuf")
 
 DESCRIPTION = """\
 Convert Kafka log segments to Parquet (default), Arrow IPC / Feather, or JSON
@@ -130,19 +130,32 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--value-format",
         choices=(*BYTE_FORMATS, *TYPED_FORMATS),
         default="utf8",
-        help="string, json or avro: parse values into a typed column (in every output format); "
+        help="string, json, avro or protobuf: parse values into a typed column (in every output format); "
         "utf8 (default; text when valid UTF-8, else base64), hex or base64: how JSON lines show the bytes",
     )
     group.add_argument(
         "--value-schema",
         metavar="SCHEMA",
         help="for json: a file or text holding a JSON Schema, an Avro record schema, a Spark DDL string "
-        "('id string, qty bigint') or Spark's StructType JSON; for avro: the Avro schema (file or text)",
+        "('id string, qty bigint') or Spark's StructType JSON; for avro: the Avro schema (file or text); "
+        "for protobuf: the .proto file or text (with --value-message)",
+    )
+    group.add_argument(
+        "--value-message",
+        metavar="NAME",
+        help="protobuf: the message's full name (pkg.Message); with --schema-registry, which message to read",
+    )
+    group.add_argument(
+        "--value-descriptor-set",
+        metavar="FILE",
+        help="protobuf: a FileDescriptorSet file (protoc --descriptor_set_out) holding --value-message",
     )
     group.add_argument(
         "--key-format", choices=(*BYTE_FORMATS, *TYPED_FORMATS), default="utf8", help="as --value-format"
     )
     group.add_argument("--key-schema", metavar="SCHEMA", help="as --value-schema")
+    group.add_argument("--key-message", metavar="NAME", help="as --value-message")
+    group.add_argument("--key-descriptor-set", metavar="FILE", help="as --value-descriptor-set")
     group.add_argument(
         "--schema-registry",
         metavar="REGISTRY",
@@ -340,12 +353,25 @@ def value_options(args: argparse.Namespace) -> dict[str, Any]:
     for column in ("value", "key"):
         fmt = getattr(args, f"{column}_format")
         schema = _schema_text(getattr(args, f"{column}_schema"))
+        message = getattr(args, f"{column}_message")
+        descriptor_set = getattr(args, f"{column}_descriptor_set")
+        if fmt != "protobuf" and (message is not None or descriptor_set is not None):
+            raise CliError(f"--{column}-message and --{column}-descriptor-set need --{column}-format protobuf")
         if fmt not in TYPED_FORMATS:
             if schema is not None:
-                raise CliError(f"--{column}-schema needs --{column}-format json or avro")
+                raise CliError(f"--{column}-schema needs --{column}-format json, avro or protobuf")
             continue
         options[f"{column}_format"] = fmt
-        if schema is not None:
+        if fmt == "protobuf":
+            if (schema is not None or descriptor_set is not None) and message is None:
+                raise CliError(f"--{column}-format protobuf with a schema needs --{column}-message")
+            if descriptor_set is not None:
+                options[f"{column}_schema"] = {"message": message, "descriptor_set": descriptor_set}
+            elif schema is not None:
+                options[f"{column}_schema"] = {"message": message, "proto": schema}
+            elif message is not None:
+                options[f"{column}_schema"] = message
+        elif schema is not None:
             options[f"{column}_schema"] = _json_target(schema) if fmt == "json" else schema
     if options:
         registry = _schema_text(args.schema_registry)
@@ -355,7 +381,7 @@ def value_options(args: argparse.Namespace) -> dict[str, Any]:
             options["schema_registry"] = registry.strip()
         options["on_value_error"] = args.on_value_error
     elif args.schema_registry is not None:
-        raise CliError("--schema-registry needs --value-format or --key-format json or avro")
+        raise CliError("--schema-registry needs --value-format or --key-format json, avro or protobuf")
     return options
 
 

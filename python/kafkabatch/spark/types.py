@@ -114,6 +114,14 @@ def spark_ready(arrow_type: pa.DataType) -> pa.DataType:
         return pa.timestamp("us", tz="UTC" if arrow_type.tz else None)
     if pa.types.is_time(arrow_type):
         return pa.int64()
+    # Spark has no unsigned integers: the next signed width holds each value
+    # (spark-protobuf's upcast.unsigned.ints), uint64 as decimal(20, 0).
+    if pa.types.is_uint8(arrow_type) or pa.types.is_uint16(arrow_type):
+        return pa.int32()
+    if pa.types.is_uint32(arrow_type):
+        return pa.int64()
+    if pa.types.is_uint64(arrow_type):
+        return pa.decimal128(20, 0)
     if pa.types.is_struct(arrow_type):
         return pa.struct([pa.field(f.name, spark_ready(f.type)) for f in arrow_type])
     if pa.types.is_map(arrow_type):

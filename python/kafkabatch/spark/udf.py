@@ -32,7 +32,7 @@ from kafkabatch.spark.types import (
 )
 from kafkabatch.values.ddl import arrow_type_for_spark
 from kafkabatch.values.registry import registry_of
-from kafkabatch.values.spec import resolve, subject_writers
+from kafkabatch.values.spec import ValueSpec, resolve, subject_writers
 
 _DECODE_KWARGS = ("topic", "partition", *DECODE_OPTIONS)
 
@@ -166,10 +166,12 @@ def parse_values_udf(
     """``kbs.parse_values``: a column of ``col``'s values parsed in the Rust
     core (see :func:`kafkabatch.parse_values`), for Spark's own Kafka source
     or any binary column: ``"string"``, ``"json"`` (``schema`` DDL, a
-    ``StructType``, a JSON Schema or a pyarrow type) or ``"avro"``
+    ``StructType``, a JSON Schema or a pyarrow type), ``"avro"``
     (``schema`` the Avro schema, or ``schema_registry`` a URL, a
     confluent-style config dict or ``{id: schema}`` for Confluent-framed
-    values). An Arrow UDF on PySpark 4.1+, a pandas UDF before (where a null
+    values) or ``"protobuf"`` (``schema`` as for
+    :func:`kafkabatch.parse_values`, or ``schema_registry`` for framed
+    values, ``schema`` then naming the message). An Arrow UDF on PySpark 4.1+, a pandas UDF before (where a null
     struct comes back as a struct of nulls). Schemas are fetched here, on the
     driver; tasks never call the registry. With a registry URL the writer
     schemas are the versions of ``subject`` (default: every subject's).
@@ -190,14 +192,25 @@ def parse_values_udf(
             spark_type = nullable(json_spark_type(json.dumps(schema) if isinstance(schema, Mapping) else schema))
             arrow_schema = arrow_type_for_spark(spark_type)
     registry: Any = schema_registry
+    if format == "protobuf":
+        client = registry_of(schema_registry)
+        if client is not None:
+            registry = client
+        subjects = [subject] if subject is not None else (client.subjects() if client is not None else [])
+        spec = resolve("value", format, schema, registry, on_value_error, subjects=subjects)
+        return _parse_udf(col, spec, None)
     client = registry_of(schema_registry) if format == "avro" else None
     if client is not None:
         registry, latest = subject_writers(client, [subject] if subject is not None else client.subjects())
         if schema is None:
             arrow_schema = latest
     spec = resolve("value", format, arrow_schema, registry, on_value_error)
+    return _parse_udf(col, spec, spark_type)
+
+
+def _parse_udf(col: Any, spec: ValueSpec | None, spark_type: DataType | None) -> Any:
     if spec is None:
-        raise ValueError("format must be 'string', 'json' or 'avro'")
+        raise ValueError("format must be 'string', 'json', 'avro' or 'protobuf'")
     spark_type = spark_type or spark_type_of(spec.output_type)
     target = arrow_type_for_spark(spark_type)
 

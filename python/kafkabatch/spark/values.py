@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,10 @@ VALUE_OPTIONS: tuple[str, ...] = (
     "valueSchema",
     "keyFormat",
     "keySchema",
+    "valueMessage",
+    "valueDescriptorSet",
+    "keyMessage",
+    "keyDescriptorSet",
     "schemaRegistry",
     "schemaRegistry.basic.auth.user.info",
     "schemaRegistry.bearer.auth.token",
@@ -50,6 +55,29 @@ def registry_option(options: Mapping[str, Any]) -> Any:
         if options.get(f"schemaregistry.{name}"):
             config[name] = str(options[f"schemaregistry.{name}"])
     return config
+
+
+_MESSAGE_NAME = re.compile(r"\.?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def protobuf_option(options: Mapping[str, Any], column: str) -> Any:
+    """The Protobuf schema the (lower-cased) options name for ``column``:
+    ``<column>Message`` (the message's full name) with ``<column>DescriptorSet``
+    (a ``protoc --descriptor_set_out`` file) or ``<column>Schema`` (``.proto``
+    text or a path to a ``.proto`` file); with a registry, the message alone
+    (``<column>Schema`` may name it too) or nothing."""
+    message = options.get(f"{column}message")
+    descriptor_set = options.get(f"{column}descriptorset")
+    text = options.get(f"{column}schema")
+    if text is not None and message is None and _MESSAGE_NAME.fullmatch(str(text).strip()):
+        return str(text).strip()
+    if (descriptor_set is not None or text is not None) and message is None:
+        raise ValueError(f"{column}Format=protobuf with a schema needs {column}Message (the message's full name)")
+    if descriptor_set is not None:
+        return {"message": str(message), "descriptor_set": str(descriptor_set)}
+    if text is not None:
+        return {"message": str(message), "proto": str(text)}
+    return None if message is None else str(message)
 
 
 @dataclass(frozen=True)
@@ -90,7 +118,9 @@ def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkVal
             continue
         spark_type = None
         schema: Any = schema_text
-        if fmt == "json" and schema_text is not None:
+        if fmt == "protobuf":
+            schema = protobuf_option(options, column)
+        elif fmt == "json" and schema_text is not None:
             spark_type = nullable(json_spark_type(schema_text))
             schema = arrow_type_for_spark(spark_type)
         spec = resolve(column, fmt, schema, registry, on_error, topics=topics)

@@ -30,7 +30,10 @@ BEARER_TOKEN = "bearer.auth.token"
 
 
 class SchemaRegistryError(RuntimeError):
-    """The registry could not be reached or refused a request."""
+    """The registry could not be reached or refused a request (``status``:
+    the HTTP status it answered, when it answered)."""
+
+    status: int | None = None
 
 
 class SchemaRegistry:
@@ -87,9 +90,9 @@ class SchemaRegistry:
                 answer = json.loads(response.read())
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace")[:200]
-            raise SchemaRegistryError(
-                f"schema registry {self.url}: GET {path} answered {error.code}: {detail}"
-            ) from None
+            refused = SchemaRegistryError(f"schema registry {self.url}: GET {path} answered {error.code}: {detail}")
+            refused.status = error.code
+            raise refused from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
             raise SchemaRegistryError(f"schema registry {self.url} cannot be reached: {reason}") from None
@@ -133,6 +136,41 @@ class SchemaRegistry:
         except SchemaRegistryError:
             return []
 
+    def schema_entry(self, schema_id: int) -> tuple[str, list[Reference]]:
+        """The schema registered under ``schema_id`` and its references
+        (``(import name, subject, version)``, as Protobuf schemas carry them)."""
+        answer = self._get(f"/schemas/ids/{int(schema_id)}")
+        return str(answer["schema"]), _references(answer.get("references"))
+
+    def schema_by_guid(self, guid: str) -> tuple[str, list[Reference]]:
+        """The schema with GUID ``guid`` (what header schema ids carry) and its references."""
+        answer = self._get(f"/schemas/guids/{urllib.parse.quote(guid, safe='')}")
+        return str(answer["schema"]), _references(answer.get("references"))
+
+    def version_entry(self, subject: str, version: int) -> tuple[int, str, list[Reference]]:
+        """``(id, schema, references)`` of one version of ``subject``."""
+        entry = self._get(f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/{int(version)}")
+        return int(entry["id"]), str(entry["schema"]), _references(entry.get("references"))
+
+    def subject_entries(self, subject: str) -> list[tuple[int, str, list[Reference]]]:
+        """``(id, schema, references)`` of every version of ``subject``, oldest first."""
+        quoted = urllib.parse.quote(subject, safe="")
+        return [self.version_entry(subject, int(v)) for v in self._get(f"/subjects/{quoted}/versions", cache=False)]
+
+
+#: A schema reference: the name the schema imports it by, its subject and version.
+Reference = tuple[str, str, int]
+
+
+def _references(found: Any) -> list[Reference]:
+    out = []
+    for ref in found or ():
+        if isinstance(ref, Mapping):
+            out.append((str(ref["name"]), str(ref["subject"]), int(ref["version"])))
+        else:  # confluent-kafka's SchemaReference
+            out.append((str(ref.name), str(ref.subject), int(ref.version)))
+    return out
+
 
 class ConfluentClientRegistry(SchemaRegistry):
     """The same questions asked of a confluent-kafka ``SchemaRegistryClient``
@@ -150,7 +188,9 @@ class ConfluentClientRegistry(SchemaRegistry):
         try:
             return call()
         except Exception as error:  # confluent-kafka raises its own error types, and httpx's
-            raise SchemaRegistryError(f"schema registry client: {what}: {error}") from None
+            refused = SchemaRegistryError(f"schema registry client: {what}: {error}")
+            refused.status = getattr(error, "http_status_code", None)
+            raise refused from None
 
     def check(self) -> None:
         if not self._reachable:
@@ -173,6 +213,22 @@ class ConfluentClientRegistry(SchemaRegistry):
     def latest(self, subject: str) -> tuple[int, str]:
         entry = self._ask(f"latest of {subject}", lambda: self._client.get_latest_version(subject))
         return int(entry.schema_id), str(entry.schema.schema_str)
+
+    def schema_entry(self, schema_id: int) -> tuple[str, list[Reference]]:
+        schema = self._ask(f"schema id {schema_id}", lambda: self._client.get_schema(int(schema_id)))
+        return str(schema.schema_str), _references(schema.references)
+
+    def schema_by_guid(self, guid: str) -> tuple[str, list[Reference]]:
+        schema = self._ask(f"schema GUID {guid}", lambda: self._client.get_schema_by_guid(guid))
+        return str(schema.schema_str), _references(schema.references)
+
+    def version_entry(self, subject: str, version: int) -> tuple[int, str, list[Reference]]:
+        entry = self._ask(f"{subject} version {version}", lambda: self._client.get_version(subject, int(version)))
+        return int(entry.schema_id), str(entry.schema.schema_str), _references(entry.schema.references)
+
+    def subject_entries(self, subject: str) -> list[tuple[int, str, list[Reference]]]:
+        versions = sorted(self._ask(f"versions of {subject}", lambda: self._client.get_versions(subject)))
+        return [self.version_entry(subject, int(v)) for v in versions]
 
     def subjects_of(self, schema_id: int) -> list[str]:
         lookup = getattr(self._client, "get_subjects_by_schema_id", None)

@@ -1,7 +1,7 @@
-"""Typed values and keys: JSON, Avro (plain or Schema Registry framed) and UTF-8 into Arrow columns.
+"""Typed values and keys: JSON, Avro, Protobuf (plain or Schema Registry framed) and UTF-8 into Arrow columns.
 
 The parsing runs in the Rust core (arrow-rs's ``arrow-json`` and
-``arrow-avro`` readers) on every core, with the GIL released. This module
+``arrow-avro`` readers, ``prost-reflect`` for Protobuf) on every core, with the GIL released. This module
 turns the user's options into a :class:`ValueSpec` (fetching schemas from a
 registry when one is named) and maps a bad row back to its Kafka offset.
 
@@ -12,6 +12,7 @@ registry when one is named) and maps a bad row back to its Kafka offset.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -22,16 +23,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkabatch import _kafkabatch as _native
-from kafkabatch.values.registry import SchemaRegistry, registry_file, registry_of
+from kafkabatch.values.headers import GUID_IDS, header_guids, with_header_frames
+from kafkabatch.values.protobuf import ProtoFile, protobuf_schema, registered_file, registry_files
+from kafkabatch.values.registry import SchemaRegistry, SchemaRegistryError, registry_file, registry_of
 from kafkabatch.values.schemas import avro_text, is_json_schema, json_schema_to_arrow
 
-ValueFormat = Literal["binary", "string", "json", "avro"]
+ValueFormat = Literal["binary", "string", "json", "avro", "protobuf"]
 
 
 OnValueError = Literal["raise", "null"]
 
 
-FORMATS = ("binary", "string", "json", "avro")
+FORMATS = ("binary", "string", "json", "avro", "protobuf")
 
 
 ON_VALUE_ERROR = ("raise", "null")
@@ -55,22 +58,18 @@ class ValueSpec:
     writers: tuple[tuple[int, str], ...] | None = None
     confluent: bool = False
     on_error: str = "raise"
+    #: Protobuf: the files of plain values, or each schema id's files, and the message read.
+    proto_files: tuple[ProtoFile, ...] | None = None
+    proto_writers: tuple[tuple[int, tuple[ProtoFile, ...]], ...] | None = None
+    message: str | None = None
+    #: Local schema ids of the GUIDs found in schema-id headers (see :mod:`kafkabatch.values.headers`).
+    guid_ids: tuple[tuple[str, int], ...] = ()
 
     def parse(self, values: Any, threads: int | None = None) -> pa.ChunkedArray:
         """Parse a binary (or string) column; the first bad row raises
         :class:`ValueDecodeError` with its ``row`` unless ``on_error="null"``."""
-        if isinstance(values, pa.ChunkedArray):
-            chunks = values.chunks
-            value_type = values.type
-        else:
-            chunks = [values]
-            value_type = values.type
-        table = pa.Table.from_batches(
-            [pa.record_batch([c], names=["value"]) for c in chunks if len(c)],
-            schema=pa.schema([("value", value_type)]),
-        )
         parsed = _native.parse_values(
-            table,
+            _column_table(values),
             format=self.format,
             data_type=self.arrow_type,
             avro_schema=self.avro_schema,
@@ -78,6 +77,9 @@ class ValueSpec:
             confluent=self.confluent,
             on_error=self.on_error,
             threads=threads,
+            proto_files=list(self.proto_files) if self.proto_files is not None else None,
+            proto_writers=[(i, list(f)) for i, f in self.proto_writers] if self.proto_writers is not None else None,
+            message=self.message,
         )
         return pa.table(parsed).column(0)
 
@@ -90,8 +92,11 @@ class ValueSpec:
         """``table`` with this spec's column parsed; a bad value raises
         :class:`ValueDecodeError` naming its topic, partition and offset."""
         index = table.schema.get_field_index(self.column)
+        values = table.column(index)
+        if self.confluent and "headers" in table.schema.names:
+            values = with_header_frames(values, table.column("headers"), self.column, dict(self.guid_ids))
         try:
-            parsed = self.parse(table.column(index), threads)
+            parsed = self.parse(values, threads)
         except ValueDecodeError as error:
             raise framing_hint(located(error, table, self.column), self, table) from None
         return table.set_column(index, pa.field(self.column, parsed.type), parsed)
@@ -157,12 +162,15 @@ def resolve(
     *,
     values: pa.ChunkedArray | pa.Array | None = None,
     topics: Iterable[str] = (),
+    subjects: Iterable[str] | None = None,
+    guid_ids: Mapping[str, int] | None = None,
 ) -> ValueSpec | None:
     """The :class:`ValueSpec` for one column, or None to leave it binary.
 
     A registry URL is asked, here and only here, for the writer schemas:
     those of the ids found in ``values``, else every version of the subjects
-    ``<topic>-<column>`` (TopicNameStrategy) of ``topics``.
+    ``<topic>-<column>`` (TopicNameStrategy) of ``topics`` (Protobuf: or of
+    ``subjects``).
     """
     schema_registry = registry_file(schema_registry)  # a {schema id: schema} JSON file, read
     format = "binary" if format is None else str(format).lower()
@@ -172,7 +180,7 @@ def resolve(
         raise ValueError(f"on_value_error must be 'raise' or 'null', not {on_error!r}")
     if format == "binary":
         if schema is not None:
-            raise ValueError(f"{column}_schema needs {column}_format='json' or 'avro'")
+            raise ValueError(f"{column}_schema needs {column}_format='json', 'avro' or 'protobuf'")
         return None
     if format == "string":
         return ValueSpec(column, "string", on_error=on_error)
@@ -185,6 +193,12 @@ def resolve(
         return ValueSpec(
             column, "json", arrow_type=arrow_type_of(schema), confluent=schema_registry is not None, on_error=on_error
         )
+    if format == "protobuf":
+        if subjects is None:
+            subjects = [f"{t}-{column}" for t in topics]
+        return _protobuf_spec(
+            column, schema, schema_registry, registry, on_error, values, list(subjects), guid_ids or {}
+        )
     reader = None if schema is None else avro_text(schema)
     if schema_registry is None:
         if reader is None:
@@ -194,7 +208,7 @@ def resolve(
             )
         return ValueSpec(column, "avro", avro_schema=reader, on_error=on_error)
     if registry is not None:
-        writers, latest = _fetch_writers(registry, column, values, topics)
+        writers, latest = _fetch_writers(registry, column, values, topics, guid_ids or {})
         reader = reader or latest
     elif isinstance(schema_registry, Mapping):
         writers = {int(k): avro_text(v) for k, v in schema_registry.items()}
@@ -215,8 +229,80 @@ def resolve(
     )
 
 
+def _protobuf_spec(
+    column: str,
+    schema: Any,
+    schema_registry: Any,
+    registry: SchemaRegistry | None,
+    on_error: str,
+    values: pa.ChunkedArray | pa.Array | None,
+    subjects: list[str],
+    guid_ids: Mapping[str, int],
+) -> ValueSpec:
+    """Protobuf values: plain ones of ``schema``'s message, or framed ones
+    whose writer schemas (and their references) the registry holds."""
+    files, message = (None, None) if schema is None else protobuf_schema(schema)
+    if schema_registry is None:
+        if files is None or message is None:
+            raise ValueError(
+                f"{column}_format='protobuf' needs {column}_schema (a generated message class, or a dict with "
+                "'message' and 'descriptor_set' or 'proto') or schema_registry (for Confluent-framed values)"
+            )
+        return ValueSpec(column, "protobuf", proto_files=files, message=message, on_error=on_error)
+    writers: dict[int, tuple[ProtoFile, ...]] = {}
+    if registry is not None:
+        if values is not None:
+            ids = confluent_ids(values)
+            if not ids:
+                registry.check()
+            by_id = {i: g for g, i in guid_ids.items()}
+            for schema_id in ids:
+                try:
+                    entry = (
+                        registry.schema_by_guid(by_id[schema_id])
+                        if schema_id in by_id
+                        else registry.schema_entry(schema_id)
+                    )
+                except SchemaRegistryError as error:
+                    if error.status != 404:
+                        raise
+                    continue  # an unknown id fails only its values
+                writers[schema_id] = registry_files(registry, *entry)
+        else:
+            known = set(registry.subjects())
+            for subject in (s for s in subjects if s in known):
+                for schema_id, text, refs in registry.subject_entries(subject):
+                    writers[schema_id] = registry_files(registry, text, refs)
+    elif isinstance(schema_registry, Mapping):
+        writers = {int(k): (registered_file("schema.proto", v),) for k, v in schema_registry.items()}
+    else:
+        raise TypeError(
+            "schema_registry must be a URL, a confluent-style config dict with 'url', "
+            f"or a dict of schema id -> schema, not {type(schema_registry).__name__}"
+        )
+    if not writers:
+        where = "for the schema ids in the values" if values is not None else f"for the subjects {subjects}"
+        raise ValueError(f"no writer schemas for {column}: the registry has none {where}")
+    proto_writers = tuple(sorted(writers.items()))
+    frames = None
+    if message is None and values is not None:
+        frames = _native.protobuf_frames(_column_table(values))
+    message = _native.protobuf_message([(i, list(f)) for i, f in proto_writers], message=message, frames=frames)
+    return ValueSpec(
+        column, "protobuf", proto_writers=proto_writers, message=message, confluent=True, on_error=on_error
+    )
+
+
+def _column_table(values: pa.ChunkedArray | pa.Array) -> pa.Table:
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    return pa.Table.from_batches(
+        [pa.record_batch([c], names=["value"]) for c in chunks if len(c)],
+        schema=pa.schema([("value", values.type)]),
+    )
+
+
 def _fetch_writers(
-    registry: SchemaRegistry, column: str, values: Any, topics: Iterable[str]
+    registry: SchemaRegistry, column: str, values: Any, topics: Iterable[str], guid_ids: Mapping[str, int]
 ) -> tuple[dict[int, str], str | None]:
     """Writer schemas by id and the newest one of their subject: the ids
     found in ``values``, else the subjects ``<topic>-<column>`` of ``topics``."""
@@ -228,7 +314,11 @@ def _fetch_writers(
     ids = confluent_ids(values)
     if not ids:
         registry.check()
+    by_id = {i: g for g, i in guid_ids.items()}
     for schema_id in ids:
+        if schema_id in by_id:
+            writers[schema_id] = registry.schema_by_guid(by_id[schema_id])[0]
+            continue
         writers[schema_id] = registry.schema(schema_id)
         subjects.extend(s for s in registry.subjects_of(schema_id) if s not in subjects)
     latest = None
@@ -261,11 +351,17 @@ def parse_values(
     column, :func:`kafkabatch.decode`'s) into a typed column.
 
     ``format`` is ``"string"`` (UTF-8 checked), ``"json"`` (``schema`` a
-    pyarrow struct type or schema) or ``"avro"``: plain datums of
-    ``schema`` (Avro JSON text or dict), or with ``schema_registry`` (a URL,
-    a confluent-kafka style config dict, or ``{schema_id: schema}``)
-    Confluent-framed values, each writer schema resolved to ``schema`` or
-    else the newest writer schema. Nulls stay null; a bad value raises
+    pyarrow struct type or schema), ``"avro"`` or ``"protobuf"``. Avro:
+    plain datums of ``schema`` (Avro JSON text or dict), or with
+    ``schema_registry`` (a URL, a confluent-kafka style config dict or
+    client, or ``{schema_id: schema}``) Confluent-framed values, each writer
+    schema resolved to ``schema`` or else the newest writer schema.
+    Protobuf: plain messages of ``schema`` (a generated message class, or
+    ``{"message": "pkg.Msg", "descriptor_set": ...}`` / ``{"message": ...,
+    "proto": ...}``), or with ``schema_registry`` Confluent-framed messages
+    (the registry's schemas, ``.proto`` text or base64 descriptors, and their
+    references), read as ``schema``'s message or else the one message the
+    values' frames name. Nulls stay null; a bad value raises
     :class:`ValueDecodeError` (with its ``row``) unless
     ``on_value_error="null"``.
 
@@ -310,18 +406,27 @@ def specs(options: Mapping[str, Any], *, table: pa.Table | None = None, topics: 
     :data:`VALUE_OPTIONS` keywords; ``table``'s columns or ``topics`` tell a
     registry URL which schemas to fetch (see :func:`resolve`)."""
     out = []
+    headers = table.column("headers") if table is not None and "headers" in table.schema.names else None
+    registry = registry_of(options.get("schema_registry"))
     for column in ("value", "key"):
+        values = table.column(column) if table is not None else None
+        guid_ids: dict[str, int] = {}
+        if values is not None and headers is not None and registry is not None:
+            # Schema ids in headers: GUIDs get local ids, and values the prefix they stand for.
+            guid_ids = {g: GUID_IDS + i for i, g in enumerate(header_guids(headers, column))}
+            values = with_header_frames(values, headers, column, guid_ids)
         spec = resolve(
             column,
             options.get(f"{column}_format", "binary"),
             options.get(f"{column}_schema"),
             options.get("schema_registry"),
             options.get("on_value_error", "raise"),
-            values=table.column(column) if table is not None else None,
+            values=values,
             topics=topics,
+            guid_ids=guid_ids,
         )
         if spec is not None:
-            out.append(spec)
+            out.append(dataclasses.replace(spec, guid_ids=tuple(sorted(guid_ids.items()))) if guid_ids else spec)
     return out
 
 
