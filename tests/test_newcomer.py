@@ -222,7 +222,7 @@ def test_spark_value_errors_use_the_options_names():
     with pytest.raises(ValueError) as info:
         value_columns({"valueformat": "xml"}, ["orders"])
     assert str(info.value) == f"valueFormat must be one of {', '.join(FORMATS)}, not 'xml'"
-    with pytest.raises(ValueError, match=r"^keySchema needs keyFormat=json or avro"):
+    with pytest.raises(ValueError, match=r"^keySchema needs a typed keyFormat \('json', 'avro' or 'protobuf'\)"):
         value_columns({"keyschema": "id string"}, ["orders"])
 
 

@@ -78,6 +78,10 @@ SAMPLE_VALUES = {
     "valueSchema": "a string",
     "keyFormat": "string",
     "keySchema": "a string",
+    "valueMessage": "shop.Order",  # protobuf only: ignored by valueFormat=string
+    "valueDescriptorSet": "shop.desc",
+    "keyMessage": "shop.Order",
+    "keyDescriptorSet": "shop.desc",
     "schemaRegistry": "",
     "schemaRegistry.basic.auth.user.info": "user:password",
     "schemaRegistry.bearer.auth.token": "t0k3n",

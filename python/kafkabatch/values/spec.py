@@ -180,7 +180,7 @@ def resolve(
         raise ValueError(f"on_value_error must be 'raise' or 'null', not {on_error!r}")
     if format == "binary":
         if schema is not None:
-            raise ValueError(f"{column}_schema needs {column}_format='json', 'avro' or 'protobuf'")
+            raise ValueError(f"{column}_schema needs a typed {column}_format ('json', 'avro' or 'protobuf')")
         return None
     if format == "string":
         return ValueSpec(column, "string", on_error=on_error)
