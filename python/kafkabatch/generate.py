@@ -28,7 +28,6 @@ See :mod:`kafkabatch.log.index` to read the index files back, and
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import shutil
 import sys
@@ -42,6 +41,7 @@ from typing import Any
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._encode import CODECS
+from kafkabatch._sample_schemas import AVRO_KINDS, JSON_SCHEMAS, REGISTRY_FILE, SHIPMENT_SCHEMAS, write_schemas
 from kafkabatch._util import byte_progress, format_bytes, parse_size
 
 __all__ = [
@@ -61,111 +61,6 @@ __all__ = [
 
 #: Record shapes the generator knows (``TopicSpec.kind``).
 KINDS: tuple[str, ...] = ("orders", "clicks", "payments", "customers", "audit", "events", "shipments")
-
-#: Kinds whose values are Confluent-framed Avro (the rest are JSON).
-AVRO_KINDS: tuple[str, ...] = ("shipments",)
-
-#: The Avro writer schemas of ``shipments`` values, by Schema Registry id:
-#: version 2 adds ``tracking_id``, ``express`` and ``notes`` with defaults.
-SHIPMENT_SCHEMAS: Mapping[int, str] = dict(_native.SHIPMENT_SCHEMAS)
-
-_STRING: dict[str, Any] = {"type": "string"}
-_INTEGER: dict[str, Any] = {"type": "integer"}
-_NUMBER: dict[str, Any] = {"type": "number"}
-_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
-
-
-def _object(title: str | None = None, **properties: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": properties}
-    return out if title is None else {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **out}
-
-
-def _array(items: Any) -> dict[str, Any]:
-    return {"type": "array", "items": items}
-
-
-def _or_null(node: dict[str, Any]) -> dict[str, Any]:
-    return {**node, "type": [node["type"], "null"]}
-
-
-_ADDRESS = _object(street=_STRING, city=_STRING, postcode=_STRING, country=_STRING)
-
-#: JSON Schemas of the JSON kinds' values (optional fields may be missing).
-JSON_SCHEMAS: Mapping[str, Mapping[str, Any]] = {
-    "orders": _object(
-        "Order",
-        order_id=_STRING,
-        customer_id=_STRING,
-        created_at=_TIME,
-        status=_STRING,
-        channel=_STRING,
-        currency=_STRING,
-        items=_array(_object(sku=_STRING, name=_STRING, qty=_INTEGER, unit_price=_NUMBER)),
-        total=_NUMBER,
-        shipping=_object(method=_STRING, country=_STRING, city=_STRING, postcode=_STRING),
-        coupon=_or_null(_STRING),
-        note=_STRING,
-    ),
-    "clicks": _object(
-        "Click",
-        event=_STRING,
-        session_id=_STRING,
-        user_id=_or_null(_INTEGER),
-        ts=_INTEGER,
-        url=_STRING,
-        referrer=_or_null(_STRING),
-        user_agent=_STRING,
-        screen=_object(w=_INTEGER, h=_INTEGER),
-        locale=_STRING,
-        experiments=_array(_STRING),
-        duration_ms=_INTEGER,
-    ),
-    "payments": _object(
-        "Payment",
-        payment_id=_STRING,
-        order_id=_STRING,
-        amount=_NUMBER,
-        currency=_STRING,
-        method=_STRING,
-        card=_object(brand=_STRING, last4=_STRING, exp_month=_INTEGER, exp_year=_INTEGER),
-        status=_STRING,
-        risk=_object(score=_NUMBER, rules=_array(_STRING)),
-        processor=_STRING,
-        created_at=_TIME,
-        idempotency_key=_STRING,
-        description=_STRING,
-    ),
-    "customers": _object(
-        "Customer",
-        customer_id=_STRING,
-        name=_STRING,
-        email=_STRING,
-        phone=_STRING,
-        address=_ADDRESS,
-        tier=_STRING,
-        marketing_opt_in={"type": "boolean"},
-        tags=_array(_STRING),
-        updated_at=_TIME,
-        bio=_STRING,
-    ),
-    "audit": _object(
-        "AuditEvent",
-        ts=_TIME,
-        service=_STRING,
-        actor=_STRING,
-        action=_STRING,
-        resource=_STRING,
-        ip=_STRING,
-        status=_INTEGER,
-        latency_ms=_INTEGER,
-        request_id=_STRING,
-        details=_STRING,
-    ),
-    "events": _object("Event", id=_STRING, type=_STRING, ts=_INTEGER, payload=_STRING),
-}
-
-#: The file of Schema Registry ids and their Avro schemas, under ``<out_dir>/schemas``.
-REGISTRY_FILE = "registry.json"
 
 #: Timestamp of the first records: 2026-11-01T00:00:00Z, in ms.
 START_TIMESTAMP: int = 1_793_491_200_000
@@ -435,26 +330,6 @@ class _Progress:
             self._callback(done, self.total)
 
 
-def _write_schemas(root: Path, specs: list[TopicSpec]) -> dict[str, Path]:
-    """Write each topic's value schema under ``root/schemas``: a JSON Schema
-    per JSON topic, and one ``{schema id: Avro schema}`` file for the Avro
-    topics (a Schema Registry's content, as ``schema_registry`` takes it)."""
-    folder = root / "schemas"
-    folder.mkdir(parents=True, exist_ok=True)
-    files: dict[str, Path] = {}
-    for spec in specs:
-        kind = spec.resolved_kind()
-        if kind in AVRO_KINDS:
-            path = folder / REGISTRY_FILE
-            document: Any = {str(k): json.loads(v) for k, v in SHIPMENT_SCHEMAS.items()}
-        else:
-            path = folder / f"{spec.name}.schema.json"
-            document = JSON_SCHEMAS[kind]
-        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        files[spec.name] = path
-    return files
-
-
 def _prepare_folder(folder: Path, overwrite: bool) -> None:
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         if not overwrite:
@@ -613,7 +488,7 @@ def generate(
                     stop.set()
                     raise
     elapsed = time.perf_counter() - started
-    schema_files = _write_schemas(root, specs)
+    schema_files = write_schemas(root, specs)
 
     topic_summaries: dict[str, TopicSummary] = {}
     for i, spec in enumerate(specs):
