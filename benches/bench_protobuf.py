@@ -28,14 +28,13 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import pyarrow as pa
+from bench_values import run  # the same warm-up and medians as the typed-values bench
 
 import kafkabatch as kb
 
@@ -128,17 +127,6 @@ def spark_methods(folder: Path, out: Path, registry_json: str) -> dict:
         spark.read.format("kafka-log").load(str(folder)).write.mode("overwrite").parquet(str(out / "binary"))
 
     return {"spark valueFormat=protobuf": typed, "spark valueFormat=binary": binary}
-
-
-def run(methods: dict, repeat: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in methods}
-    for round_ in range(repeat + 1):
-        for name, method in methods.items():
-            t0 = time.perf_counter()
-            method()
-            if round_:  # round 0 warms up
-                times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main() -> None:

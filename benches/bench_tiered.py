@@ -119,21 +119,7 @@ def bounded_on_s3(bucket: Path, keys: dict[str, str], tmp: Path, fraction: float
         urllib.request.urlopen(
             urllib.request.Request(f"http://{endpoint}/moto-api/recorder/stop-recording", method="POST")
         )
-        fetched: dict[str, int] = {}
-        for line in recording.read_text().splitlines():
-            entry = json.loads(line)
-            if entry["method"] != "GET":
-                continue
-            key = entry["url"].split(f"{endpoint}/", 1)[-1].split("?", 1)[0]
-            if key not in sizes:
-                continue
-            ranged = {k.lower(): v for k, v in entry["headers"].items()}.get("range")
-            if ranged:
-                a, b = ranged.split("=", 1)[1].split("-")
-                n = min(int(b), sizes[key] - 1) - int(a) + 1
-            else:
-                n = sizes[key]
-            fetched[key] = fetched.get(key, 0) + n
+        fetched = tf.bytes_fetched(recording, endpoint, sizes)
         log_key = "tiered/" + Path(seg.path).relative_to(bucket).as_posix()
         indexes_key = log_key[: -len(".log")] + ".indexes"
         chunk_sizes = manifest["chunkIndex"]

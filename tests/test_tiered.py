@@ -461,21 +461,7 @@ def test_bounded_read_on_s3_fetches_chunks_not_objects(broker, buckets, keys, re
     got = scan_log(uri, start_offset=start, end_offset=start + 5, tiered_keys=_key_spec(keys[0])).read_all()
     _same(got, scan_log(broker / f"{seg.topic}-{seg.partition}", start_offset=start, end_offset=start + 5).read_all())
     urllib.request.urlopen(urllib.request.Request(f"http://{endpoint}/moto-api/recorder/stop-recording", method="POST"))
-    fetched: dict[str, int] = {}
-    for line in recording.read_text().splitlines():
-        entry = json.loads(line)
-        if entry["method"] != "GET":
-            continue
-        key = entry["url"].split(f"{endpoint}/", 1)[-1].split("?", 1)[0]
-        if key not in sizes:
-            continue
-        ranged = {k.lower(): v for k, v in entry["headers"].items()}.get("range")
-        if ranged:
-            a, b = ranged.split("=", 1)[1].split("-")
-            n = min(int(b), sizes[key] - 1) - int(a) + 1
-        else:
-            n = sizes[key]
-        fetched[key] = fetched.get(key, 0) + n
+    fetched = tf.bytes_fetched(recording, endpoint, sizes)
     m = native.RemoteManifest(Path(seg.manifest).read_text(), native.TieredKeys(_key_spec(keys[0])))
     biggest_chunk = max(m.chunk(i)[3] for i in range(m.chunk_count))
     log_key = "tiered/" + Path(seg.path).relative_to(local).as_posix()

@@ -248,3 +248,25 @@ def broker_segments(folder: Path) -> list[Path]:
 
 def size_on_disk(root: str | os.PathLike[str]) -> int:
     return sum(p.stat().st_size for p in Path(root).rglob("*") if p.is_file())
+
+
+def bytes_fetched(recording: Path, endpoint: str, sizes: dict[str, int]) -> dict[str, int]:
+    """Bytes of each object in ``sizes`` that GET requests fetched, from moto's
+    request recording (a ``Range`` header counts its range, clipped to the
+    object; none counts the whole object)."""
+    fetched: dict[str, int] = {}
+    for line in recording.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["method"] != "GET":
+            continue
+        key = entry["url"].split(f"{endpoint}/", 1)[-1].split("?", 1)[0]
+        if key not in sizes:
+            continue
+        ranged = {k.lower(): v for k, v in entry["headers"].items()}.get("range")
+        if ranged:
+            a, b = ranged.split("=", 1)[1].split("-")
+            n = min(int(b), sizes[key] - 1) - int(a) + 1
+        else:
+            n = sizes[key]
+        fetched[key] = fetched.get(key, 0) + n
+    return fetched
