@@ -428,41 +428,11 @@ def test_stream_takes_the_value_formats(spark, tmp_path):
 
 
 @pytest.fixture()
-def s3(tmp_path, monkeypatch):
-    """A real S3 protocol server (moto's) on loopback, and a pyarrow filesystem on it."""
-    import os
-    import socket
-    import subprocess
-    import sys
-
-    pytest.importorskip("moto")
-    from pyarrow import fs
-
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
-        monkeypatch.setenv(name, value)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server_bin = os.path.join(os.path.dirname(sys.executable), "moto_server")
-    server = subprocess.Popen([server_bin, "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        filesystem = fs.S3FileSystem(
-            endpoint_override=f"127.0.0.1:{port}", scheme="http", allow_bucket_creation=True, region="us-east-1"
-        )
-        for _ in range(100):
-            try:
-                filesystem.create_dir("tiered")
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield filesystem, f"endpoint_override=127.0.0.1:{port}&scheme=http"
-    finally:
-        server.terminate()
-        server.wait(10)
+def s3(moto_s3):
+    """A real S3 protocol server (moto's) on loopback, a pyarrow filesystem on
+    it, and the query string that points a URI at it."""
+    filesystem, endpoint, _recording = moto_s3
+    return filesystem, f"endpoint_override={endpoint}&scheme=http"
 
 
 def test_stream_over_an_object_store(spark, tmp_path, s3):

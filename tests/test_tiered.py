@@ -394,55 +394,11 @@ def test_cli_dump_stats_convert(broker, buckets, keys, tmp_path):
     assert len(lines) == len(list(kb.iter_batches((broker / "orders-0" / f"{seg.base_offset:020d}.log").read_bytes())))
 
 
-@pytest.fixture()
-def recorded_s3(tmp_path, monkeypatch):
-    """A real S3 protocol server (moto's) on loopback that records every request it serves."""
-    import os
-    import socket
-    import subprocess
-    import sys
-    import time
-
-    pytest.importorskip("moto")
-    from pyarrow import fs as pafs
-
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
-        monkeypatch.setenv(name, value)
-    recording = tmp_path / "requests.jsonl"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [os.path.join(os.path.dirname(sys.executable), "moto_server"), "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ, MOTO_RECORDER_FILEPATH=str(recording)),
-    )
-    try:
-        filesystem = pafs.S3FileSystem(
-            endpoint_override=f"127.0.0.1:{port}", scheme="http", allow_bucket_creation=True, region="us-east-1"
-        )
-        for _ in range(100):
-            try:
-                filesystem.create_dir("tiered")
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield filesystem, f"127.0.0.1:{port}", recording
-    finally:
-        server.terminate()
-        server.wait(10)
-
-
-def test_bounded_read_on_s3_fetches_chunks_not_objects(broker, buckets, keys, recorded_s3):
+def test_bounded_read_on_s3_fetches_chunks_not_objects(broker, buckets, keys, moto_s3):
     """Counted on the server: a bounded read requests its chunks and one index slice, never whole objects."""
     import urllib.request
 
-    filesystem, endpoint, recording = recorded_s3
+    filesystem, endpoint, recording = moto_s3
     local = buckets["zstd+encrypted"]
     sizes = {}
     for path in sorted(local.rglob("*")):
