@@ -15,6 +15,7 @@ pub mod generate;
 pub mod legacy;
 pub mod memory;
 mod parallel;
+pub mod prune;
 pub mod record;
 pub mod tiered;
 pub mod txn;

@@ -22,7 +22,7 @@ import pytest
 from test_logdir import BASE_TS, build_log
 
 import kafkabatch as kb
-from kafkabatch.log.prune import NotPushable, RecordFilter, batch_could_match
+from kafkabatch.log.prune import NotPushable, RecordFilter, kept_ranges
 
 pyspark = pytest.importorskip("pyspark")
 from pyspark.sql.datasource import DataSourceReader  # noqa: E402
@@ -300,8 +300,15 @@ def test_batches_pruned_by_header_with_out_of_order_times(logs):
     # the producers' folder: batches of the lagging producer are skipped by header, not by position
     data = (logs / "events-0" / f"{0:020d}.log").read_bytes()
     bounds = RecordFilter.where("timestamp", ">=", ms(BASE_TS + 10_000 * 24)).bounds()
-    verdicts = [batch_could_match(b, bounds) for b in kb.iter_batches(data)]
+    ranges, skipped = kept_ranges(data, 0, bounds)
+    batches = list(kb.iter_batches(data))
+    verdicts = [any(a <= b.position < z for a, z in ranges) for b in batches]
     assert verdicts[-1] is True and False in verdicts[verdicts.index(True) :]
+    assert skipped == sum(b.size_in_bytes for b, kept in zip(batches, verdicts) if not kept)
+    # never a batch holding a match
+    for batch, kept in zip(batches, verdicts):
+        if any(r.timestamp * 1000 >= bounds.start_ts for r in batch.records()):
+            assert kept
 
 
 def test_record_filter_refuses_what_it_cannot_decide():

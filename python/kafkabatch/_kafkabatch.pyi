@@ -212,6 +212,15 @@ def iter_batches(
     aborted_transactions: list[tuple[int, int]] | None = None,
     hide_open_transactions: bool | None = None,
 ) -> BatchIterator: ...
+def kept_ranges(
+    data: Buffer,
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    start_ts_us: int | None = None,
+    end_ts_us: int | None = None,
+    keep_control: bool = False,
+) -> tuple[list[tuple[int, int]], int]: ...
 
 # --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
 

@@ -12,6 +12,7 @@ use crate::batch::{be_i64, BatchHeader, BatchWalker, RawBatch, WalkEnd};
 use crate::compression::Codec;
 use crate::control::parse_control;
 use crate::decode::{decode_batch, hidden_batches, DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use crate::prune::HeaderBounds;
 use crate::record::{OwnedRecord, OwnedRecords};
 use crate::txn::Hidden;
 
@@ -515,11 +516,38 @@ fn iter_batches(
     })
 }
 
+/// The byte ranges of `data` (complete batches from its start) whose batch
+/// headers leave open a record in the bounds (offsets `[start_offset,
+/// end_offset)`, timestamps in microseconds `[start_ts_us, end_ts_us)`),
+/// adjacent ones merged, and the bytes left out (see `crate::prune`).
+#[pyfunction]
+#[pyo3(signature = (data, *, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, keep_control=false))]
+fn kept_ranges(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+    start_ts_us: Option<i64>,
+    end_ts_us: Option<i64>,
+    keep_control: bool,
+) -> PyResult<(Vec<(usize, usize)>, usize)> {
+    let input = Input::new(data)?;
+    let bytes = input.as_slice();
+    let bounds = HeaderBounds {
+        start_offset,
+        end_offset,
+        start_ts_us,
+        end_ts_us,
+    };
+    Ok(py.detach(|| crate::prune::kept_ranges(bytes, &bounds, keep_control)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Record>()?;
     m.add_class::<ControlRecord>()?;
     m.add_class::<Batch>()?;
     m.add_class::<BatchIterator>()?;
     m.add_function(wrap_pyfunction!(iter_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(kept_ranges, m)?)?;
     Ok(())
 }

@@ -226,7 +226,7 @@ def prune_windows(
     keep_control: bool = False,
 ) -> Iterator[tuple[int, int, bool]]:
     """``windows`` without the batches whose headers rule out every record in
-    ``bounds`` (see :func:`kafkabatch.log.prune.batch_could_match`); a window
+    ``bounds`` (see :func:`kafkabatch.log.prune.kept_ranges`); a window
     with holes becomes one range per run of kept batches, each decoded on its
     own (under ``read_committed`` each gets the aborted list for its own first
     offset). Their bytes are counted in ``result.pruned_bytes``."""
