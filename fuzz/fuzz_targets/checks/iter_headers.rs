@@ -6,10 +6,14 @@
 //! `valid_bytes`; a header-only pass fails exactly when the full decode fails
 //! for a reason the header pass can see, and agrees with it otherwise; errors
 //! name their batch; a decoded batch holds its declared record count.
+//! Pruning by header (`prune::kept_ranges`, bounds from selector bits 2-4)
+//! accounts for every byte and never leaves out a batch that decodes to a
+//! record in the bounds.
 
 use super::check_located;
 use kafkabatch::batch::{valid_bytes, BatchWalker, WalkEnd, LOG_OVERHEAD, MIN_SIZE};
 use kafkabatch::decode::decode_batch;
+use kafkabatch::prune::{kept_ranges, HeaderBounds};
 use kafkabatch::record::OwnedRecords;
 use kafkabatch::{DecodeOptions, ErrorKind};
 
@@ -23,6 +27,23 @@ pub fn check(input: &[u8]) {
         include_control: sel & 2 != 0,
         max_decompressed_size: super::LIMIT,
         ..Default::default()
+    };
+    let bounds = HeaderBounds {
+        start_offset: (sel & 4 != 0).then_some(3),
+        end_offset: (sel & 8 != 0).then_some(40),
+        start_ts_us: (sel & 16 != 0).then_some(1_000_000),
+        end_ts_us: (sel & 16 != 0).then_some(2_000_000_000),
+    };
+    let (kept, skipped) = kept_ranges(data, &bounds, sel & 2 != 0);
+    let kept_bytes: usize = kept.iter().map(|(a, b)| b - a).sum();
+    assert_eq!(kept_bytes + skipped, data.len(), "pruning lost track of bytes");
+    assert!(kept.windows(2).all(|w| w[0].1 < w[1].0), "kept ranges overlap or touch");
+    let in_bounds = |offset: i64, timestamp: i64| {
+        let us = timestamp.saturating_mul(1000);
+        bounds.start_offset.is_none_or(|s| offset >= s)
+            && bounds.end_offset.is_none_or(|e| offset < e)
+            && bounds.start_ts_us.is_none_or(|s| us >= s)
+            && bounds.end_ts_us.is_none_or(|e| us < e)
     };
     let mut scratch = Vec::new();
     let mut walker = BatchWalker::new(data);
@@ -54,6 +75,12 @@ pub fn check(input: &[u8]) {
                     delivered,
                     "decoded count differs from the declared count"
                 );
+                if sink.records.iter().any(|r| in_bounds(r.offset, r.timestamp)) {
+                    assert!(
+                        kept.iter().any(|&(a, b)| a <= raw.position && raw.position < b),
+                        "pruned a batch holding a record in the bounds"
+                    );
+                }
             }
             (Ok(_), Err(e)) => {
                 // Only what the header pass does not read can fail: records.
