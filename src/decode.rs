@@ -596,6 +596,28 @@ pub fn hidden_batches(
     })
 }
 
+/// One step of the read_committed pre-pass over a piece of a partition:
+/// [`txn::transaction_pass`], with control records read by [`decode_batch`]
+/// under `options`' size cap, as in [`hidden_batches`].
+pub fn transaction_pass(
+    data: &[u8],
+    open: &mut std::collections::BTreeMap<i64, i64>,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+    options: &DecodeOptions,
+) -> Vec<txn::EndedTxn> {
+    let options = DecodeOptions {
+        include_control: true,
+        validate_crc: false,
+        ..options.clone()
+    };
+    txn::transaction_pass(data, open, start_offset, end_offset, |raw| {
+        let mut sink = OwnedRecords::default();
+        decode_batch(raw, &options, &mut Vec::new(), Some(&mut sink)).ok()?;
+        sink.records.into_iter().next()
+    })
+}
+
 /// Check one batch and, when `sink` is given, send its records there.
 /// Control batches send their records only with `include_control`.
 /// `scratch` holds decompressed payloads between calls.
@@ -671,6 +693,55 @@ fn decode_v2<S: RecordSink>(
 mod tests {
     use super::*;
     use crate::test_support::{record, write_v2, V2Header};
+
+    /// A transactional batch of `n` records of producer `pid` at `base`.
+    fn txn_batch(pid: i64, base: i64, n: usize) -> Vec<u8> {
+        use crate::encode::{encode, EncodeOptions, RecordRef};
+        let records = vec![RecordRef::new(None, Some(b"v"), 1_000); n];
+        let options = EncodeOptions {
+            base_offset: base,
+            producer_id: pid,
+            producer_epoch: 0,
+            base_sequence: 0,
+            transactional: true,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        encode(&records, &options, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn transaction_pass_carries_open_transactions_across_pieces() {
+        use crate::encode::{control_batch, ControlKind};
+        use std::collections::BTreeMap;
+        // piece 1: P7 opens at 0, P8 opens at 2 and commits at 3
+        let mut one = [txn_batch(7, 0, 2), txn_batch(8, 2, 1)].concat();
+        control_batch(ControlKind::Commit, 8, 0, 3, 0, 1_000, 0, &mut one);
+        // piece 2: P7 continues at 4, aborts at 5; P9 opens at 6
+        let mut two = txn_batch(7, 4, 1);
+        control_batch(ControlKind::Abort, 7, 0, 5, 0, 1_000, 0, &mut two);
+        two.extend(txn_batch(9, 6, 1));
+        let options = DecodeOptions::default();
+        let mut open = BTreeMap::new();
+        assert!(transaction_pass(&one, &mut open, None, None, &options).is_empty());
+        assert_eq!(open, BTreeMap::from([(7, 0)]));
+        let ended = transaction_pass(&two, &mut open, None, None, &options);
+        assert_eq!(
+            ended,
+            vec![txn::EndedTxn {
+                producer_id: 7,
+                first_offset: 0,
+                marker_offset: 5
+            }]
+        );
+        assert_eq!(open, BTreeMap::from([(9, 6)]));
+        // offsets bounds: batches ending before 4 were seen elsewhere; the walk stops at 6
+        let mut open = BTreeMap::new();
+        let ended = transaction_pass(&[one, two].concat(), &mut open, Some(4), Some(6), &options);
+        assert_eq!(ended[0].first_offset, 4);
+        assert!(open.is_empty());
+    }
 
     /// An uncompressed v2 batch of `values`, by hand from the spec.
     fn v2_batch(base_offset: i64, values: &[&[u8]]) -> Vec<u8> {

@@ -192,3 +192,61 @@ pub fn hidden_batches(
         open,
     }
 }
+
+/// A transaction a marker ended with ABORT: producer, first offset, and the
+/// marker's offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    pub marker_offset: i64,
+}
+
+/// One step of the read_committed pre-pass over a partition read in pieces
+/// (a window, a Spark task): walk the headers of `data`, starting with the
+/// transactions `open` (producer id → first offset) that earlier pieces
+/// left open, and return the transactions that an ABORT marker here ends;
+/// `open` is updated. Batches ending before `start_offset` were seen in an
+/// earlier segment; the walk stops at the first batch from `end_offset` on
+/// (left to a later one). Only transactional v2 batches count; any marker of
+/// a producer closes its open transaction, and only a readable ABORT marker
+/// (`read_control` gives the control batch's first record) aborts it.
+pub fn transaction_pass(
+    data: &[u8],
+    open: &mut BTreeMap<i64, i64>,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+    mut read_control: impl FnMut(&RawBatch) -> Option<OwnedRecord>,
+) -> Vec<EndedTxn> {
+    let mut ended = Vec::new();
+    for raw in BatchWalker::new(data) {
+        if raw.magic() != 2 {
+            continue;
+        }
+        let Ok(header) = parse_v2_header(&raw) else { continue };
+        if !header.is_transactional {
+            continue;
+        }
+        if start_offset.is_some_and(|s| header.last_offset < s) {
+            continue;
+        }
+        if end_offset.is_some_and(|e| header.base_offset >= e) {
+            break;
+        }
+        if header.is_control {
+            let first = open.remove(&header.producer_id);
+            if let Some(first_offset) = first {
+                if control_kind(read_control(&raw)) == Kind::Abort {
+                    ended.push(EndedTxn {
+                        producer_id: header.producer_id,
+                        first_offset,
+                        marker_offset: header.base_offset,
+                    });
+                }
+            }
+        } else {
+            open.entry(header.producer_id).or_insert(header.base_offset);
+        }
+    }
+    ended
+}

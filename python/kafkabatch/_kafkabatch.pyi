@@ -221,6 +221,14 @@ def kept_ranges(
     end_ts_us: int | None = None,
     keep_control: bool = False,
 ) -> tuple[list[tuple[int, int]], int]: ...
+def transaction_pass(
+    data: Buffer,
+    open: list[tuple[int, int]],
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    max_decompressed_size: int = ...,
+) -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]: ...
 
 # --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
 

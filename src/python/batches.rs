@@ -542,6 +542,39 @@ fn kept_ranges(
     Ok(py.detach(|| crate::prune::kept_ranges(bytes, &bounds, keep_control)))
 }
 
+/// One step of the read_committed pre-pass (see `crate::txn::transaction_pass`):
+/// the transactions `open` (`(producer_id, first_offset)`) after walking
+/// `data`'s headers, and those an ABORT marker in `data` ended, as
+/// `(producer_id, first_offset, marker_offset)`.
+#[pyfunction]
+#[pyo3(signature = (data, open, *, start_offset=None, end_offset=None, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE))]
+fn transaction_pass(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    open: Vec<(i64, i64)>,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+    max_decompressed_size: usize,
+) -> PyResult<TransactionPass> {
+    let input = Input::new(data)?;
+    let bytes = input.as_slice();
+    let options = DecodeOptions {
+        max_decompressed_size,
+        ..Default::default()
+    };
+    let mut open: std::collections::BTreeMap<i64, i64> = open.into_iter().collect();
+    let ended = py.detach(|| crate::decode::transaction_pass(bytes, &mut open, start_offset, end_offset, &options));
+    Ok((
+        open.into_iter().collect(),
+        ended
+            .into_iter()
+            .map(|t| (t.producer_id, t.first_offset, t.marker_offset))
+            .collect(),
+    ))
+}
+
+type TransactionPass = (Vec<(i64, i64)>, Vec<(i64, i64, i64)>);
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Record>()?;
     m.add_class::<ControlRecord>()?;
@@ -549,5 +582,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchIterator>()?;
     m.add_function(wrap_pyfunction!(iter_batches, m)?)?;
     m.add_function(wrap_pyfunction!(kept_ranges, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction_pass, m)?)?;
     Ok(())
 }

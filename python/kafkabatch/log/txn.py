@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkabatch._decode import iter_batches
+from kafkabatch._kafkabatch import transaction_pass as _transaction_pass
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.listing import Segment, open_segment, segment_bounds
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
@@ -62,21 +62,15 @@ def hidden_transactions(
 def _collect_transactions(
     data: Any, open_txns: dict[int, int], done: list[Transaction], bounds: Bounds = Bounds()
 ) -> None:
-    for batch in iter_batches(data, validate_crc=False, on_error="keep"):
-        if batch.magic < 2 or not batch.is_transactional or batch.error is not None:
-            continue
-        if bounds.start_offset is not None and batch.last_offset < bounds.start_offset:
-            continue  # seen in an earlier segment
-        if bounds.end_offset is not None and batch.base_offset >= bounds.end_offset:
-            break  # left to a later segment
-        pid = batch.producer_id
-        if batch.is_control:
-            first = open_txns.pop(pid, None)
-            control = batch.control
-            if first is not None and control is not None and control.type == "ABORT":
-                done.append(Transaction(pid, first, batch.base_offset))
-        else:
-            open_txns.setdefault(pid, batch.base_offset)
+    """One piece's batch headers, walked in the Rust core: ``open_txns``
+    (producer id -> first offset) updated, the transactions an ABORT marker
+    ends appended to ``done`` (see ``_kafkabatch.transaction_pass``)."""
+    still_open, aborted = _transaction_pass(
+        data, list(open_txns.items()), start_offset=bounds.start_offset, end_offset=bounds.end_offset
+    )
+    open_txns.clear()
+    open_txns.update(still_open)
+    done.extend(Transaction(pid, first, marker) for pid, first, marker in aborted)
 
 
 def aborted_for(transactions: list[Transaction], first_offset: int) -> list[tuple[int, int]]:
