@@ -741,6 +741,13 @@ mod tests {
         let ended = transaction_pass(&[one, two].concat(), &mut open, Some(4), Some(6), &options);
         assert_eq!(ended[0].first_offset, 4);
         assert!(open.is_empty());
+        // a marker that can't be read (its record runs past the batch) closes nothing
+        let mut broken = Vec::new();
+        control_batch(ControlKind::Abort, 7, 0, 5, 0, 1_000, 0, &mut broken);
+        broken[61] = 0x7f;
+        let mut open = BTreeMap::from([(7, 0)]);
+        assert!(transaction_pass(&broken, &mut open, None, None, &options).is_empty());
+        assert_eq!(open, BTreeMap::from([(7, 0)]));
     }
 
     /// An uncompressed v2 batch of `values`, by hand from the spec.

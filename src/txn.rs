@@ -208,9 +208,11 @@ pub struct EndedTxn {
 /// left open, and return the transactions that an ABORT marker here ends;
 /// `open` is updated. Batches ending before `start_offset` were seen in an
 /// earlier segment; the walk stops at the first batch from `end_offset` on
-/// (left to a later one). Only transactional v2 batches count; any marker of
-/// a producer closes its open transaction, and only a readable ABORT marker
-/// (`read_control` gives the control batch's first record) aborts it.
+/// (left to a later one). Only transactional v2 batches count. A COMMIT
+/// marker closes its producer's open transaction and an ABORT marker aborts
+/// it (`read_control` gives the control batch's first record); a marker that
+/// can't be read leaves it open, so its records stay hidden rather than
+/// shown by mistake.
 pub fn transaction_pass(
     data: &[u8],
     open: &mut BTreeMap<i64, i64>,
@@ -234,15 +236,22 @@ pub fn transaction_pass(
             break;
         }
         if header.is_control {
-            let first = open.remove(&header.producer_id);
-            if let Some(first_offset) = first {
-                if control_kind(read_control(&raw)) == Kind::Abort {
-                    ended.push(EndedTxn {
-                        producer_id: header.producer_id,
-                        first_offset,
-                        marker_offset: header.base_offset,
-                    });
+            match control_kind(read_control(&raw)) {
+                Kind::Abort => {
+                    if let Some(first_offset) = open.remove(&header.producer_id) {
+                        ended.push(EndedTxn {
+                            producer_id: header.producer_id,
+                            first_offset,
+                            marker_offset: header.base_offset,
+                        });
+                    }
                 }
+                Kind::Commit => {
+                    open.remove(&header.producer_id);
+                }
+                // Unreadable: the transaction stays open, so its records stay
+                // hidden (the decode pass reports the batch).
+                _ => {}
             }
         } else {
             open.entry(header.producer_id).or_insert(header.base_offset);
