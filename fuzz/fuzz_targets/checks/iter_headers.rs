@@ -8,11 +8,13 @@
 //! name their batch; a decoded batch holds its declared record count.
 //! Pruning by header (`prune::kept_ranges`, bounds from selector bits 2-4)
 //! accounts for every byte and never leaves out a batch that decodes to a
-//! record in the bounds.
+//! record in the bounds, unless its records contradict its own header. The read_committed pre-pass step
+//! (`decode::transaction_pass`) runs on the same bytes without panicking,
+//! and ends only transactions it saw open.
 
 use super::check_located;
 use kafkabatch::batch::{valid_bytes, BatchWalker, WalkEnd, LOG_OVERHEAD, MIN_SIZE};
-use kafkabatch::decode::decode_batch;
+use kafkabatch::decode::{decode_batch, transaction_pass};
 use kafkabatch::prune::{kept_ranges, HeaderBounds};
 use kafkabatch::record::OwnedRecords;
 use kafkabatch::{DecodeOptions, ErrorKind};
@@ -45,6 +47,15 @@ pub fn check(input: &[u8]) {
             && bounds.start_ts_us.is_none_or(|s| us >= s)
             && bounds.end_ts_us.is_none_or(|e| us < e)
     };
+    let mut open = std::collections::BTreeMap::from([(7i64, 0i64)]);
+    let ended = transaction_pass(data, &mut open, bounds.start_offset, bounds.end_offset, &options);
+    let mut seen_open = std::collections::BTreeSet::from([7i64]);
+    for raw in BatchWalker::new(data) {
+        if raw.bytes.len() >= 61 && raw.magic() == 2 {
+            seen_open.insert(kafkabatch::batch::be_i64(raw.bytes, 43));
+        }
+    }
+    assert!(ended.iter().all(|t| seen_open.contains(&t.producer_id)));
     let mut scratch = Vec::new();
     let mut walker = BatchWalker::new(data);
     let mut next = 0;
@@ -75,7 +86,14 @@ pub fn check(input: &[u8]) {
                     delivered,
                     "decoded count differs from the declared count"
                 );
-                if sink.records.iter().any(|r| in_bounds(r.offset, r.timestamp)) {
+                // Headers are what pruning trusts (brokers set maxTimestamp and
+                // assign the offsets); a batch whose records contradict its own
+                // header may be pruned by what the header says.
+                let truthful = sink
+                    .records
+                    .iter()
+                    .all(|r| (h.base_offset..=h.last_offset).contains(&r.offset) && r.timestamp <= h.max_timestamp);
+                if truthful && sink.records.iter().any(|r| in_bounds(r.offset, r.timestamp)) {
                     assert!(
                         kept.iter().any(|&(a, b)| a <= raw.position && raw.position < b),
                         "pruned a batch holding a record in the bounds"
