@@ -5,9 +5,11 @@
 //! Schemas arrive as `.proto` text (compiled here by `protox`, with the
 //! `google/protobuf/*` well-known files built in), as serialized
 //! `FileDescriptorProto`s (what confluent-kafka's Python serializer registers)
-//! or as a `FileDescriptorSet` (`protoc --descriptor_set_out`). Each value is
-//! decoded by `prost-reflect` against the message being read, and its fields
-//! are appended to one Arrow builder per field.
+//! or as a `FileDescriptorSet` (`protoc --descriptor_set_out`). Each value's
+//! wire format is read straight into one Arrow builder per field, driven by
+//! the compiled descriptor (see `fast`); a message with groups or extensions
+//! is decoded by `prost-reflect`'s `DynamicMessage` first instead, with the
+//! same results.
 //!
 //! Framed values are all read as one message type (the reader): protobuf
 //! readers match fields by number, so every version of a message written
@@ -341,6 +343,23 @@ impl Protobuf {
         };
         format.sink(0)?;
         Ok(format)
+    }
+
+    /// The same format read through prost-reflect's `DynamicMessage` only
+    /// (the path kept for groups and extensions): the reference the
+    /// wire-format path is fuzzed and tested against.
+    #[doc(hidden)]
+    pub fn through_dynamic_message(&self) -> Protobuf {
+        Protobuf {
+            fast: false,
+            ..self.clone()
+        }
+    }
+
+    /// Whether values are read straight from the wire format.
+    #[doc(hidden)]
+    pub fn reads_the_wire_format(&self) -> bool {
+        self.fast
     }
 
     /// The full name of the message being read.

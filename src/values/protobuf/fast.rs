@@ -775,7 +775,7 @@ fn scan(
             }
             Shape::Map(key_kind, value_kind) => {
                 if wire != 2 {
-                    return wrong_wire(at, &what(), wire, Wire::Message);
+                    return wrong_wire(at, &format!("{} (a map)", what()), wire, Wire::Message);
                 }
                 let (s, e) = delimited(buf, &mut pos, end)?;
                 map_entry(state, buf, s, e, key_kind, value_kind, depth, &what)?;
@@ -812,7 +812,7 @@ fn check(m: &MessageColumn, cx: &Cx, start: usize, end: usize, depth: u32) -> R<
             }
             Shape::Map(key_kind, value_kind) => {
                 if wire != 2 {
-                    return wrong_wire(at, &what(), wire, Wire::Message);
+                    return wrong_wire(at, &format!("{} (a map)", what()), wire, Wire::Message);
                 }
                 let (s, e) = delimited(buf, &mut pos, end)?;
                 let Column::Map(map) = &m.fields[slot.column].1 else {
