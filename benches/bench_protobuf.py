@@ -10,7 +10,9 @@ lz4 batches of 500, decoded into Arrow two ways:
 * ``python``     - ``kb.decode(data)``, then per value ``Event.FromString`` + ``MessageToDict``,
                    then ``pa.array(dicts)`` (the usual path in Python)
 * ``spark``      - ``kafka-log`` with ``valueFormat=protobuf`` → Parquet, against the
-                   ``valueFormat=binary`` read → Parquet (``--spark``; local[2])
+                   ``valueFormat=binary`` read → Parquet (``--spark``; local[2]); both also
+                   into Spark's ``noop`` sink, which reads every row but writes nothing, to
+                   tell the read (decode, parse, Arrow → Spark) from the Parquet writer
 
 Every method runs once per round, rounds interleaved; the median of
 ``--repeat`` rounds after a warm-up::
@@ -119,14 +121,19 @@ def spark_methods(folder: Path, out: Path, registry_json: str) -> dict:
 
     spark = spark_session("kafkabatch-bench-protobuf")
 
-    def typed():
+    def typed_frame():
         df = spark.read.format("kafka-log").option("valueFormat", "protobuf").option("schemaRegistry", registry_json)
-        df.load(str(folder)).write.mode("overwrite").parquet(str(out / "typed"))
+        return df.load(str(folder))
 
-    def binary():
-        spark.read.format("kafka-log").load(str(folder)).write.mode("overwrite").parquet(str(out / "binary"))
+    def binary_frame():
+        return spark.read.format("kafka-log").load(str(folder))
 
-    return {"spark valueFormat=protobuf": typed, "spark valueFormat=binary": binary}
+    return {
+        "spark valueFormat=protobuf": lambda: typed_frame().write.mode("overwrite").parquet(str(out / "typed")),
+        "spark valueFormat=binary": lambda: binary_frame().write.mode("overwrite").parquet(str(out / "binary")),
+        "spark protobuf -> noop": lambda: typed_frame().write.format("noop").mode("overwrite").save(),
+        "spark binary -> noop": lambda: binary_frame().write.format("noop").mode("overwrite").save(),
+    }
 
 
 def main() -> None:
@@ -168,6 +175,12 @@ def main() -> None:
                 f"{'spark valueFormat=protobuf':28} {typed:9.3f} {rows / typed / 1e6:8.3f}  {typed / binary:.2f}x binary"
             )
             print(f"{'spark valueFormat=binary':28} {binary:9.3f} {rows / binary / 1e6:8.3f}")
+            typed_read, binary_read = spark["spark protobuf -> noop"], spark["spark binary -> noop"]
+            print(
+                f"{'spark protobuf -> noop':28} {typed_read:9.3f} {rows / typed_read / 1e6:8.3f}  "
+                f"{typed_read / binary_read:.2f}x binary (the read alone)"
+            )
+            print(f"{'spark binary -> noop':28} {binary_read:9.3f} {rows / binary_read / 1e6:8.3f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

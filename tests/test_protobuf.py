@@ -18,6 +18,8 @@ import uuid
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import kafkabatch as kb
 
@@ -267,6 +269,77 @@ def test_confluent_serializer_rows_match_google_protobuf(protos, registry):
     assert t.field("maybe").type == pa.int64() and t.field("label").type == pa.string()
     assert pa.types.is_map(t.field("counts").type) and pa.types.is_list(t.field("items").type)
     assert pa.types.is_struct(t.field("cash").type) and pa.types.is_struct(t.field("card").type) is False
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, pos
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def wire_fields(data: bytes) -> list[tuple[int, int, bytes]]:
+    """The top-level fields of a serialized message: ``(number, wire type, the field's bytes)``."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        start = pos
+        key, pos = _varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:
+            assert wire == 2, wire
+            size, pos = _varint(data, pos)
+            pos += size
+        out.append((number, wire, data[start:pos]))
+    return out
+
+
+def unpacked(field: bytes, number: int) -> bytes:
+    """A packed ``repeated double`` field as one 64-bit field per item."""
+    key_end = _varint(field, 0)[1]
+    size, start = _varint(field, key_end)
+    items = field[start : start + size]
+    tag = _encode_varint(number << 3 | 1)
+    return b"".join(tag + items[i : i + 8] for i in range(0, len(items), 8))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.lists(st.integers(0, 59), min_size=1, max_size=3), min_size=1, max_size=6),
+    st.randoms(use_true_random=False),
+)
+def test_shuffled_merged_and_unpacked_wire_reads_as_google_protobuf(protos, seeds, rnd):
+    """Fields in any order, several messages' fields in one value (repeated
+    scalars: last one wins; messages merge; lists concatenate; the last oneof
+    member wins) and packed lists written unpacked, against google.protobuf's parse."""
+    scores = protos.Order.DESCRIPTOR.fields_by_name["scores"].number
+    values = []
+    for group in seeds:
+        fields = [f for i in group for f in wire_fields(order(protos, i).SerializeToString())]
+        fields = [(n, w, unpacked(b, n) if n == scores and rnd.random() < 0.5 else b) for n, w, b in fields]
+        rnd.shuffle(fields)
+        values.append(b"".join(b for _, _, b in fields))
+    got = kb.parse_values(pa.array(values), format="protobuf", schema=protos.Order)
+    assert rows(got) == [expected(protos.Order.FromString(v)) for v in values]
 
 
 def test_message_indexes_pick_nested_and_second_messages(protos, registry):
