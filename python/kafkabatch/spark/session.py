@@ -71,6 +71,13 @@ def register(spark: Any = None, *, check_workers: bool | None = None, filter_pus
             raise RuntimeError("no active SparkSession: pass one, kbs.register(spark)")
     if filter_pushdown is None:
         filter_pushdown = scan_scoped_reads() and not _set_false(spark, FILTER_PUSHDOWN_CONF)
+        if KafkaLogPushdownReader is not None and not scan_scoped_reads():
+            log.info(
+                "kafkabatch.spark: filter pushdown is opt-in on PySpark %s (register(spark, filter_pushdown=True), "
+                "then load() a DataFrame per query): this Spark reuses a loaded DataFrame's read planned with "
+                "pushed filters for its later queries that push none",
+                _pyspark_version(),
+            )
     elif filter_pushdown and KafkaLogPushdownReader is not None and not scan_scoped_reads():
         log.warning(
             "kafkabatch.spark: filter pushdown on PySpark %s: Spark reuses a loaded DataFrame's last read "
