@@ -360,36 +360,90 @@ impl Node {
     }
 }
 
+/// A column's validity, kept as a count until its first null: most columns
+/// have none, and then no bit is written per value.
+struct Valid {
+    len: usize,
+    /// One bit per row, from the first null on (`None`: every row is valid).
+    bits: Option<BooleanBufferBuilder>,
+    /// Rows expected, for the bits' first allocation.
+    capacity: usize,
+}
+
+impl Valid {
+    fn new(capacity: usize) -> Valid {
+        Valid {
+            len: 0,
+            bits: None,
+            capacity,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn append(&mut self, v: bool) {
+        match &mut self.bits {
+            Some(bits) => bits.append(v),
+            None if v => {}
+            None => {
+                let mut bits = BooleanBufferBuilder::new(self.capacity.max(self.len + 1));
+                bits.append_n(self.len, true);
+                bits.append(false);
+                self.bits = Some(bits);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if len < self.len {
+            self.len = len;
+            if let Some(bits) = &mut self.bits {
+                bits.truncate(len);
+            }
+        }
+    }
+
+    /// The null buffer, or `None` when no row is null.
+    fn finish(self) -> Option<NullBuffer> {
+        let mut bits = self.bits?;
+        Some(NullBuffer::new(bits.finish())).filter(|n| n.null_count() > 0)
+    }
+}
+
 /// A column being built, one per node of the plan.
 enum Col<'p> {
     Bool {
         values: BooleanBufferBuilder,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Int {
         values: Vec<i64>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
         lo: i64,
         hi: i64,
         data_type: &'p DataType,
     },
     UInt {
         values: Vec<u64>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
         hi: u64,
         data_type: &'p DataType,
     },
     Float32 {
         values: Vec<f32>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Float64 {
         values: Vec<f64>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Timestamp {
         values: Vec<i64>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
         unit: TimeUnit,
         tz: &'p Tz,
         data_type: &'p DataType,
@@ -397,12 +451,12 @@ enum Col<'p> {
     Text {
         offsets: Vec<i32>,
         bytes: Vec<u8>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Struct {
         plan: &'p StructPlan,
         children: Vec<Col<'p>>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
         /// Which fields the object being read has set.
         seen: Vec<bool>,
     },
@@ -412,7 +466,7 @@ enum Col<'p> {
         offsets: Vec<i64>,
         item: Box<Col<'p>>,
         item_nullable: bool,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Map {
         entries: &'p FieldRef,
@@ -421,13 +475,13 @@ enum Col<'p> {
         keys: Box<Col<'p>>,
         values: Box<Col<'p>>,
         value_nullable: bool,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
 }
 
 impl<'p> Col<'p> {
     fn new(node: &'p Node, rows: usize) -> Col<'p> {
-        let valid = BooleanBufferBuilder::new(rows);
+        let valid = Valid::new(rows);
         match node {
             Node::Bool => Col::Bool {
                 values: BooleanBufferBuilder::new(rows),
@@ -509,7 +563,7 @@ impl<'p> Col<'p> {
         }
     }
 
-    fn valid(&mut self) -> &mut BooleanBufferBuilder {
+    fn valid(&mut self) -> &mut Valid {
         match self {
             Col::Bool { valid, .. }
             | Col::Int { valid, .. }
@@ -571,8 +625,8 @@ impl<'p> Col<'p> {
     }
 
     fn finish(self) -> Result<ArrayRef, ArrowError> {
-        fn nulls(mut valid: BooleanBufferBuilder) -> Option<NullBuffer> {
-            Some(NullBuffer::new(valid.finish())).filter(|n| n.null_count() > 0)
+        fn nulls(valid: Valid) -> Option<NullBuffer> {
+            valid.finish()
         }
         fn ints<T: arrow_array::ArrowPrimitiveType>(
             values: impl Iterator<Item = T::Native>,
