@@ -242,7 +242,50 @@ struct StructPlan {
     /// matches the first), and per bucket (see `bucket`) the fields whose
     /// name falls in it.
     names: Vec<Option<Box<[u8]>>>,
+    /// Per field, its name's [`Head`] (a length no key has for a `None` name).
+    heads: Vec<Head>,
     buckets: Vec<Vec<u32>>,
+}
+
+/// A name's length and first 16 bytes (zero past its end): for names of up
+/// to 16 bytes, equal heads are equal names, compared without a `memcmp` call.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Head {
+    len: usize,
+    first: u128,
+}
+
+impl Head {
+    /// The head of `name`, from its own bytes.
+    fn of(name: &[u8]) -> Head {
+        let mut first = [0u8; 16];
+        let n = name.len().min(16);
+        first[..n].copy_from_slice(&name[..n]);
+        Head {
+            len: name.len(),
+            first: u128::from_le_bytes(first),
+        }
+    }
+
+    /// The head of the name `b[from..to]`: one 16-byte load when `b` holds
+    /// 16 bytes from `from`.
+    #[inline]
+    fn at(b: &[u8], from: usize, to: usize) -> Head {
+        let len = to - from;
+        match b.get(from..from + 16) {
+            Some(bytes) => {
+                let mut first = [0u8; 16];
+                first.copy_from_slice(bytes);
+                let first = u128::from_le_bytes(first);
+                let mask = if len >= 16 { u128::MAX } else { (1u128 << (len * 8)) - 1 };
+                Head {
+                    len,
+                    first: first & mask,
+                }
+            }
+            None => Head::of(&b[from..to]),
+        }
+    }
 }
 
 const BUCKETS: usize = 64;
@@ -255,16 +298,12 @@ fn bucket(name: &[u8]) -> usize {
 impl StructPlan {
     /// The field named `key`, trying `expect` (the field after the last match) first.
     #[inline]
-    fn lookup(&self, key: &[u8], expect: usize) -> Option<usize> {
-        if let Some(Some(name)) = self.names.get(expect) {
-            if **name == *key {
-                return Some(expect);
-            }
+    fn lookup(&self, key: &[u8], head: Head, expect: usize) -> Option<usize> {
+        let is = |k: usize| self.heads[k] == head && (head.len <= 16 || self.names[k].as_deref() == Some(key));
+        if expect < self.heads.len() && is(expect) {
+            return Some(expect);
         }
-        self.buckets[bucket(key)]
-            .iter()
-            .map(|&k| k as usize)
-            .find(|&k| self.names[k].as_deref() == Some(key))
+        self.buckets[bucket(key)].iter().map(|&k| k as usize).find(|&k| is(k))
     }
 }
 
@@ -329,10 +368,23 @@ impl Node {
                     buckets[bucket(name)].push(u32::try_from(k).ok()?);
                     names.push(Some(name.into()));
                 }
+                let heads = names
+                    .iter()
+                    .map(|n| {
+                        n.as_deref().map_or(
+                            Head {
+                                len: usize::MAX,
+                                first: 0,
+                            },
+                            Head::of,
+                        )
+                    })
+                    .collect();
                 Node::Struct(StructPlan {
                     fields: fields.clone(),
                     nodes,
                     names,
+                    heads,
                     buckets,
                 })
             }
@@ -875,6 +927,28 @@ fn find_stop(b: &[u8], mut i: usize, high: bool) -> usize {
     i
 }
 
+/// Append `b[from..to]` to `out`. A run of up to 16 bytes with 16 bytes of
+/// `b` from `from` is copied as one fixed 16-byte move (no `memcpy` call for
+/// the short strings most values hold); longer runs are copied as usual.
+#[inline]
+fn append_run(out: &mut Vec<u8>, b: &[u8], from: usize, to: usize) {
+    let n = to - from;
+    if n <= 16 && from + 16 <= b.len() {
+        out.reserve(16);
+        // SAFETY: `from + 16 <= b.len()`, so the 16 bytes read are in `b`;
+        // `reserve(16)` leaves room for 16 bytes after `out.len()`, so the 16
+        // written are in `out`'s allocation; `out` (borrowed mutably) and `b`
+        // (shared) can't overlap. The first `n <= 16` of them are `b[from..to]`
+        // and only those become part of `out`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(b.as_ptr().add(from), out.as_mut_ptr().add(out.len()), 16);
+            out.set_len(out.len() + n);
+        }
+    } else {
+        out.extend_from_slice(&b[from..to]);
+    }
+}
+
 struct Parser<'a, 's> {
     b: &'a [u8],
     i: usize,
@@ -1020,7 +1094,7 @@ impl<'a> Parser<'a, '_> {
             match b.get(j) {
                 None => return Err(Failure::Syntax("the end of a string", j)),
                 Some(b'"') => {
-                    out.extend_from_slice(&b[run..j]);
+                    append_run(out, b, run, j);
                     if !high {
                         self.check_utf8(run, j)?;
                     }
@@ -1028,7 +1102,7 @@ impl<'a> Parser<'a, '_> {
                     return Ok(());
                 }
                 Some(b'\\') => {
-                    out.extend_from_slice(&b[run..j]);
+                    append_run(out, b, run, j);
                     if !high {
                         self.check_utf8(run, j)?;
                         high = true;
@@ -1436,11 +1510,11 @@ impl<'a> Parser<'a, '_> {
                     return Err(Failure::Syntax("a field name", self.i));
                 }
                 let b = self.b;
-                let key: &[u8] = match self.key()? {
-                    KeyAt::Doc(from, to) => &b[from..to],
-                    KeyAt::Scratch => &self.scratch[..],
+                let (key, head): (&[u8], Head) = match self.key()? {
+                    KeyAt::Doc(from, to) => (&b[from..to], Head::at(b, from, to)),
+                    KeyAt::Scratch => (&self.scratch[..], Head::of(self.scratch)),
                 };
-                let field = plan.lookup(key, expect);
+                let field = plan.lookup(key, head, expect);
                 self.colon()?;
                 match field {
                     Some(k) => {
