@@ -242,7 +242,50 @@ struct StructPlan {
     /// matches the first), and per bucket (see `bucket`) the fields whose
     /// name falls in it.
     names: Vec<Option<Box<[u8]>>>,
+    /// Per field, its name's [`Head`] (a length no key has for a `None` name).
+    heads: Vec<Head>,
     buckets: Vec<Vec<u32>>,
+}
+
+/// A name's length and first 16 bytes (zero past its end): for names of up
+/// to 16 bytes, equal heads are equal names, compared without a `memcmp` call.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Head {
+    len: usize,
+    first: u128,
+}
+
+impl Head {
+    /// The head of `name`, from its own bytes.
+    fn of(name: &[u8]) -> Head {
+        let mut first = [0u8; 16];
+        let n = name.len().min(16);
+        first[..n].copy_from_slice(&name[..n]);
+        Head {
+            len: name.len(),
+            first: u128::from_le_bytes(first),
+        }
+    }
+
+    /// The head of the name `b[from..to]`: one 16-byte load when `b` holds
+    /// 16 bytes from `from`.
+    #[inline]
+    fn at(b: &[u8], from: usize, to: usize) -> Head {
+        let len = to - from;
+        match b.get(from..from + 16) {
+            Some(bytes) => {
+                let mut first = [0u8; 16];
+                first.copy_from_slice(bytes);
+                let first = u128::from_le_bytes(first);
+                let mask = if len >= 16 { u128::MAX } else { (1u128 << (len * 8)) - 1 };
+                Head {
+                    len,
+                    first: first & mask,
+                }
+            }
+            None => Head::of(&b[from..to]),
+        }
+    }
 }
 
 const BUCKETS: usize = 64;
@@ -255,16 +298,12 @@ fn bucket(name: &[u8]) -> usize {
 impl StructPlan {
     /// The field named `key`, trying `expect` (the field after the last match) first.
     #[inline]
-    fn lookup(&self, key: &[u8], expect: usize) -> Option<usize> {
-        if let Some(Some(name)) = self.names.get(expect) {
-            if **name == *key {
-                return Some(expect);
-            }
+    fn lookup(&self, key: &[u8], head: Head, expect: usize) -> Option<usize> {
+        let is = |k: usize| self.heads[k] == head && (head.len <= 16 || self.names[k].as_deref() == Some(key));
+        if expect < self.heads.len() && is(expect) {
+            return Some(expect);
         }
-        self.buckets[bucket(key)]
-            .iter()
-            .map(|&k| k as usize)
-            .find(|&k| self.names[k].as_deref() == Some(key))
+        self.buckets[bucket(key)].iter().map(|&k| k as usize).find(|&k| is(k))
     }
 }
 
@@ -329,10 +368,23 @@ impl Node {
                     buckets[bucket(name)].push(u32::try_from(k).ok()?);
                     names.push(Some(name.into()));
                 }
+                let heads = names
+                    .iter()
+                    .map(|n| {
+                        n.as_deref().map_or(
+                            Head {
+                                len: usize::MAX,
+                                first: 0,
+                            },
+                            Head::of,
+                        )
+                    })
+                    .collect();
                 Node::Struct(StructPlan {
                     fields: fields.clone(),
                     nodes,
                     names,
+                    heads,
                     buckets,
                 })
             }
@@ -360,36 +412,95 @@ impl Node {
     }
 }
 
+/// A column's validity, kept as a count until its first null: most columns
+/// have none, and then no bit is written per value.
+struct Valid {
+    len: usize,
+    /// One bit per row, from the first null on (`None`: every row is valid).
+    bits: Option<BooleanBufferBuilder>,
+    /// Rows expected, for the bits' first allocation.
+    capacity: usize,
+}
+
+impl Valid {
+    fn new(capacity: usize) -> Valid {
+        Valid {
+            len: 0,
+            bits: None,
+            capacity,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn append(&mut self, v: bool) {
+        match &mut self.bits {
+            Some(bits) => bits.append(v),
+            None if v => {}
+            None => self.first_null(),
+        }
+        self.len += 1;
+    }
+
+    /// The bits for the rows so far (all valid), then a null.
+    #[cold]
+    #[inline(never)]
+    fn first_null(&mut self) {
+        let mut bits = BooleanBufferBuilder::new(self.capacity.max(self.len + 1));
+        bits.append_n(self.len, true);
+        bits.append(false);
+        self.bits = Some(bits);
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if len < self.len {
+            self.len = len;
+            if let Some(bits) = &mut self.bits {
+                bits.truncate(len);
+            }
+        }
+    }
+
+    /// The null buffer, or `None` when no row is null.
+    fn finish(self) -> Option<NullBuffer> {
+        let mut bits = self.bits?;
+        Some(NullBuffer::new(bits.finish())).filter(|n| n.null_count() > 0)
+    }
+}
+
 /// A column being built, one per node of the plan.
 enum Col<'p> {
     Bool {
         values: BooleanBufferBuilder,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Int {
         values: Vec<i64>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
         lo: i64,
         hi: i64,
         data_type: &'p DataType,
     },
     UInt {
         values: Vec<u64>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
         hi: u64,
         data_type: &'p DataType,
     },
     Float32 {
         values: Vec<f32>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Float64 {
         values: Vec<f64>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Timestamp {
         values: Vec<i64>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
         unit: TimeUnit,
         tz: &'p Tz,
         data_type: &'p DataType,
@@ -397,12 +508,12 @@ enum Col<'p> {
     Text {
         offsets: Vec<i32>,
         bytes: Vec<u8>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Struct {
         plan: &'p StructPlan,
         children: Vec<Col<'p>>,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
         /// Which fields the object being read has set.
         seen: Vec<bool>,
     },
@@ -412,7 +523,7 @@ enum Col<'p> {
         offsets: Vec<i64>,
         item: Box<Col<'p>>,
         item_nullable: bool,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
     Map {
         entries: &'p FieldRef,
@@ -421,13 +532,13 @@ enum Col<'p> {
         keys: Box<Col<'p>>,
         values: Box<Col<'p>>,
         value_nullable: bool,
-        valid: BooleanBufferBuilder,
+        valid: Valid,
     },
 }
 
 impl<'p> Col<'p> {
     fn new(node: &'p Node, rows: usize) -> Col<'p> {
-        let valid = BooleanBufferBuilder::new(rows);
+        let valid = Valid::new(rows);
         match node {
             Node::Bool => Col::Bool {
                 values: BooleanBufferBuilder::new(rows),
@@ -509,7 +620,7 @@ impl<'p> Col<'p> {
         }
     }
 
-    fn valid(&mut self) -> &mut BooleanBufferBuilder {
+    fn valid(&mut self) -> &mut Valid {
         match self {
             Col::Bool { valid, .. }
             | Col::Int { valid, .. }
@@ -571,8 +682,8 @@ impl<'p> Col<'p> {
     }
 
     fn finish(self) -> Result<ArrayRef, ArrowError> {
-        fn nulls(mut valid: BooleanBufferBuilder) -> Option<NullBuffer> {
-            Some(NullBuffer::new(valid.finish())).filter(|n| n.null_count() > 0)
+        fn nulls(valid: Valid) -> Option<NullBuffer> {
+            valid.finish()
         }
         fn ints<T: arrow_array::ArrowPrimitiveType>(
             values: impl Iterator<Item = T::Native>,
@@ -821,6 +932,71 @@ fn find_stop(b: &[u8], mut i: usize, high: bool) -> usize {
     i
 }
 
+/// The longest string run copied as one fixed-size move (see [`append_run`]).
+const SHORT_RUN: usize = 32;
+
+/// Append `b[from..to]` to `out`. A run of up to [`SHORT_RUN`] bytes with
+/// that many bytes of `b` from `from` is copied as one fixed-size move (no
+/// `memcpy` call for the short strings most values hold); longer runs are
+/// copied as usual.
+#[inline]
+fn append_run(out: &mut Vec<u8>, b: &[u8], from: usize, to: usize) {
+    let n = to - from;
+    if n <= SHORT_RUN && from + SHORT_RUN <= b.len() {
+        out.reserve(SHORT_RUN);
+        // SAFETY: `from + SHORT_RUN <= b.len()`, so the bytes read are in
+        // `b`; `reserve(SHORT_RUN)` leaves room for that many bytes after
+        // `out.len()`, so the bytes written are in `out`'s allocation; `out`
+        // (borrowed mutably) and `b` (shared) can't overlap. The first
+        // `n <= SHORT_RUN` of them are `b[from..to]`, and only those become
+        // part of `out` (the rest is spare capacity).
+        unsafe {
+            std::ptr::copy_nonoverlapping(b.as_ptr().add(from), out.as_mut_ptr().add(out.len()), SHORT_RUN);
+            out.set_len(out.len() + n);
+        }
+    } else {
+        out.extend_from_slice(&b[from..to]);
+    }
+}
+
+/// Powers of ten that `f64` holds exactly.
+static EXACT_POWERS: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// A number's text (checked by `Parser::number`) without an exponent and
+/// with at most 15 digits, as the nearest `f64`; `None` for others. Clinger's
+/// fast path: the digits as an integer (below 10^15 < 2^53) and the power of
+/// ten are both exact in `f64`, so one correctly rounded division gives the
+/// correctly rounded value, as `str::parse` does.
+#[inline]
+fn short_decimal(text: &[u8]) -> Option<f64> {
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
+    };
+    if digits.len() > 16 {
+        return None;
+    }
+    let (mut m, mut count, mut fraction, mut dot) = (0u64, 0usize, 0usize, false);
+    for &c in digits {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                count += 1;
+                fraction += usize::from(dot);
+            }
+            b'.' => dot = true,
+            _ => return None,
+        }
+    }
+    if count > 15 {
+        return None;
+    }
+    let v = m as f64 / EXACT_POWERS[fraction];
+    Some(if negative { -v } else { v })
+}
+
 struct Parser<'a, 's> {
     b: &'a [u8],
     i: usize,
@@ -966,7 +1142,7 @@ impl<'a> Parser<'a, '_> {
             match b.get(j) {
                 None => return Err(Failure::Syntax("the end of a string", j)),
                 Some(b'"') => {
-                    out.extend_from_slice(&b[run..j]);
+                    append_run(out, b, run, j);
                     if !high {
                         self.check_utf8(run, j)?;
                     }
@@ -974,7 +1150,7 @@ impl<'a> Parser<'a, '_> {
                     return Ok(());
                 }
                 Some(b'\\') => {
-                    out.extend_from_slice(&b[run..j]);
+                    append_run(out, b, run, j);
                     if !high {
                         self.check_utf8(run, j)?;
                         high = true;
@@ -1382,11 +1558,11 @@ impl<'a> Parser<'a, '_> {
                     return Err(Failure::Syntax("a field name", self.i));
                 }
                 let b = self.b;
-                let key: &[u8] = match self.key()? {
-                    KeyAt::Doc(from, to) => &b[from..to],
-                    KeyAt::Scratch => &self.scratch[..],
+                let (key, head): (&[u8], Head) = match self.key()? {
+                    KeyAt::Doc(from, to) => (&b[from..to], Head::at(b, from, to)),
+                    KeyAt::Scratch => (&self.scratch[..], Head::of(self.scratch)),
                 };
-                let field = plan.lookup(key, expect);
+                let field = plan.lookup(key, head, expect);
                 self.colon()?;
                 match field {
                     Some(k) => {
@@ -1499,6 +1675,8 @@ impl<'a> Parser<'a, '_> {
                 let text = unsafe { std::str::from_utf8_unchecked(text) };
                 let parsed = if single {
                     text.parse::<f32>().map(f64::from)
+                } else if let Some(v) = short_decimal(text.as_bytes()) {
+                    Ok(v)
                 } else {
                     text.parse::<f64>()
                 };
@@ -1565,4 +1743,71 @@ impl<'a> Parser<'a, '_> {
 enum KeyAt {
     Doc(usize, usize),
     Scratch,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Clinger's fast path gives what the standard library's correctly
+    /// rounded parser gives, bit for bit, on every decimal it accepts.
+    #[test]
+    fn short_decimals_parse_as_the_standard_library_does() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut accepted = 0;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 10u64.pow(1 + (x >> 60) as u32 % 16)).to_string();
+            let point = (x >> 40) as usize % (digits.len() + 1);
+            let mut text = String::new();
+            if x & 1 == 1 {
+                text.push('-');
+            }
+            text.push_str(&digits[..point.max(1).min(digits.len())]);
+            if point > 0 && point < digits.len() {
+                text.push('.');
+                text.push_str(&digits[point..]);
+            }
+            let want: f64 = text.parse().unwrap();
+            if let Some(got) = short_decimal(text.as_bytes()) {
+                accepted += 1;
+                assert_eq!(got.to_bits(), want.to_bits(), "{text}");
+            }
+        }
+        assert!(accepted > 100_000, "{accepted}");
+        for text in [
+            "1e5",
+            "1.5E-3",
+            "1234567890123456",
+            "0.1234567890123456",
+            "-0",
+            "-0.0",
+            "0.1",
+            "9007199254740993",
+        ] {
+            let want: f64 = text.parse().unwrap();
+            assert_eq!(
+                short_decimal(text.as_bytes()).unwrap_or(want).to_bits(),
+                want.to_bits(),
+                "{text}"
+            );
+        }
+    }
+
+    /// Runs copied by the fixed-size move equal the slices, at every length
+    /// and near the end of the document.
+    #[test]
+    fn string_runs_copy_exactly_their_bytes() {
+        let doc: Vec<u8> = (0..100u8).collect();
+        for from in 0..doc.len() {
+            for to in from..=doc.len().min(from + SHORT_RUN + 2) {
+                let mut out = b"head".to_vec();
+                append_run(&mut out, &doc, from, to);
+                assert_eq!(&out[..4], b"head");
+                assert_eq!(&out[4..], &doc[from..to]);
+            }
+        }
+    }
 }
