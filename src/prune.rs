@@ -92,6 +92,39 @@ fn could_match(raw: crate::batch::RawBatch, bounds: &HeaderBounds, keep_control:
         .is_some_and(|e| header.timestamp_type == LOG_APPEND_TIME && max_ts >= e)
 }
 
+/// Which of `n` records are in `bounds`, from their offsets and timestamps
+/// (microseconds) as little-endian `i64` buffers (Arrow's `int64` and
+/// `timestamp[us]` value buffers): an Arrow validity-style bitmap (bit `i`
+/// of byte `i / 8`, least significant first) and how many are. `None` when
+/// a buffer holds fewer than `n` values.
+///
+/// ```
+/// use kafkabatch::prune::{row_mask, HeaderBounds};
+/// let offsets: Vec<u8> = [5i64, 6, 7].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// let times: Vec<u8> = [10i64, 30, 20].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// let bounds = HeaderBounds { start_ts_us: Some(20), ..Default::default() };
+/// assert_eq!(row_mask(&offsets, &times, 3, &bounds), Some((vec![0b110], 2)));
+/// ```
+pub fn row_mask(offsets: &[u8], timestamps: &[u8], n: usize, bounds: &HeaderBounds) -> Option<(Vec<u8>, usize)> {
+    let need = n.checked_mul(8)?;
+    let (offsets, timestamps) = (offsets.get(..need)?, timestamps.get(..need)?);
+    let mut bits = vec![0u8; n.div_ceil(8)];
+    let mut kept = 0;
+    let value = |b: &[u8], i: usize| i64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    for i in 0..n {
+        let (o, t) = (value(offsets, i), value(timestamps, i));
+        let keep = bounds.start_offset.is_none_or(|s| o >= s)
+            && bounds.end_offset.is_none_or(|e| o < e)
+            && bounds.start_ts_us.is_none_or(|s| t >= s)
+            && bounds.end_ts_us.is_none_or(|e| t < e);
+        if keep {
+            bits[i / 8] |= 1 << (i % 8);
+            kept += 1;
+        }
+    }
+    Some((bits, kept))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +215,22 @@ mod tests {
         let mut bad = a.clone();
         bad[16] = 7;
         assert_eq!(kept_ranges(&bad, &bounds, false), (vec![(0, bad.len())], 0));
+    }
+
+    #[test]
+    fn row_mask_by_offsets_and_times() {
+        let le = |v: &[i64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let offsets = le(&(0..10).collect::<Vec<_>>());
+        let times = le(&[5, 1, 9, 3, 7, 2, 8, 4, 6, 0]);
+        let bounds = HeaderBounds {
+            start_offset: Some(1),
+            end_offset: Some(9),
+            start_ts_us: Some(3),
+            end_ts_us: Some(8),
+        };
+        // rows 3 (t 3), 4 (t 7), 7 (t 4) and 8 (t 6); 6 (t 8) is at the end bound
+        assert_eq!(row_mask(&offsets, &times, 10, &bounds), Some((vec![0b1001_1000, 0b1], 4)));
+        assert_eq!(row_mask(&offsets, &times[..72], 10, &bounds), None);
+        assert_eq!(row_mask(&[], &[], 0, &bounds), Some((vec![], 0)));
     }
 }

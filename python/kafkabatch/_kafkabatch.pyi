@@ -221,6 +221,16 @@ def kept_ranges(
     end_ts_us: int | None = None,
     keep_control: bool = False,
 ) -> tuple[list[tuple[int, int]], int]: ...
+def row_mask(
+    offsets: Buffer,
+    timestamps: Buffer,
+    n: int,
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    start_ts_us: int | None = None,
+    end_ts_us: int | None = None,
+) -> tuple[bytes, int]: ...
 def transaction_pass(
     data: Buffer,
     open: list[tuple[int, int]],

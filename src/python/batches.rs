@@ -542,6 +542,36 @@ fn kept_ranges(
     Ok(py.detach(|| crate::prune::kept_ranges(bytes, &bounds, keep_control)))
 }
 
+/// Which of `n` rows are in the bounds, from the value buffers of their
+/// `offset` and `timestamp` columns (`n` values each from the start of
+/// the buffers): a bitmap for a boolean Arrow array, and how many are.
+#[pyfunction]
+#[pyo3(signature = (offsets, timestamps, n, *, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None))]
+#[allow(clippy::too_many_arguments)] // the four bounds, as kept_ranges takes them
+fn row_mask(
+    py: Python<'_>,
+    offsets: &Bound<'_, PyAny>,
+    timestamps: &Bound<'_, PyAny>,
+    n: usize,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+    start_ts_us: Option<i64>,
+    end_ts_us: Option<i64>,
+) -> PyResult<(Py<PyBytes>, usize)> {
+    let (offsets, timestamps) = (Input::new(offsets)?, Input::new(timestamps)?);
+    let bounds = HeaderBounds {
+        start_offset,
+        end_offset,
+        start_ts_us,
+        end_ts_us,
+    };
+    let (a, b) = (offsets.as_slice(), timestamps.as_slice());
+    let (bits, kept) = py
+        .detach(|| crate::prune::row_mask(a, b, n, &bounds))
+        .ok_or_else(|| PyValueError::new_err(format!("row_mask: the buffers hold fewer than {n} values")))?;
+    Ok((PyBytes::new(py, &bits).unbind(), kept))
+}
+
 /// One step of the read_committed pre-pass (see `crate::txn::transaction_pass`):
 /// the transactions `open` (`(producer_id, first_offset)`) after walking
 /// `data`'s headers, and those an ABORT marker in `data` ended, as
@@ -582,6 +612,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchIterator>()?;
     m.add_function(wrap_pyfunction!(iter_batches, m)?)?;
     m.add_function(wrap_pyfunction!(kept_ranges, m)?)?;
+    m.add_function(wrap_pyfunction!(row_mask, m)?)?;
     m.add_function(wrap_pyfunction!(transaction_pass, m)?)?;
     Ok(())
 }

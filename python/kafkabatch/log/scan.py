@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
@@ -203,9 +202,9 @@ def decode_range(
         mask_needed = bounds.start_ts is not None or bounds.end_ts is not None or bounds.offsets
         for batch in report.table.to_batches(max_chunksize=max_records_per_batch):
             if mask_needed and batch.num_rows:
-                mask = bounds.mask(batch)
-                if mask is not None:
-                    kept = pc.sum(mask).as_py() or 0
+                masked = bounds.mask(batch)
+                if masked is not None:
+                    mask, kept = masked
                     if kept < batch.num_rows:  # filter copies: only when something goes
                         batch = batch.filter(mask) if kept else batch.slice(0, 0)
             if batch.num_rows:
