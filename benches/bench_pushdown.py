@@ -1,7 +1,7 @@
 """Filter pushdown: ``WHERE`` clauses that read less, in Spark (``kafka-log``) and polars (``kb.scan_polars``).
 
 One generated log folder (magic-2 topics, with Kafka's index files), one
-``local[2]`` session, every query run once per round, in rotating order (one
+``local[2]`` session, every query run once per round, in a shuffled order (one
 warm-up round, then the median of ``--repeat`` rounds), each into ``count()``
 (polars: ``collect()``). ``T`` is the timestamp above which the last 3 % of
 the folder's records lie.
@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import tempfile
@@ -96,21 +97,12 @@ def main() -> int:
         flush=True,
     )
 
-    from pyspark.sql import SparkSession
+    from _spark import spark_session
     from pyspark.sql import functions as F
 
     import kafkabatch.spark as kbs
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = spark_session("kafkabatch-bench-pushdown", conf={"spark.driver.memory": "4g"})
     # PySpark 4.1-4.3 need the opt-in (see kbs.register); a DataFrame is loaded per query
     kbs.register(spark, filter_pushdown=True)
 
@@ -146,9 +138,11 @@ def main() -> int:
         warnings.simplefilter("ignore")
         for round_ in range(args.repeat + 1):
             warm()
-            names = list(queries)[:-1]  # rotating order, the LIMIT last (see warm)
-            shift = round_ % len(names)
-            for name in [*names[shift:], *names[:shift], "limit-10"]:
+            # a new order each round (a rotation keeps each query after the same
+            # neighbour, whose leftovers it then always pays); the LIMIT last (see warm)
+            names = list(queries)[:-1]
+            random.Random(args.seed + round_).shuffle(names)
+            for name in [*names, "limit-10"]:
                 query = queries[name]
                 start = time.perf_counter()
                 rows[name] = query()
