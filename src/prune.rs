@@ -229,7 +229,10 @@ mod tests {
             end_ts_us: Some(8),
         };
         // rows 3 (t 3), 4 (t 7), 7 (t 4) and 8 (t 6); 6 (t 8) is at the end bound
-        assert_eq!(row_mask(&offsets, &times, 10, &bounds), Some((vec![0b1001_1000, 0b1], 4)));
+        assert_eq!(
+            row_mask(&offsets, &times, 10, &bounds),
+            Some((vec![0b1001_1000, 0b1], 4))
+        );
         assert_eq!(row_mask(&offsets, &times[..72], 10, &bounds), None);
         assert_eq!(row_mask(&[], &[], 0, &bounds), Some((vec![], 0)));
     }
