@@ -1060,6 +1060,28 @@ impl<'a> Parser<'a, '_> {
         }
     }
 
+    /// The items of an array or the members of an object (`close` is `]` or
+    /// `}`) at `self.i`, its opening byte, each read by `one`; how many.
+    #[inline]
+    fn items(&mut self, close: u8, mut one: impl FnMut(&mut Self) -> Parsed) -> Parsed<i64> {
+        self.enter()?;
+        self.i += 1;
+        let mut n = 0;
+        if self.peek()? == close {
+            self.i += 1;
+        } else {
+            loop {
+                one(self)?;
+                n += 1;
+                if !self.more(close)? {
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        Ok(n)
+    }
+
     /// After a member or item: `true` if another follows (`,` consumed),
     /// `false` at the closing `close` (consumed).
     #[inline]
@@ -1424,22 +1446,8 @@ impl<'a> Parser<'a, '_> {
                 if c != b'[' {
                     return Err(mismatch("an array"));
                 }
-                self.enter()?;
-                self.i += 1;
-                let mut n = *offsets.last().unwrap_or(&0);
-                if self.peek()? == b']' {
-                    self.i += 1;
-                } else {
-                    loop {
-                        self.value(item, *item_nullable)?;
-                        n += 1;
-                        if !self.more(b']')? {
-                            break;
-                        }
-                    }
-                }
-                self.depth -= 1;
-                offsets.push(n);
+                let n = self.items(b']', |p| p.value(item, *item_nullable))?;
+                offsets.push(offsets.last().copied().unwrap_or(0) + n);
                 valid.append(true);
             }
             Col::Map {
@@ -1453,27 +1461,15 @@ impl<'a> Parser<'a, '_> {
                 if c != b'{' {
                     return Err(mismatch("an object"));
                 }
-                self.enter()?;
-                self.i += 1;
-                let mut n = *offsets.last().unwrap_or(&0);
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                } else {
-                    loop {
-                        if self.peek()? != b'"' {
-                            return Err(Failure::Syntax("a field name", self.i));
-                        }
-                        self.value(keys, false)?;
-                        self.colon()?;
-                        self.value(values, *value_nullable)?;
-                        n += 1;
-                        if !self.more(b'}')? {
-                            break;
-                        }
+                let n = self.items(b'}', |p| {
+                    if p.peek()? != b'"' {
+                        return Err(Failure::Syntax("a field name", p.i));
                     }
-                }
-                self.depth -= 1;
-                offsets.push(n);
+                    p.value(keys, false)?;
+                    p.colon()?;
+                    p.value(values, *value_nullable)
+                })?;
+                offsets.push(offsets.last().copied().unwrap_or(0) + n);
                 valid.append(true);
             }
             Col::Text { offsets, bytes, valid } => {
