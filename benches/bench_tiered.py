@@ -27,9 +27,7 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -70,33 +68,8 @@ def full_reads(buckets: dict[str, Path], keys: dict[str, str], repeat: int) -> d
 
 
 def bounded_on_s3(bucket: Path, keys: dict[str, str], tmp: Path, fraction: float) -> dict[str, object]:
-    from pyarrow import fs as pafs
-
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
-        os.environ[name] = value
-    recording = tmp / "requests.jsonl"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    endpoint = f"127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [os.path.join(os.path.dirname(sys.executable), "moto_server"), "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ, MOTO_RECORDER_FILEPATH=str(recording)),
-    )
-    try:
-        filesystem = pafs.S3FileSystem(endpoint_override=endpoint, scheme="http", allow_bucket_creation=True)
-        for _ in range(100):
-            try:
-                filesystem.create_dir("tiered")
-                break
-            except OSError:
-                time.sleep(0.1)
+    os.environ.update(tf.S3_TEST_ENV)
+    with tf.moto_s3_server(tmp) as (filesystem, endpoint, recording):
         seg = max(list_segments(bucket), key=lambda s: s.size)
         folder = Path(seg.path).parent
         sizes = {}
@@ -140,9 +113,6 @@ def bounded_on_s3(bucket: Path, keys: dict[str, str], tmp: Path, fraction: float
             ),
             "seconds": elapsed,
         }
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def main() -> int:

@@ -67,40 +67,10 @@ def moto_s3(tmp_path, monkeypatch):
     """A real S3 protocol server (moto's) on loopback with a bucket ``tiered``,
     recording every request it serves: ``(pyarrow filesystem, "host:port",
     path of the request recording)``."""
-    import socket
-    import subprocess
-    import time
-
     pytest.importorskip("moto")
-    from pyarrow import fs as pafs
+    import tiered_fixtures as tf
 
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
+    for name, value in tf.S3_TEST_ENV.items():
         monkeypatch.setenv(name, value)
-    recording = tmp_path / "requests.jsonl"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [os.path.join(os.path.dirname(sys.executable), "moto_server"), "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ, MOTO_RECORDER_FILEPATH=str(recording)),
-    )
-    try:
-        filesystem = pafs.S3FileSystem(
-            endpoint_override=f"127.0.0.1:{port}", scheme="http", allow_bucket_creation=True, region="us-east-1"
-        )
-        for _ in range(100):
-            try:
-                filesystem.create_dir("tiered")
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield filesystem, f"127.0.0.1:{port}", recording
-    finally:
-        server.terminate()
-        server.wait(10)
+    with tf.moto_s3_server(tmp_path) as server:
+        yield server

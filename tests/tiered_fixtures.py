@@ -25,13 +25,20 @@ And Kafka's ``LocalTieredStorage`` layout
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import random
 import re
+import socket
 import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import zstandard
 from Crypto.Cipher import PKCS1_OAEP
@@ -248,6 +255,45 @@ def broker_segments(folder: Path) -> list[Path]:
 
 def size_on_disk(root: str | os.PathLike[str]) -> int:
     return sum(p.stat().st_size for p in Path(root).rglob("*") if p.is_file())
+
+
+#: The credentials and region moto's S3 server takes (any will do); set them before :func:`moto_s3_server`.
+S3_TEST_ENV = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@contextlib.contextmanager
+def moto_s3_server(tmp: Path) -> Iterator[tuple[Any, str, Path]]:
+    """A real S3 protocol server (moto's) on loopback with a bucket ``tiered``,
+    recording every request it serves to ``tmp / "requests.jsonl"``:
+    ``(pyarrow filesystem, "host:port", path of the recording)``. Needs
+    :data:`S3_TEST_ENV` in the environment."""
+    from pyarrow import fs as pafs
+
+    recording = tmp / "requests.jsonl"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = f"127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "moto_server"), "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, MOTO_RECORDER_FILEPATH=str(recording)),
+    )
+    try:
+        filesystem = pafs.S3FileSystem(
+            endpoint_override=endpoint, scheme="http", allow_bucket_creation=True, region="us-east-1"
+        )
+        for _ in range(100):
+            try:
+                filesystem.create_dir("tiered")
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield filesystem, endpoint, recording
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def bytes_fetched(recording: Path, endpoint: str, sizes: dict[str, int]) -> dict[str, int]:
