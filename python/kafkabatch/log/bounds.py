@@ -7,14 +7,12 @@ True
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kafkabatch._kafkabatch import row_mask as _row_mask
 
@@ -91,7 +89,7 @@ class Bounds:
         offsets, stamps = batch.column("offset"), batch.column("timestamp")
         n = batch.num_rows
         if offsets.null_count or stamps.null_count or stamps.type.unit != "us":
-            return self._mask_computed(batch)
+            raise TypeError(f"not kafkabatch's record schema (non-null offset, timestamp[us]): {batch.schema}")
         bits, kept = _row_mask(
             _values(offsets),
             _values(stamps),
@@ -102,21 +100,6 @@ class Bounds:
             end_ts_us=self.end_ts,
         )
         return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)]), kept
-
-    def _mask_computed(self, batch: pa.RecordBatch) -> tuple[pa.Array, int]:
-        conditions = []
-        offset = batch.column("offset")
-        if self.start_offset is not None:
-            conditions.append(pc.greater_equal(offset, pa.scalar(self.start_offset, pa.int64())))
-        if self.end_offset is not None:
-            conditions.append(pc.less(offset, pa.scalar(self.end_offset, pa.int64())))
-        stamps = pc.cast(batch.column("timestamp"), pa.timestamp("us", "UTC")).cast(pa.int64())
-        if self.start_ts is not None:
-            conditions.append(pc.greater_equal(stamps, pa.scalar(self.start_ts, pa.int64())))
-        if self.end_ts is not None:
-            conditions.append(pc.less(stamps, pa.scalar(self.end_ts, pa.int64())))
-        mask = pc.fill_null(functools.reduce(pc.and_kleene, conditions), False)
-        return mask, pc.sum(mask).as_py() or 0
 
 
 def _values(array: pa.Array) -> pa.Buffer:
