@@ -11,7 +11,12 @@
 //!   as UTF-8, and only their bytes.
 //! - Field names are matched against a table built from the schema: the
 //!   field after the last one matched is tried first (producers write fields
-//!   in one order), then a bucket keyed on the name's length and end bytes.
+//!   in one order), as its whole `"name":` token in one or two masked 16-byte
+//!   compares; then a bucket keyed on the name's length and end bytes.
+//! - The leaves most documents are made of (strings, short decimals and
+//!   integers) are read in the object loop itself, in one pass over their
+//!   bytes; errors are built out of line, so the paths for good values stay
+//!   short.
 //! - A row is known to be one value once the value ends and only whitespace
 //!   follows it.
 //! - A bad value rolls every builder back to the row's start ([`Col::truncate`]),
@@ -107,7 +112,7 @@ fn parse_piece(
                 match parser.document(&mut root) {
                     // arrow-json keeps the last of repeated names and never
                     // reads the others, so a value that doesn't fit may not matter.
-                    Err(Failure::Fit(_)) if repeats_a_name(document) => Err(None),
+                    Err(f) if matches!(*f, Failure::Fit(_)) && repeats_a_name(document) => Err(None),
                     other => other.map_err(Failure::reason),
                 }
             }
@@ -245,6 +250,77 @@ struct StructPlan {
     /// Per field, its name's [`Head`] (a length no key has for a `None` name).
     heads: Vec<Head>,
     buckets: Vec<Vec<u32>>,
+    /// Per field, its name as a compact document writes it (see [`Token`]).
+    tokens: Vec<Token>,
+    /// Per field, whether it may be null.
+    nullable: Vec<bool>,
+}
+
+/// A field's `"name":` as compact JSON writes it, matched at a key's opening
+/// quote by one or two masked 16-byte compares: a match is that field's
+/// name, its closing quote and the colon, so name lookup, the end-quote scan
+/// and the colon check are one step for the documents most producers write.
+#[derive(Clone, Copy, Debug)]
+struct Token {
+    /// The token's length, 3 to 32 (0: the name has no token, and never matches).
+    len: usize,
+    bytes: [u8; 32],
+    masks: [u128; 2],
+}
+
+impl Token {
+    /// The token of no name: it never matches.
+    const NONE: Token = Token {
+        len: 0,
+        bytes: [0; 32],
+        masks: [0; 2],
+    };
+
+    /// The token of `name`, if it is at most 32 bytes and the name needs no
+    /// escape (else a `Token` that never matches).
+    fn of(name: &[u8]) -> Token {
+        let len = name.len() + 3;
+        if len > 32 || name.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\') {
+            return Token::NONE;
+        }
+        let mut bytes = [0u8; 32];
+        bytes[0] = b'"';
+        bytes[1..=name.len()].copy_from_slice(name);
+        bytes[len - 2] = b'"';
+        bytes[len - 1] = b':';
+        let mask = |n: usize| match n {
+            0 => 0,
+            16.. => u128::MAX,
+            n => (1u128 << (n * 8)) - 1,
+        };
+        Token {
+            len,
+            bytes,
+            masks: [mask(len), mask(len.saturating_sub(16))],
+        }
+    }
+
+    /// Whether `b[i..]` starts with this token.
+    #[inline(always)]
+    fn at(&self, b: &[u8], i: usize) -> bool {
+        let half = |k: usize, bytes: &[u8]| {
+            let mut x = [0u8; 16];
+            x.copy_from_slice(&bytes[16 * k..16 * k + 16]);
+            u128::from_le_bytes(x) & self.masks[k]
+        };
+        let want = |k: usize| half(k, &self.bytes);
+        if self.len <= 16 {
+            match b.get(i..i + 16) {
+                Some(x) => self.len != 0 && half(0, x) == want(0),
+                None => self.len != 0 && b.get(i..i + self.len) == Some(&self.bytes[..self.len]),
+            }
+        } else {
+            match b.get(i..i + 32) {
+                Some(x) => half(0, x) == want(0) && half(1, x) == want(1),
+                None => b.get(i..i + self.len) == Some(&self.bytes[..self.len]),
+            }
+        }
+    }
 }
 
 /// A name's length and first 16 bytes (zero past its end): for names of up
@@ -380,12 +456,18 @@ impl Node {
                         )
                     })
                     .collect();
+                let tokens = names
+                    .iter()
+                    .map(|n| n.as_deref().map_or(Token::NONE, Token::of))
+                    .collect();
                 Node::Struct(StructPlan {
                     fields: fields.clone(),
                     nodes,
                     names,
                     heads,
                     buckets,
+                    tokens,
+                    nullable: fields.iter().map(|f| f.is_nullable()).collect(),
                 })
             }
             DataType::List(field) | DataType::LargeList(field) => Node::List {
@@ -514,7 +596,7 @@ enum Col<'p> {
         plan: &'p StructPlan,
         children: Vec<Col<'p>>,
         valid: Valid,
-        /// Which fields the object being read has set.
+        /// Which fields past the 64th the object being read has set (see [`Seen`]).
         seen: Vec<bool>,
     },
     List {
@@ -585,7 +667,7 @@ impl<'p> Col<'p> {
                 plan,
                 children: plan.nodes.iter().map(|n| Col::new(n, rows)).collect(),
                 valid,
-                seen: vec![false; plan.nodes.len()],
+                seen: vec![false; plan.nodes.len().saturating_sub(64)],
             },
             Node::List { field, item, large } => {
                 let mut offsets = Vec::with_capacity(rows + 1);
@@ -842,16 +924,16 @@ enum Failure {
 }
 
 impl Failure {
-    fn in_field(self, name: &str) -> Failure {
-        match self {
-            Failure::Fit(why) => Failure::Fit(format!("field '{name}': {why}")),
-            other => other,
+    fn in_field(self: Box<Self>, name: &str) -> Box<Failure> {
+        match *self {
+            Failure::Fit(why) => Box::new(Failure::Fit(format!("field '{name}': {why}"))),
+            _ => self,
         }
     }
 
     /// The row's error, or `None` to hand the piece to arrow-json.
-    fn reason(self) -> Option<String> {
-        Some(match self {
+    fn reason(self: Box<Self>) -> Option<String> {
+        Some(match *self {
             Failure::Syntax(what, at) => format!("malformed JSON: {what} at byte {at}"),
             Failure::Fit(why) => format!("JSON value does not fit the schema: {why}"),
             Failure::Depth(at) => format!(
@@ -863,7 +945,14 @@ impl Failure {
     }
 }
 
-type Parsed<T = ()> = Result<T, Failure>;
+type Parsed<T = ()> = Result<T, Box<Failure>>;
+
+/// A syntax error (out of line: the paths that read good values stay short).
+#[cold]
+#[inline(never)]
+fn syntax<T>(what: &'static str, at: usize) -> Parsed<T> {
+    Err(Box::new(Failure::Syntax(what, at)))
+}
 
 /// What a JSON token starting with `b` is, for messages.
 fn token_name(b: u8) -> &'static str {
@@ -891,7 +980,7 @@ static STOP: [bool; 256] = {
 
 /// The index of the first byte from `i` on that is `"`, `\`, a control
 /// character or (when `high`) 0x80 and up; `b.len()` if none is.
-#[inline]
+#[inline(always)]
 fn find_stop(b: &[u8], mut i: usize, high: bool) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
@@ -939,7 +1028,7 @@ const SHORT_RUN: usize = 32;
 /// that many bytes of `b` from `from` is copied as one fixed-size move (no
 /// `memcpy` call for the short strings most values hold); longer runs are
 /// copied as usual.
-#[inline]
+#[inline(always)]
 fn append_run(out: &mut Vec<u8>, b: &[u8], from: usize, to: usize) {
     let n = to - from;
     if n <= SHORT_RUN && from + SHORT_RUN <= b.len() {
@@ -964,37 +1053,106 @@ static EXACT_POWERS: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
 
-/// A number's text (checked by `Parser::number`) without an exponent and
-/// with at most 15 digits, as the nearest `f64`; `None` for others. Clinger's
-/// fast path: the digits as an integer (below 10^15 < 2^53) and the power of
-/// ten are both exact in `f64`, so one correctly rounded division gives the
-/// correctly rounded value, as `str::parse` does.
-#[inline]
-fn short_decimal(text: &[u8]) -> Option<f64> {
-    let (negative, digits) = match text {
-        [b'-', rest @ ..] => (true, rest),
-        _ => (false, text),
-    };
-    if digits.len() > 16 {
+/// The number at `b[start..]` when it has no exponent and at most 15
+/// digits, read in one pass, as the nearest `f64`, and where it ends; `None`
+/// for any other text, valid or not (`Parser::number` then reads it).
+/// Clinger's fast path: the digits as an integer (below 10^15 < 2^53) and
+/// the power of ten are both exact in `f64`, so one correctly rounded
+/// division gives the correctly rounded value, as `str::parse` does.
+#[inline(always)]
+fn short_decimal(b: &[u8], start: usize) -> Option<(f64, usize)> {
+    let digit = |i: usize| b.get(i).map_or(10, |c| c.wrapping_sub(b'0'));
+    let negative = b.get(start) == Some(&b'-');
+    let first = start + usize::from(negative);
+    let (mut m, mut i) = (0u64, first);
+    let mut d = digit(i);
+    while d < 10 {
+        m = m.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+        d = digit(i);
+    }
+    let whole = i - first;
+    // RFC 8259: one or more digits, no leading zero.
+    if whole == 0 || (whole > 1 && b[first] == b'0') {
         return None;
     }
-    let (mut m, mut count, mut fraction, mut dot) = (0u64, 0usize, 0usize, false);
-    for &c in digits {
-        match c {
-            b'0'..=b'9' => {
-                m = m * 10 + u64::from(c - b'0');
-                count += 1;
-                fraction += usize::from(dot);
-            }
-            b'.' => dot = true,
-            _ => return None,
+    let mut fraction = 0;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let from = i;
+        d = digit(i);
+        while d < 10 {
+            m = m.wrapping_mul(10).wrapping_add(u64::from(d));
+            i += 1;
+            d = digit(i);
+        }
+        fraction = i - from;
+        if fraction == 0 {
+            return None;
         }
     }
-    if count > 15 {
+    if whole + fraction > 15 || matches!(b.get(i), Some(b'e' | b'E')) {
         return None;
     }
     let v = m as f64 / EXACT_POWERS[fraction];
-    Some(if negative { -v } else { v })
+    Some((if negative { -v } else { v }, i))
+}
+
+/// The non-negative integer of at most 18 digits at `b[start..]` (a digit),
+/// and where it ends; `None` for any other text (a fraction, an exponent, a
+/// leading zero, more digits), which `Parser::integer` then reads.
+#[inline(always)]
+fn short_integer(b: &[u8], start: usize) -> Option<(i64, usize)> {
+    let (mut v, mut i) = (0i64, start);
+    while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
+        if i - start == 18 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+        i += 1;
+    }
+    let leading_zero = i - start > 1 && b[start] == b'0';
+    if i == start || leading_zero || matches!(b.get(i), Some(b'.' | b'e' | b'E')) {
+        return None;
+    }
+    Some((v, i))
+}
+
+/// The fields an object has set so far: a bit per field for the first 64
+/// (kept in a register), a flag per field in `rest` for the others.
+struct Seen<'r> {
+    low: u64,
+    rest: &'r mut [bool],
+}
+
+impl<'r> Seen<'r> {
+    /// None seen; `rest` holds a flag per field from the 65th on.
+    #[inline(always)]
+    fn new(rest: &'r mut [bool]) -> Seen<'r> {
+        rest.fill(false);
+        Seen { low: 0, rest }
+    }
+
+    /// Mark field `k`; `false` if it was already.
+    #[inline(always)]
+    fn insert(&mut self, k: usize) -> bool {
+        if k < 64 {
+            let bit = 1u64 << k;
+            let new = self.low & bit == 0;
+            self.low |= bit;
+            new
+        } else {
+            !std::mem::replace(&mut self.rest[k - 64], true)
+        }
+    }
+
+    fn contains(&self, k: usize) -> bool {
+        if k < 64 {
+            self.low >> k & 1 == 1
+        } else {
+            self.rest[k - 64]
+        }
+    }
 }
 
 struct Parser<'a, 's> {
@@ -1010,16 +1168,16 @@ impl<'a> Parser<'a, '_> {
     fn document(&mut self, root: &mut Col) -> Parsed {
         self.ws();
         if self.i == self.b.len() {
-            return Err(Failure::Plain("empty value: no JSON document".into()));
+            return Err(Box::new(Failure::Plain("empty value: no JSON document".into())));
         }
         self.value(root, true)?;
         self.ws();
         match self.b.get(self.i) {
             None => Ok(()),
-            Some(b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') => {
-                Err(Failure::Plain("more than one JSON document in the value".into()))
-            }
-            Some(_) => Err(Failure::Syntax("the end of the document", self.i)),
+            Some(b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') => Err(Box::new(Failure::Plain(
+                "more than one JSON document in the value".into(),
+            ))),
+            Some(_) => syntax("the end of the document", self.i),
         }
     }
 
@@ -1034,19 +1192,28 @@ impl<'a> Parser<'a, '_> {
     }
 
     /// The next byte after whitespace, not consumed.
-    #[inline]
+    #[inline(always)]
     fn peek(&mut self) -> Parsed<u8> {
+        // Compact documents: the next byte is the token.
+        match self.b.get(self.i) {
+            Some(&c) if c > b' ' => Ok(c),
+            _ => self.peek_past_space(),
+        }
+    }
+
+    #[inline(never)]
+    fn peek_past_space(&mut self) -> Parsed<u8> {
         self.ws();
-        self.b
-            .get(self.i)
-            .copied()
-            .ok_or(Failure::Syntax("a value, not the end", self.i))
+        match self.b.get(self.i) {
+            Some(&c) => Ok(c),
+            None => syntax("a value, not the end", self.i),
+        }
     }
 
     fn enter(&mut self) -> Parsed {
         self.depth += 1;
         if self.depth > MAX_NESTING_DEPTH {
-            return Err(Failure::Depth(self.i));
+            return Err(Box::new(Failure::Depth(self.i)));
         }
         Ok(())
     }
@@ -1056,7 +1223,7 @@ impl<'a> Parser<'a, '_> {
             self.i += word.len();
             Ok(())
         } else {
-            Err(Failure::Syntax("true, false or null", self.i))
+            syntax("true, false or null", self.i)
         }
     }
 
@@ -1084,7 +1251,7 @@ impl<'a> Parser<'a, '_> {
 
     /// After a member or item: `true` if another follows (`,` consumed),
     /// `false` at the closing `close` (consumed).
-    #[inline]
+    #[inline(always)]
     fn more(&mut self, close: u8) -> Parsed<bool> {
         match self.peek()? {
             b',' => {
@@ -1095,10 +1262,7 @@ impl<'a> Parser<'a, '_> {
                 self.i += 1;
                 Ok(false)
             }
-            _ => Err(Failure::Syntax(
-                if close == b'}' { "',' or '}'" } else { "',' or ']'" },
-                self.i,
-            )),
+            _ => syntax(if close == b'}' { "',' or '}'" } else { "',' or ']'" }, self.i),
         }
     }
 
@@ -1121,13 +1285,13 @@ impl<'a> Parser<'a, '_> {
                     i += 1;
                 }
             }
-            _ => return Err(Failure::Syntax("a digit", i)),
+            _ => return syntax("a digit", i),
         }
         let mut integer = true;
         if b.get(i) == Some(&b'.') {
             i += 1;
             if !digit(i) {
-                return Err(Failure::Syntax("a digit after '.'", i));
+                return syntax("a digit after '.'", i);
             }
             while digit(i) {
                 i += 1;
@@ -1140,7 +1304,7 @@ impl<'a> Parser<'a, '_> {
                 i += 1;
             }
             if !digit(i) {
-                return Err(Failure::Syntax("a digit in the exponent", i));
+                return syntax("a digit in the exponent", i);
             }
             while digit(i) {
                 i += 1;
@@ -1153,8 +1317,22 @@ impl<'a> Parser<'a, '_> {
 
     /// The string at `self.i` (an opening quote), decoded and appended to
     /// `out`: runs without escapes copied once, escapes decoded.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self, out: &mut Vec<u8>) -> Parsed {
+        // Most strings are ASCII without escapes: one scan, one copy.
+        let b = self.b;
+        let j = find_stop(b, self.i + 1, true);
+        if b.get(j) == Some(&b'"') {
+            append_run(out, b, self.i + 1, j);
+            self.i = j + 1;
+            return Ok(());
+        }
+        self.escaped_string(out)
+    }
+
+    /// [`Parser::string`] for strings with escapes, non-ASCII bytes or errors.
+    #[inline(never)]
+    fn escaped_string(&mut self, out: &mut Vec<u8>) -> Parsed {
         let b = self.b;
         let mut i = self.i + 1;
         let mut high = true;
@@ -1162,7 +1340,7 @@ impl<'a> Parser<'a, '_> {
         loop {
             let j = find_stop(b, i, high);
             match b.get(j) {
-                None => return Err(Failure::Syntax("the end of a string", j)),
+                None => return syntax("the end of a string", j),
                 Some(b'"') => {
                     append_run(out, b, run, j);
                     if !high {
@@ -1187,7 +1365,7 @@ impl<'a> Parser<'a, '_> {
                     high = false;
                     i = j + 1;
                 }
-                Some(_) => return Err(Failure::Syntax("a control character escaped in a string", j)),
+                Some(_) => return syntax("a control character escaped in a string", j),
             }
         }
     }
@@ -1195,7 +1373,7 @@ impl<'a> Parser<'a, '_> {
     fn check_utf8(&self, from: usize, to: usize) -> Parsed {
         std::str::from_utf8(&self.b[from..to])
             .map(drop)
-            .map_err(|e| Failure::Syntax("UTF-8", from + e.valid_up_to()))
+            .map_err(|e| Box::new(Failure::Syntax("UTF-8", from + e.valid_up_to())))
     }
 
     /// The escape at `at` (a backslash), decoded; `self.i` moves past it.
@@ -1222,21 +1400,21 @@ impl<'a> Parser<'a, '_> {
                 match high {
                     0xD800..=0xDBFF => {
                         if b.get(at + 6..at + 8) != Some(b"\\u") {
-                            return Err(Failure::Syntax("the low half of a surrogate pair", at + 6));
+                            return syntax("the low half of a surrogate pair", at + 6);
                         }
                         let low = hex(at + 8)?;
                         if !(0xDC00..=0xDFFF).contains(&low) {
-                            return Err(Failure::Syntax("the low half of a surrogate pair", at + 6));
+                            return syntax("the low half of a surrogate pair", at + 6);
                         }
                         let c = char::from_u32(0x1_0000 + ((high - 0xD800) << 10) + (low - 0xDC00))
                             .ok_or(Failure::Syntax("a character", at))?;
                         (c, 12)
                     }
-                    0xDC00..=0xDFFF => return Err(Failure::Syntax("a high surrogate before the low one", at)),
+                    0xDC00..=0xDFFF => return syntax("a high surrogate before the low one", at),
                     _ => (char::from_u32(high).ok_or(Failure::Syntax("a character", at))?, 6),
                 }
             }
-            _ => return Err(Failure::Syntax("an escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)", at)),
+            _ => return syntax("an escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)", at),
         };
         self.i = at + len;
         Ok(c)
@@ -1255,7 +1433,7 @@ impl<'a> Parser<'a, '_> {
         }
         let mut scratch = std::mem::take(self.scratch);
         scratch.clear();
-        let result = self.string(&mut scratch);
+        let result = self.escaped_string(&mut scratch);
         *self.scratch = scratch;
         result.map(|()| KeyAt::Scratch)
     }
@@ -1347,7 +1525,7 @@ impl<'a> Parser<'a, '_> {
     /// A member's name and its colon, written to `out` if given.
     fn member_name(&mut self, out: Option<&mut Vec<u8>>) -> Parsed {
         if self.peek()? != b'"' {
-            return Err(Failure::Syntax("a field name", self.i));
+            return syntax("a field name", self.i);
         }
         match out {
             Some(out) => {
@@ -1378,7 +1556,7 @@ impl<'a> Parser<'a, '_> {
     #[inline]
     fn colon(&mut self) -> Parsed {
         if self.peek()? != b':' {
-            return Err(Failure::Syntax("':'", self.i));
+            return syntax("':'", self.i);
         }
         self.i += 1;
         Ok(())
@@ -1396,7 +1574,7 @@ impl<'a> Parser<'a, '_> {
         }
         let mut text = std::mem::take(self.scratch);
         text.clear();
-        let result = self.string(&mut text);
+        let result = self.escaped_string(&mut text);
         if result.is_ok() {
             // Valid UTF-8: checked or decoded by `string`.
             let text = String::from_utf8_lossy(&text);
@@ -1412,17 +1590,17 @@ impl<'a> Parser<'a, '_> {
     fn value(&mut self, col: &mut Col, nullable: bool) -> Parsed {
         let c = self.peek()?;
         if !matches!(c, b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') {
-            return Err(Failure::Syntax("a value", self.i));
+            return syntax("a value", self.i);
         }
         if c == b'n' {
             self.literal(b"null")?;
             if !nullable {
-                return Err(Failure::Fit("null for a non-nullable field".into()));
+                return Err(Box::new(Failure::Fit("null for a non-nullable field".into())));
             }
             col.push_null();
             return Ok(());
         }
-        let mismatch = |what: &str| Failure::Fit(format!("expected {what}, found {}", token_name(c)));
+        let mismatch = |what: &str| Box::new(Failure::Fit(format!("expected {what}, found {}", token_name(c))));
         match col {
             Col::Struct {
                 plan,
@@ -1463,7 +1641,7 @@ impl<'a> Parser<'a, '_> {
                 }
                 let n = self.items(b'}', |p| {
                     if p.peek()? != b'"' {
-                        return Err(Failure::Syntax("a field name", p.i));
+                        return syntax("a field name", p.i);
                     }
                     p.value(keys, false)?;
                     p.colon()?;
@@ -1539,11 +1717,61 @@ impl<'a> Parser<'a, '_> {
         Ok(())
     }
 
+    /// One value into `col`, as [`Parser::value`] reads it, with the leaves
+    /// most documents are made of (strings into text, decimals into doubles)
+    /// read here, without a call.
+    #[inline(always)]
+    fn member(&mut self, col: &mut Col, nullable: bool) -> Parsed {
+        match (col, self.b.get(self.i)) {
+            (Col::Text { offsets, bytes, valid }, Some(b'"')) => {
+                self.string(bytes)?;
+                let end = i32::try_from(bytes.len()).map_err(|_| {
+                    Box::new(Failure::Fit(
+                        "more than 2 GiB of strings in one column of a piece".into(),
+                    ))
+                })?;
+                offsets.push(end);
+                valid.append(true);
+                Ok(())
+            }
+            (Col::Float64 { values, valid }, Some(b'-' | b'0'..=b'9')) => {
+                let v = match short_decimal(self.b, self.i) {
+                    Some((v, end)) => {
+                        self.i = end;
+                        v
+                    }
+                    None => self.float(self.b[self.i], false)?,
+                };
+                values.push(v);
+                valid.append(true);
+                Ok(())
+            }
+            (
+                Col::Int {
+                    values, valid, lo, hi, ..
+                },
+                Some(b'0'..=b'9'),
+            ) => {
+                let v = match short_integer(self.b, self.i) {
+                    Some((v, end)) if (*lo..=*hi).contains(&v) => {
+                        self.i = end;
+                        v
+                    }
+                    _ => self.integer(self.b[self.i], *lo as i128, *hi as i128)? as i64,
+                };
+                values.push(v);
+                valid.append(true);
+                Ok(())
+            }
+            (col, _) => self.value(col, nullable),
+        }
+    }
+
     /// An object into a struct's fields, matched by name; fields it lacks are null.
-    fn object(&mut self, plan: &StructPlan, children: &mut [Col], seen: &mut [bool]) -> Parsed {
+    fn object(&mut self, plan: &StructPlan, children: &mut [Col], rest: &mut [bool]) -> Parsed {
         self.enter()?;
         self.i += 1;
-        seen.iter_mut().for_each(|s| *s = false);
+        let mut seen = Seen::new(rest);
         let mut matched = 0;
         let mut expect = 0;
         if self.peek()? == b'}' {
@@ -1551,25 +1779,33 @@ impl<'a> Parser<'a, '_> {
         } else {
             loop {
                 if self.peek()? != b'"' {
-                    return Err(Failure::Syntax("a field name", self.i));
+                    return syntax("a field name", self.i);
                 }
-                let b = self.b;
-                let (key, head): (&[u8], Head) = match self.key()? {
-                    KeyAt::Doc(from, to) => (&b[from..to], Head::at(b, from, to)),
-                    KeyAt::Scratch => (&self.scratch[..], Head::of(self.scratch)),
+                let field = match plan.tokens.get(expect) {
+                    Some(token) if token.at(self.b, self.i) => {
+                        self.i += token.len;
+                        Some(expect)
+                    }
+                    _ => {
+                        let b = self.b;
+                        let (key, head): (&[u8], Head) = match self.key()? {
+                            KeyAt::Doc(from, to) => (&b[from..to], Head::at(b, from, to)),
+                            KeyAt::Scratch => (&self.scratch[..], Head::of(self.scratch)),
+                        };
+                        let field = plan.lookup(key, head, expect);
+                        self.colon()?;
+                        field
+                    }
                 };
-                let field = plan.lookup(key, head, expect);
-                self.colon()?;
                 match field {
                     Some(k) => {
-                        if seen[k] {
-                            return Err(Failure::Fallback);
+                        if !seen.insert(k) {
+                            return Err(Box::new(Failure::Fallback));
                         }
-                        seen[k] = true;
                         matched += 1;
-                        let f = &plan.fields[k];
-                        self.value(&mut children[k], f.is_nullable())
-                            .map_err(|e| e.in_field(f.name()))?;
+                        if let Err(e) = self.member(&mut children[k], plan.nullable[k]) {
+                            return Err(e.in_field(plan.fields[k].name()));
+                        }
                         expect = k + 1;
                     }
                     None => self.skip()?,
@@ -1581,13 +1817,12 @@ impl<'a> Parser<'a, '_> {
         }
         if matched < children.len() {
             for (k, child) in children.iter_mut().enumerate() {
-                if !seen[k] {
-                    let f = &plan.fields[k];
-                    if !f.is_nullable() {
-                        return Err(Failure::Fit(format!(
+                if !seen.contains(k) {
+                    if !plan.nullable[k] {
+                        return Err(Box::new(Failure::Fit(format!(
                             "field '{}' is missing and not nullable",
-                            f.name()
-                        )));
+                            plan.fields[k].name()
+                        ))));
                     }
                     child.push_null();
                 }
@@ -1604,21 +1839,24 @@ impl<'a> Parser<'a, '_> {
         if !(c == b'-' || c.is_ascii_digit()) {
             if c == b'"' {
                 let mut text = Vec::new();
-                self.string(&mut text)?;
-                return Err(Failure::Fit(format!(
+                self.escaped_string(&mut text)?;
+                return Err(Box::new(Failure::Fit(format!(
                     "string {:?} for an integer field (Spark's from_json reads it as null)",
                     String::from_utf8_lossy(&text)
-                )));
+                ))));
             }
-            return Err(Failure::Fit(format!("expected an integer, found {}", token_name(c))));
+            return Err(Box::new(Failure::Fit(format!(
+                "expected an integer, found {}",
+                token_name(c)
+            ))));
         }
         let (text, integer) = self.number()?;
         let shown = || String::from_utf8_lossy(text).into_owned();
         if !integer {
-            return Err(Failure::Fit(format!(
+            return Err(Box::new(Failure::Fit(format!(
                 "{} is not an integer (Spark's from_json reads it as null)",
                 shown()
-            )));
+            ))));
         }
         let (negative, digits) = match text {
             [b'-', rest @ ..] => (true, rest),
@@ -1657,7 +1895,7 @@ impl<'a> Parser<'a, '_> {
         if in_range {
             return Ok(f as i128);
         }
-        Err(Failure::Fit(format!("{} is out of range", shown())))
+        Err(Box::new(Failure::Fit(format!("{} is out of range", shown()))))
     }
 
     /// A number, or the strings Jackson reads as non-numeric numbers; read
@@ -1666,32 +1904,39 @@ impl<'a> Parser<'a, '_> {
     fn float(&mut self, c: u8, single: bool) -> Parsed<f64> {
         match c {
             b'-' | b'0'..=b'9' => {
+                if !single {
+                    if let Some((v, end)) = short_decimal(self.b, self.i) {
+                        self.i = end;
+                        return Ok(v);
+                    }
+                }
                 let (text, _) = self.number()?;
                 // SAFETY: a number's text is ASCII (checked by `number`).
                 let text = unsafe { std::str::from_utf8_unchecked(text) };
                 let parsed = if single {
                     text.parse::<f32>().map(f64::from)
-                } else if let Some(v) = short_decimal(text.as_bytes()) {
-                    Ok(v)
                 } else {
                     text.parse::<f64>()
                 };
-                parsed.map_err(|_| Failure::Fit(format!("failed to parse {text} as a float")))
+                parsed.map_err(|_| Box::new(Failure::Fit(format!("failed to parse {text} as a float"))))
             }
             b'"' => {
                 let mut text = Vec::new();
-                self.string(&mut text)?;
+                self.escaped_string(&mut text)?;
                 match &text[..] {
                     b"NaN" => Ok(f64::NAN),
                     b"Infinity" | b"+Infinity" => Ok(f64::INFINITY),
                     b"-Infinity" => Ok(f64::NEG_INFINITY),
-                    _ => Err(Failure::Fit(format!(
+                    _ => Err(Box::new(Failure::Fit(format!(
                         "string {:?} for a floating-point field (Spark's from_json reads it as null)",
                         String::from_utf8_lossy(&text)
-                    ))),
+                    )))),
                 }
             }
-            _ => Err(Failure::Fit(format!("expected a number, found {}", token_name(c)))),
+            _ => Err(Box::new(Failure::Fit(format!(
+                "expected a number, found {}",
+                token_name(c)
+            )))),
         }
     }
 
@@ -1714,7 +1959,7 @@ impl<'a> Parser<'a, '_> {
                     .ok_or_else(|| Failure::Fit(format!("{text} is not whole seconds for a timestamp")))?;
                 seconds
                     .checked_mul(per_second)
-                    .ok_or_else(|| Failure::Fit(format!("{seconds} seconds overflow the timestamp")))
+                    .ok_or_else(|| Box::new(Failure::Fit(format!("{seconds} seconds overflow the timestamp"))))
             }
             b'"' => {
                 let mut text = Vec::new();
@@ -1728,9 +1973,12 @@ impl<'a> Parser<'a, '_> {
                     TimeUnit::Microsecond => Some(date.timestamp_micros()),
                     TimeUnit::Nanosecond => date.timestamp_nanos_opt(),
                 }
-                .ok_or_else(|| Failure::Fit(format!("{text} would overflow 64-bit signed nanoseconds")))
+                .ok_or_else(|| Box::new(Failure::Fit(format!("{text} would overflow 64-bit signed nanoseconds"))))
             }
-            _ => Err(Failure::Fit(format!("expected a timestamp, found {}", token_name(c)))),
+            _ => Err(Box::new(Failure::Fit(format!(
+                "expected a timestamp, found {}",
+                token_name(c)
+            )))),
         }
     }
 }
@@ -1767,7 +2015,8 @@ mod tests {
                 text.push_str(&digits[point..]);
             }
             let want: f64 = text.parse().unwrap();
-            if let Some(got) = short_decimal(text.as_bytes()) {
+            if let Some((got, end)) = short_decimal(text.as_bytes(), 0) {
+                assert_eq!(end, text.len(), "{text}");
                 accepted += 1;
                 assert_eq!(got.to_bits(), want.to_bits(), "{text}");
             }
@@ -1785,11 +2034,48 @@ mod tests {
         ] {
             let want: f64 = text.parse().unwrap();
             assert_eq!(
-                short_decimal(text.as_bytes()).unwrap_or(want).to_bits(),
+                short_decimal(text.as_bytes(), 0).map_or(want, |(v, _)| v).to_bits(),
                 want.to_bits(),
                 "{text}"
             );
         }
+        // Not numbers by RFC 8259, or with an exponent: left to `Parser::number`.
+        for text in ["01", "-", "-x", "1.", "1.e5", "-01.5", ".5", "1.5e3", "2E1", ""] {
+            assert_eq!(short_decimal(text.as_bytes(), 0), None, "{text}");
+        }
+        // A number ends where a byte that can't continue it follows.
+        assert_eq!(short_decimal(b"[12.5,3]", 1), Some((12.5, 5)));
+        assert_eq!(
+            short_decimal(b"-0}", 0).map(|(v, end)| (v.to_bits(), end)),
+            Some(((-0.0f64).to_bits(), 2))
+        );
+    }
+
+    /// Short integers read as the standard library reads them; others are left to `Parser::integer`.
+    #[test]
+    fn short_integers_parse_as_the_standard_library_does() {
+        for text in ["0", "7", "42", "100", "999999999999999999", "123456789012345678"] {
+            assert_eq!(
+                short_integer(text.as_bytes(), 0),
+                Some((text.parse().unwrap(), text.len())),
+                "{text}"
+            );
+        }
+        for text in [
+            "",
+            "01",
+            "1.5",
+            "2e3",
+            "3E1",
+            "1234567890123456789",
+            "99999999999999999999",
+            "-1",
+            "x",
+        ] {
+            assert_eq!(short_integer(text.as_bytes(), 0), None, "{text}");
+        }
+        assert_eq!(short_integer(b"[12,3]", 1), Some((12, 3)));
+        assert_eq!(short_integer(b"0}", 0), Some((0, 1)));
     }
 
     /// Runs copied by the fixed-size move equal the slices, at every length
