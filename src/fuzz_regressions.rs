@@ -39,6 +39,10 @@ const REGRESSIONS: &[(&str, &str, &[u8])] = regressions![
     // harness's reference) trips a debug assertion reading the second; it
     // now gets only the first frame, the one Kafka and we read.
     "decompress_lz4" / "second-frame-other-block-size",
+    // A piece with a repeated field name goes to arrow-json, whose tape took
+    // a raw control character in a name that fails the same value alone;
+    // values read with arrow-json are now checked against the grammar first.
+    "values_json" / "arrow-json-piece-takes-what-the-grammar-refuses",
 ];
 
 fn run(target: &str, input: &[u8]) {

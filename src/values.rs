@@ -396,7 +396,7 @@ impl Sink {
                 confluent,
             } => {
                 let document = if *confluent { strip_confluent(value)? } else { value };
-                spark_json::check_nesting(document)?;
+                json_fast::check_grammar(document)?;
                 let document = astral_unescaped(document);
                 decoder.decode(&document).map_err(|e| format!("malformed JSON: {e}"))?;
                 // A separator ends a trailing number or literal; an object, array

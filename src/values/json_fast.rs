@@ -137,6 +137,23 @@ fn parse_piece(
     Ok(root.finish().ok())
 }
 
+/// An error if `document` is not one JSON value by the grammar this path
+/// reads (RFC 8259's, as Jackson reads it, nesting at most
+/// [`MAX_NESTING_DEPTH`] deep), for values parsed with arrow-json instead,
+/// whose tape tolerates text this path refuses: a value fails or passes
+/// alike on either path.
+pub(super) fn check_grammar(document: &[u8]) -> Result<(), String> {
+    let mut scratch = Vec::new();
+    let mut p = Parser {
+        b: document,
+        i: 0,
+        depth: 0,
+        scratch: &mut scratch,
+    };
+    p.whole(Parser::skip)
+        .map_err(|f| f.reason().unwrap_or_else(|| "malformed JSON".into()))
+}
+
 /// Whether some object in `document` gives a name twice (read leniently:
 /// only for a value that already failed).
 fn repeats_a_name(document: &[u8]) -> bool {
@@ -1166,11 +1183,16 @@ struct Parser<'a, 's> {
 impl<'a> Parser<'a, '_> {
     /// One whole value, into `root`.
     fn document(&mut self, root: &mut Col) -> Parsed {
+        self.whole(|p| p.value(root, true))
+    }
+
+    /// One whole value, read by `read`: nothing but whitespace around it.
+    fn whole(&mut self, read: impl FnOnce(&mut Self) -> Parsed) -> Parsed {
         self.ws();
         if self.i == self.b.len() {
             return Err(Box::new(Failure::Plain("empty value: no JSON document".into())));
         }
-        self.value(root, true)?;
+        read(self)?;
         self.ws();
         match self.b.get(self.i) {
             None => Ok(()),

@@ -265,44 +265,6 @@ fn is_integer(text: &str) -> bool {
 /// (`StreamReadConstraints.DEFAULT_MAX_DEPTH`), which Spark's `from_json` keeps.
 pub(crate) const MAX_NESTING_DEPTH: usize = 1000;
 
-/// An error if `document` nests arrays and objects deeper than
-/// [`MAX_NESTING_DEPTH`], naming the byte where the limit is passed. Jackson
-/// fails such a document wherever the deep part sits (Spark's `from_json`
-/// reads it as null); here it also keeps the rendering of nested values as
-/// text (`write_compact`), which recurses, off deep stacks.
-pub(crate) fn check_nesting(document: &[u8]) -> Result<(), String> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < document.len() {
-        match document[i] {
-            b'"' => {
-                // Step over the string: to the next quote not escaped.
-                i += 1;
-                while i < document.len() {
-                    match document[i] {
-                        b'\\' => i += 2,
-                        b'"' => break,
-                        _ => i += 1,
-                    }
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_NESTING_DEPTH {
-                    return Err(format!(
-                        "JSON nested deeper than {MAX_NESTING_DEPTH} levels at byte {i} \
-                         (Spark's from_json reads it as null)"
-                    ));
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
