@@ -113,7 +113,7 @@ fn parse_piece(
                     // arrow-json keeps the last of repeated names and never
                     // reads the others, so a value that doesn't fit may not matter.
                     Err(f) if matches!(*f, Failure::Fit(_)) && repeats_a_name(document) => Err(None),
-                    other => other.map_err(Failure::reason),
+                    other => other.map_err(|f| f.reason()),
                 }
             }
             Err(reason) => Err(Some(reason)),
@@ -949,8 +949,8 @@ impl Failure {
     }
 
     /// The row's error, or `None` to hand the piece to arrow-json.
-    fn reason(self: Box<Self>) -> Option<String> {
-        Some(match *self {
+    fn reason(self) -> Option<String> {
+        Some(match self {
             Failure::Syntax(what, at) => format!("malformed JSON: {what} at byte {at}"),
             Failure::Fit(why) => format!("JSON value does not fit the schema: {why}"),
             Failure::Depth(at) => format!(
