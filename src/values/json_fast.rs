@@ -1708,8 +1708,14 @@ impl<'a> Parser<'a, '_> {
             Col::Int {
                 values, valid, lo, hi, ..
             } => {
-                let v = self.integer(c, *lo as i128, *hi as i128)?;
-                values.push(v as i64);
+                let v = match short_integer(self.b, self.i) {
+                    Some((v, end)) if (*lo..=*hi).contains(&v) => {
+                        self.i = end;
+                        v
+                    }
+                    _ => self.integer(c, *lo as i128, *hi as i128)? as i64,
+                };
+                values.push(v);
                 valid.append(true);
             }
             Col::UInt { values, valid, hi, .. } => {
@@ -1744,7 +1750,12 @@ impl<'a> Parser<'a, '_> {
     /// read here, without a call.
     #[inline(always)]
     fn member(&mut self, col: &mut Col, nullable: bool) -> Parsed {
-        match (col, self.b.get(self.i)) {
+        let c = match self.b.get(self.i) {
+            Some(&c) if c > b' ' => c,
+            // After `": "`, as `json.dumps` writes.
+            _ => self.peek()?,
+        };
+        match (col, Some(&c)) {
             (Col::Text { offsets, bytes, valid }, Some(b'"')) => {
                 self.string(bytes)?;
                 let end = i32::try_from(bytes.len()).map_err(|_| {
