@@ -1223,6 +1223,23 @@ impl<'a> Parser<'a, '_> {
         }
     }
 
+    /// [`Parser::peek`] where one space often comes first: after `": "`
+    /// and `", "`, as `json.dumps` and many writers put them.
+    #[inline(always)]
+    fn peek_spaced(&mut self) -> Parsed<u8> {
+        match self.b.get(self.i) {
+            Some(&c) if c > b' ' => Ok(c),
+            Some(b' ') => match self.b.get(self.i + 1) {
+                Some(&c) if c > b' ' => {
+                    self.i += 1;
+                    Ok(c)
+                }
+                _ => self.peek_past_space(),
+            },
+            _ => self.peek_past_space(),
+        }
+    }
+
     #[inline(never)]
     fn peek_past_space(&mut self) -> Parsed<u8> {
         self.ws();
@@ -1750,11 +1767,7 @@ impl<'a> Parser<'a, '_> {
     /// read here, without a call.
     #[inline(always)]
     fn member(&mut self, col: &mut Col, nullable: bool) -> Parsed {
-        let c = match self.b.get(self.i) {
-            Some(&c) if c > b' ' => c,
-            // After `": "`, as `json.dumps` writes.
-            _ => self.peek()?,
-        };
+        let c = self.peek_spaced()?;
         match (col, Some(&c)) {
             (Col::Text { offsets, bytes, valid }, Some(b'"')) => {
                 self.string(bytes)?;
@@ -1811,7 +1824,7 @@ impl<'a> Parser<'a, '_> {
             self.i += 1;
         } else {
             loop {
-                if self.peek()? != b'"' {
+                if self.peek_spaced()? != b'"' {
                     return syntax("a field name", self.i);
                 }
                 let field = match plan.tokens.get(expect) {
