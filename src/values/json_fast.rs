@@ -103,12 +103,7 @@ fn parse_piece(
         };
         let result = match if confluent { strip_confluent(value) } else { Ok(value) } {
             Ok(document) => {
-                let mut parser = Parser {
-                    b: document,
-                    i: 0,
-                    depth: 0,
-                    scratch: &mut scratch,
-                };
+                let mut parser = Parser::new(document, &mut scratch);
                 match parser.document(&mut root) {
                     // arrow-json keeps the last of repeated names and never
                     // reads the others, so a value that doesn't fit may not matter.
@@ -144,12 +139,7 @@ fn parse_piece(
 /// alike on either path.
 pub(super) fn check_grammar(document: &[u8]) -> Result<(), String> {
     let mut scratch = Vec::new();
-    let mut p = Parser {
-        b: document,
-        i: 0,
-        depth: 0,
-        scratch: &mut scratch,
-    };
+    let mut p = Parser::new(document, &mut scratch);
     p.whole(Parser::skip)
         .map_err(|f| f.reason().unwrap_or_else(|| "malformed JSON".into()))
 }
@@ -158,12 +148,7 @@ pub(super) fn check_grammar(document: &[u8]) -> Result<(), String> {
 /// only for a value that already failed).
 fn repeats_a_name(document: &[u8]) -> bool {
     let mut scratch = Vec::new();
-    let mut p = Parser {
-        b: document,
-        i: 0,
-        depth: 0,
-        scratch: &mut scratch,
-    };
+    let mut p = Parser::new(document, &mut scratch);
     // Per open container: the names an object has given so far (None: an array).
     let mut open: Vec<Option<Vec<Vec<u8>>>> = Vec::new();
     loop {
@@ -971,6 +956,17 @@ fn syntax<T>(what: &'static str, at: usize) -> Parsed<T> {
     Err(Box::new(Failure::Syntax(what, at)))
 }
 
+/// The offset after a text column's latest value: `bytes`' length, which
+/// must fit Arrow's 32-bit string offsets.
+#[inline(always)]
+fn text_end(bytes: &[u8]) -> Parsed<i32> {
+    i32::try_from(bytes.len()).map_err(|_| {
+        Box::new(Failure::Fit(
+            "more than 2 GiB of strings in one column of a piece".into(),
+        ))
+    })
+}
+
 /// What a JSON token starting with `b` is, for messages.
 fn token_name(b: u8) -> &'static str {
     match b {
@@ -1180,7 +1176,17 @@ struct Parser<'a, 's> {
     scratch: &'s mut Vec<u8>,
 }
 
-impl<'a> Parser<'a, '_> {
+impl<'a, 's> Parser<'a, 's> {
+    /// A parser at the start of `b`, with `scratch` as room for names with escapes.
+    fn new(b: &'a [u8], scratch: &'s mut Vec<u8>) -> Parser<'a, 's> {
+        Parser {
+            b,
+            i: 0,
+            depth: 0,
+            scratch,
+        }
+    }
+
     /// One whole value, into `root`.
     fn document(&mut self, root: &mut Col) -> Parsed {
         self.whole(|p| p.value(root, true))
@@ -1703,9 +1709,7 @@ impl<'a> Parser<'a, '_> {
                     }
                     _ => bytes.extend_from_slice(self.number()?.0),
                 }
-                let end = i32::try_from(bytes.len())
-                    .map_err(|_| Failure::Fit("more than 2 GiB of strings in one column of a piece".into()))?;
-                offsets.push(end);
+                offsets.push(text_end(bytes)?);
                 valid.append(true);
             }
             Col::Bool { values, valid } => {
@@ -1725,14 +1729,7 @@ impl<'a> Parser<'a, '_> {
             Col::Int {
                 values, valid, lo, hi, ..
             } => {
-                let v = match short_integer(self.b, self.i) {
-                    Some((v, end)) if (*lo..=*hi).contains(&v) => {
-                        self.i = end;
-                        v
-                    }
-                    _ => self.integer(c, *lo as i128, *hi as i128)? as i64,
-                };
-                values.push(v);
+                values.push(self.int64(c, *lo, *hi)?);
                 valid.append(true);
             }
             Col::UInt { values, valid, hi, .. } => {
@@ -1745,7 +1742,7 @@ impl<'a> Parser<'a, '_> {
                 valid.append(true);
             }
             Col::Float64 { values, valid } => {
-                values.push(self.float(c, false)?);
+                values.push(self.double(c)?);
                 valid.append(true);
             }
             Col::Timestamp {
@@ -1762,33 +1759,47 @@ impl<'a> Parser<'a, '_> {
         Ok(())
     }
 
+    /// An `Int` column's value (`c` its first byte) in `lo..=hi`: a short
+    /// integer in one pass, anything else as [`Parser::integer`] reads it.
+    #[inline(always)]
+    fn int64(&mut self, c: u8, lo: i64, hi: i64) -> Parsed<i64> {
+        match short_integer(self.b, self.i) {
+            Some((v, end)) if (lo..=hi).contains(&v) => {
+                self.i = end;
+                Ok(v)
+            }
+            _ => Ok(self.integer(c, lo.into(), hi.into())? as i64),
+        }
+    }
+
+    /// A `Float64` column's value (`c` its first byte): a short decimal in
+    /// one pass, anything else as [`Parser::float`] reads it.
+    #[inline(always)]
+    fn double(&mut self, c: u8) -> Parsed<f64> {
+        match short_decimal(self.b, self.i) {
+            Some((v, end)) => {
+                self.i = end;
+                Ok(v)
+            }
+            None => self.float(c, false),
+        }
+    }
+
     /// One value into `col`, as [`Parser::value`] reads it, with the leaves
-    /// most documents are made of (strings into text, decimals into doubles)
-    /// read here, without a call.
+    /// most documents are made of (strings into text, numbers into doubles
+    /// and integers) read here, without a call.
     #[inline(always)]
     fn member(&mut self, col: &mut Col, nullable: bool) -> Parsed {
         let c = self.peek_spaced()?;
-        match (col, Some(&c)) {
-            (Col::Text { offsets, bytes, valid }, Some(b'"')) => {
+        match (col, c) {
+            (Col::Text { offsets, bytes, valid }, b'"') => {
                 self.string(bytes)?;
-                let end = i32::try_from(bytes.len()).map_err(|_| {
-                    Box::new(Failure::Fit(
-                        "more than 2 GiB of strings in one column of a piece".into(),
-                    ))
-                })?;
-                offsets.push(end);
+                offsets.push(text_end(bytes)?);
                 valid.append(true);
                 Ok(())
             }
-            (Col::Float64 { values, valid }, Some(b'-' | b'0'..=b'9')) => {
-                let v = match short_decimal(self.b, self.i) {
-                    Some((v, end)) => {
-                        self.i = end;
-                        v
-                    }
-                    None => self.float(self.b[self.i], false)?,
-                };
-                values.push(v);
+            (Col::Float64 { values, valid }, b'-' | b'0'..=b'9') => {
+                values.push(self.double(c)?);
                 valid.append(true);
                 Ok(())
             }
@@ -1796,16 +1807,9 @@ impl<'a> Parser<'a, '_> {
                 Col::Int {
                     values, valid, lo, hi, ..
                 },
-                Some(b'0'..=b'9'),
+                b'0'..=b'9',
             ) => {
-                let v = match short_integer(self.b, self.i) {
-                    Some((v, end)) if (*lo..=*hi).contains(&v) => {
-                        self.i = end;
-                        v
-                    }
-                    _ => self.integer(self.b[self.i], *lo as i128, *hi as i128)? as i64,
-                };
-                values.push(v);
+                values.push(self.int64(c, *lo, *hi)?);
                 valid.append(true);
                 Ok(())
             }
@@ -1950,12 +1954,6 @@ impl<'a> Parser<'a, '_> {
     fn float(&mut self, c: u8, single: bool) -> Parsed<f64> {
         match c {
             b'-' | b'0'..=b'9' => {
-                if !single {
-                    if let Some((v, end)) = short_decimal(self.b, self.i) {
-                        self.i = end;
-                        return Ok(v);
-                    }
-                }
                 let (text, _) = self.number()?;
                 // SAFETY: a number's text is ASCII (checked by `number`).
                 let text = unsafe { std::str::from_utf8_unchecked(text) };
