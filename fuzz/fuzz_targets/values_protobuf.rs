@@ -18,31 +18,7 @@ use kafkabatch::values::protobuf::{ProtoSource, Protobuf};
 use kafkabatch::values::{OnValueError, ValueFormat};
 use libfuzzer_sys::fuzz_target;
 
-const SCHEMA: &str = r#"
-    syntax = "proto3";
-    package fz;
-    import "google/protobuf/timestamp.proto";
-    import "google/protobuf/duration.proto";
-    import "google/protobuf/wrappers.proto";
-    enum Color { RED = 0; GREEN = 1; BLUE = 5; }
-    message Inner { string s = 1; int32 i = 2; repeated sint64 r = 3; Inner next = 4; }
-    message All {
-        int32 i32 = 1; int64 i64 = 2; uint32 u32 = 3; uint64 u64 = 4; sint32 s32 = 5; sint64 s64 = 6;
-        fixed32 f32 = 7; fixed64 f64 = 8; sfixed32 sf32 = 9; sfixed64 sf64 = 10; float fl = 11;
-        double db = 12; bool b = 13; string s = 14; bytes by = 15; Color c = 16;
-        repeated int32 ri32 = 17; repeated sint64 rs64 = 18; repeated fixed32 rf32 = 19;
-        repeated double rdb = 20; repeated bool rb = 21; repeated Color rc = 22;
-        repeated string rs = 23; repeated bytes rby = 24;
-        Inner inner = 25; repeated Inner inners = 26;
-        map<string, int32> m1 = 27; map<int64, Inner> m2 = 28; map<bool, Color> m3 = 29;
-        map<uint32, string> m4 = 30; map<sint32, google.protobuf.Timestamp> m5 = 31;
-        optional int32 oi = 32; optional string os = 33;
-        oneof pick { string p_s = 34; Inner p_m = 35; int64 p_i = 36; }
-        google.protobuf.Timestamp ts = 37; google.protobuf.Duration du = 38;
-        google.protobuf.Int32Value w_i = 39; google.protobuf.StringValue w_s = 40;
-        google.protobuf.BoolValue w_b = 41; All rec = 42; uint64 far = 300;
-    }
-"#;
+const SCHEMA: &str = include_str!("../../src/values/protobuf/fast/every_shape.proto");
 
 fn formats() -> &'static (Protobuf, Protobuf) {
     static FORMATS: OnceLock<(Protobuf, Protobuf)> = OnceLock::new();
