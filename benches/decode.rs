@@ -275,7 +275,7 @@ fn kafkabatch_decode(data: &[u8], threads: usize) -> usize {
 /// `binary_view` output: keys and values point into the input, as
 /// kafka-protocol's `Bytes` do (the input is an Arrow buffer, shared).
 fn kafkabatch_decode_views(data: &arrow_buffer::Buffer, threads: usize) -> usize {
-    let out = kafkabatch::decode::decode_range_views(data, 0, data.len(), Some("bench"), Some(0), &opts(threads))
+    let out = kafkabatch::decode::decode_range_views(data, 0, data.len(), Some("bench"), Some(0), &opts(threads), None)
         .expect("decodes");
     black_box(&out.chunks);
     out.records

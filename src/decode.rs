@@ -146,6 +146,19 @@ impl Decoded {
     }
 }
 
+/// A step applied to each chunk of output as it is cut, on the thread that
+/// decoded it: `kafkabatch.decode(value_format=...)` parses the values of a
+/// few megabytes of records while they are in cache, and the next chunk
+/// writes its values into the buffer those raw values just gave back, so the
+/// raw values of a whole input are never held (nor faulted in) at once.
+pub struct ChunkStep<'a> {
+    /// Cut a chunk once a key, value or header column holds this many bytes.
+    pub chunk_bytes: usize,
+    /// Turns a chunk of [`crate::arrow_out::schema`] (or the view schema)
+    /// into the chunk returned; every chunk goes through it, an empty one too.
+    pub apply: &'a (dyn Fn(RecordBatch) -> RecordBatch + Sync),
+}
+
 /// Decode every batch of `data` into Arrow record batches.
 pub fn decode(
     data: &[u8],
@@ -167,13 +180,26 @@ pub fn decode_range(
     partition: Option<i32>,
     options: &DecodeOptions,
 ) -> Result<Decoded, DecodeError> {
-    decode_into(data, None, start, end, topic, partition, options)
+    decode_into(data, None, start, end, topic, partition, options, None)
+}
+
+/// As [`decode_range`], each chunk going through `step` as it is cut.
+pub fn decode_range_then(
+    data: &[u8],
+    start: usize,
+    end: usize,
+    topic: Option<&str>,
+    partition: Option<i32>,
+    options: &DecodeOptions,
+    step: &ChunkStep,
+) -> Result<Decoded, DecodeError> {
+    decode_into(data, None, start, end, topic, partition, options, Some(step))
 }
 
 /// As [`decode_range`] over `input`, with `binary_view` key and value
 /// columns ([`crate::arrow_out::view_schema`]): values of uncompressed
 /// batches are referenced in `input`, not copied; the output keeps `input`
-/// alive.
+/// alive. Each chunk goes through `step`, if given, as it is cut.
 pub fn decode_range_views(
     input: &arrow_buffer::Buffer,
     start: usize,
@@ -181,6 +207,7 @@ pub fn decode_range_views(
     topic: Option<&str>,
     partition: Option<i32>,
     options: &DecodeOptions,
+    step: Option<&ChunkStep>,
 ) -> Result<Decoded, DecodeError> {
     decode_into(
         input.as_slice(),
@@ -190,9 +217,11 @@ pub fn decode_range_views(
         topic,
         partition,
         options,
+        step,
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn decode_into(
     data: &[u8],
     views: Option<&InputWindows>,
@@ -201,6 +230,7 @@ fn decode_into(
     topic: Option<&str>,
     partition: Option<i32>,
     options: &DecodeOptions,
+    step: Option<&ChunkStep>,
 ) -> Result<Decoded, DecodeError> {
     let data = &data[..end.min(data.len())];
     let start = start.min(data.len());
@@ -217,6 +247,7 @@ fn decode_into(
         partition,
         options,
         hidden: hidden.as_ref(),
+        step,
     };
     let (threads, cuts) = split_for_threads(data, start, options.threads);
     if threads <= 1 {
@@ -234,11 +265,12 @@ fn decode_into(
         out.end = part.end;
     }
     if out.chunks.is_empty() {
-        out.chunks.push(if views.is_some() {
+        let empty = if views.is_some() {
             crate::arrow_out::empty_view_batch()
         } else {
             crate::arrow_out::empty_batch()
-        });
+        };
+        out.chunks.push(job.stepped(empty));
     }
     Ok(out)
 }
@@ -462,6 +494,22 @@ struct Job<'a> {
     options: &'a DecodeOptions,
     /// Batches read_committed hides, by position.
     hidden: Option<&'a txn::Hidden>,
+    step: Option<&'a ChunkStep<'a>>,
+}
+
+impl Job<'_> {
+    /// Key, value or header bytes a chunk is cut at.
+    fn chunk_bytes(&self) -> usize {
+        self.step.map_or(CHUNK_BYTES, |s| s.chunk_bytes.clamp(1, CHUNK_BYTES))
+    }
+
+    /// `chunk` after the job's step, if any.
+    fn stepped(&self, chunk: RecordBatch) -> RecordBatch {
+        match self.step {
+            Some(step) => (step.apply)(chunk),
+            None => chunk,
+        }
+    }
 }
 
 /// Decode the batches in `job.data[start..end]` (`start` a batch boundary).
@@ -489,7 +537,14 @@ impl<'j, 'a> Part<'j, 'a> {
             None => ColumnBuilder::new(),
         };
         let hint = SizeHint::of(&job.data[..end], start, job.options.max_decompressed_size);
-        builder.reserve(hint.records.min(CHUNK_ROWS), hint.bytes.min(CHUNK_BYTES));
+        let chunk_bytes = job.chunk_bytes();
+        let records = if hint.bytes > chunk_bytes {
+            // Cut into chunks: rows for about one chunk's share of the bytes.
+            (hint.records / (hint.bytes / chunk_bytes)).max(1)
+        } else {
+            hint.records
+        };
+        builder.reserve(records.min(CHUNK_ROWS), hint.bytes.min(chunk_bytes));
         let out = Decoded::empty();
         Part {
             job,
@@ -546,12 +601,25 @@ impl<'j, 'a> Part<'j, 'a> {
                     }
                 }
             }
-            if builder.largest_buffer() >= CHUNK_BYTES || builder.len() >= CHUNK_ROWS {
-                out.chunks.extend(builder.finish(topic, partition));
+            let chunk_bytes = self.job.chunk_bytes();
+            if builder.largest_buffer() >= chunk_bytes || builder.len() >= CHUNK_ROWS {
+                // The next chunk likely holds about as many rows as this one.
+                let rows = builder.len();
+                out.chunks.extend(
+                    builder
+                        .finish(topic, partition)
+                        .into_iter()
+                        .map(|c| self.job.stepped(c)),
+                );
                 let left = self.hint_records.saturating_sub(out.records);
+                let records = if self.job.step.is_some() {
+                    left.min(rows + rows / 8)
+                } else {
+                    left
+                };
                 builder.reserve(
-                    left.min(CHUNK_ROWS),
-                    CHUNK_BYTES.min(self.job.data.len() - (raw.position + raw.bytes.len())),
+                    records.min(CHUNK_ROWS),
+                    chunk_bytes.min(self.job.data.len() - (raw.position + raw.bytes.len())),
                 );
             }
         }
@@ -565,9 +633,8 @@ impl<'j, 'a> Part<'j, 'a> {
 
     fn finish(mut self) -> Decoded {
         if !self.builder.is_empty() || self.out.chunks.is_empty() {
-            self.out
-                .chunks
-                .extend(self.builder.finish(self.job.topic, self.job.partition));
+            let chunks = self.builder.finish(self.job.topic, self.job.partition);
+            self.out.chunks.extend(chunks.into_iter().map(|c| self.job.stepped(c)));
         }
         self.out
     }
@@ -821,6 +888,60 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_step_sees_every_chunk_cut_at_its_size_and_changes_only_what_it_returns() {
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        let (_, data) = numbered_batches(300); // 36 MB of 600-byte values
+        let plain = decode(&data, None, None, &DecodeOptions::default()).expect("valid");
+        let chunk_bytes = 1 << 20;
+        for threads in [1, 3] {
+            let (calls, largest) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            // Counts the chunks, notes the largest, and keeps only even offsets.
+            let apply = |chunk: RecordBatch| {
+                calls.fetch_add(1, Relaxed);
+                let values = chunk.column(1).as_any().downcast_ref::<arrow_array::BinaryArray>();
+                largest.fetch_max(values.expect("binary").value_data().len(), Relaxed);
+                let offsets = chunk.column(4).as_any().downcast_ref::<arrow_array::Int64Array>();
+                let even: arrow_array::BooleanArray =
+                    offsets.expect("int64").iter().map(|o| o.map(|o| o % 2 == 0)).collect();
+                arrow_select::filter::filter_record_batch(&chunk, &even).expect("same rows")
+            };
+            let step = ChunkStep {
+                chunk_bytes,
+                apply: &apply,
+            };
+            let options = DecodeOptions {
+                threads,
+                ..Default::default()
+            };
+            let stepped = decode_range_then(&data, 0, data.len(), None, None, &options, &step).expect("valid");
+            let expected: Vec<_> = arrow_select_free_concat(&plain.chunks)
+                .into_iter()
+                .filter(|(offset, _)| offset % 2 == 0)
+                .collect();
+            assert_eq!(arrow_select_free_concat(&stepped.chunks), expected, "{threads} threads");
+            assert!(
+                calls.load(Relaxed) >= data.len() / chunk_bytes / 2,
+                "cut into about 1 MiB chunks"
+            );
+            // A chunk is cut after the batch that reaches the size.
+            assert!(largest.load(Relaxed) < chunk_bytes + 200 * 600 + 1);
+            assert_eq!(stepped.records, plain.records, "counts are of decoded records");
+        }
+        // An empty input's one empty chunk goes through the step too.
+        let calls = AtomicUsize::new(0);
+        let apply = |chunk: RecordBatch| {
+            calls.fetch_add(1, Relaxed);
+            chunk
+        };
+        let step = ChunkStep {
+            chunk_bytes,
+            apply: &apply,
+        };
+        let empty = decode_range_then(&[], 0, 0, None, None, &DecodeOptions::default(), &step).expect("valid");
+        assert_eq!((empty.chunks.len(), calls.load(Relaxed)), (1, 1));
+    }
+
+    #[test]
     fn with_threads_the_first_corrupt_batch_in_input_order_is_reported() {
         let (one, data) = numbered_batches(100);
         let at = |batch: usize| batch * one.len() + 200; // inside batch `batch`'s records
@@ -936,7 +1057,7 @@ mod tests {
             ..Default::default()
         };
         let copied = decode(&data, Some("t"), Some(0), &options).expect("valid");
-        let viewed = decode_range_views(&input, 0, input.len(), Some("t"), Some(0), &options).expect("valid");
+        let viewed = decode_range_views(&input, 0, input.len(), Some("t"), Some(0), &options, None).expect("valid");
         assert_eq!(viewed.chunks[0].schema(), crate::arrow_out::view_schema());
         assert_eq!(viewed.records, 20);
         for column in [0, 1] {
@@ -976,6 +1097,7 @@ mod tests {
             None,
             None,
             &options,
+            None,
         )
         .expect("valid");
         assert_eq!(empty.chunks[0].schema(), crate::arrow_out::view_schema());

@@ -29,9 +29,15 @@ const POOL_MIN_BYTES: usize = 64 << 10;
 /// the bytes each buffer held when it came back: what its last use touched,
 /// so about what it keeps resident), and at most this many buffers per
 /// element type. Bounded so that streaming a large log stays well inside
-/// its memory budget (benches/bench_memory.py).
+/// its memory budget (benches/bench_memory.py). Values parsed while
+/// decoding cut the output every few megabytes (`values::PARSE_CHUNK_BYTES`),
+/// each chunk with a handful of pooled columns: 100 MB of JSON values makes
+/// ~25 chunks. Measured on those (one thread, back to back), 32 buffers per
+/// type left 10,400 page faults per call and 256 left 6,800.
 const POOL_MAX_BYTES: usize = 128 << 20;
-const POOL_MAX_BUFFERS: usize = 32;
+const POOL_MAX_BUFFERS: usize = 256;
+/// A pooled buffer serves requests down to 1/`POOL_FIT` of its capacity.
+const POOL_FIT: usize = 4;
 
 /// Bytes held by all pools together.
 static POOLED_BYTES: AtomicUsize = AtomicUsize::new(0);
@@ -67,10 +73,13 @@ pub fn take_vec<T: Poolable>(capacity: usize) -> Vec<T> {
             // pages still mapped. Columns sized alike (values and header
             // values both reserve the input's size) would otherwise swap
             // buffers between decodes and fault in the difference each time.
+            // None over `POOL_FIT` times too big: a small column (keys, a
+            // little chunk) would take the buffer a large one is about to
+            // ask for, and give it back with its spare pages released.
             let best = pool
                 .iter()
                 .enumerate()
-                .filter(|(_, p)| p.vec.capacity() >= capacity)
+                .filter(|(_, p)| p.vec.capacity() >= capacity && p.vec.capacity() / POOL_FIT <= capacity)
                 .min_by_key(|(_, p)| (p.vec.capacity(), std::cmp::Reverse(p.resident)))
                 .map(|(i, _)| i);
             if let Some(i) = best {
@@ -100,7 +109,7 @@ impl<T: Poolable> Drop for Lent<T> {
         if resident > POOL_MAX_BYTES {
             return;
         }
-        release_spare(&mut vec);
+        let resident = release_spare(&mut vec);
         let Ok(mut pool) = T::pool().lock() else { return };
         POOLED_BYTES.fetch_add(resident, Ordering::Relaxed);
         // Newest in, oldest out: the buffers of the latest decodes are the
@@ -170,12 +179,17 @@ const PAGE: usize = 4096;
 /// Hand the pages of `v`'s spare capacity (past its length) back to the
 /// kernel, so a pooled buffer keeps resident only what its last use wrote
 /// and the pool's byte count (lengths) is what it really holds.
-fn release_spare<T>(v: &mut Vec<T>) {
+/// Returns the bytes the vector may still keep resident: its length, plus
+/// spare capacity too small to give back (counted whole: with hundreds of
+/// pooled buffers, up to 1 MiB each would add up).
+fn release_spare<T>(v: &mut Vec<T>) -> usize {
     let used = v.len() * std::mem::size_of::<T>();
     let spare = (v.capacity() - v.len()) * std::mem::size_of::<T>();
     if spare >= RELEASE_MIN_BYTES {
         release(v.as_mut_ptr().cast::<u8>().wrapping_add(used), spare);
+        return used;
     }
+    used + spare
 }
 
 /// `MADV_DONTNEED` over the whole pages inside `[ptr, ptr + len)`, spare

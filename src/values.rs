@@ -39,6 +39,11 @@ pub const CONFLUENT_PREFIX_LEN: usize = 5;
 /// Rows per piece of parallel work: big enough that a decoder's set-up is
 /// noise, small enough that two cores share a fetch.
 const PIECE_ROWS: usize = 16 * 1024;
+/// Values parsed while decoding (`decode(value_format=...)`) are parsed a
+/// chunk of about this many bytes at a time, as each is decoded: small
+/// enough to be read back from the core's cache, and for the buffer they
+/// leave to be written again by the next chunk (see `decode::ChunkStep`).
+pub const PARSE_CHUNK_BYTES: usize = 4 << 20;
 
 /// What a bad value becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -715,3 +715,79 @@ def test_deep_nesting_in_any_field_fails_only_its_value(on_value_error):
     assert values[1:6] == [None] * 5
     assert values[0] == {"s": None, "l": None, "r": None, "b": 0}
     assert values[6] == {"s": "[" * 999 + "]" * 999, "l": None, "r": None, "b": 6}
+
+
+def _many_values(kind: str, n: int) -> tuple[list[bytes | None], dict]:
+    """``n`` values of ``kind`` (over 4 MiB, so several decode chunks), with
+    tombstones and values that do not parse scattered through them."""
+    if kind == "json":
+        values: list[bytes | None] = [json.dumps(json_order(i)).encode() for i in range(n)]
+        options = {"value_format": "json", "value_schema": ORDER_ARROW}
+    elif kind == "avro":
+        parsed = fastavro.parse_schema(ORDER_V1)
+        values = []
+        for i in range(n):
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, parsed, order(i))
+            values.append(buf.getvalue())
+        options = {"value_format": "avro", "value_schema": ORDER_V1}
+    else:
+        values = [f"héllo {i} ".encode() * 20 for i in range(n)]
+        options = {"value_format": "string"}
+    for i in range(7, n, n // 9):
+        values[i] = None
+    for i in range(n // 3, n, n // 4):
+        values[i] = b"\xff{not " + kind.encode()
+    return values, options
+
+
+@pytest.mark.parametrize("kind", ["json", "avro", "string"])
+def test_values_parsed_while_decoding_equal_the_column_parsed_after(kind):
+    """decode(value_format=...) parses each few-megabyte chunk on the thread
+    that decoded it; rows, nulls, types and errors are those of parsing the
+    whole decoded column after."""
+    values, options = _many_values(kind, 60_000 if kind == "avro" else 30_000)
+    records = [{"key": b"k%d" % i, "value": v} for i, v in enumerate(values)]
+    data = kb.encode(records, compression="lz4", records_per_batch=200)
+    bad = [i for i, v in enumerate(values) if v is not None and v.startswith(b"\xff")]
+    for binary_view in (False, True):
+        raw = kb.decode(data, binary_view=binary_view)
+        after = kb.parse_values(
+            raw.column("value"),
+            format=options["value_format"],
+            schema=options.get("value_schema"),
+            on_value_error="null",
+        )
+        for threads in (1, 2):
+            table = kb.decode(data, threads=threads, binary_view=binary_view, on_value_error="null", **options)
+            assert table.column("value").num_chunks > 1, "the values span several chunks"
+            assert table.schema == raw.schema.set(1, pa.field("value", after.type))
+            assert table.drop_columns(["value"]).equals(raw.drop_columns(["value"]))
+            # Null rows may hide different child values (a null struct row of
+            # the column way repeats a parsed row's children): compare which
+            # rows are null, then the rows that are not.
+            parsed = table.column("value")
+            assert parsed.is_valid().equals(after.is_valid())
+            good = parsed.filter(parsed.is_valid()).combine_chunks()
+            assert good.equals(after.filter(after.is_valid()).combine_chunks())
+            assert [table.column("value")[i].is_valid for i in bad] == [False] * len(bad)
+            with pytest.raises(kb.ValueDecodeError) as info:
+                kb.decode(data, topic="t", partition=0, threads=threads, binary_view=binary_view, **options)
+            assert info.value.offset == bad[0]
+    if kind == "json":
+        assert table.column("value")[8].as_py() == expected_json(values[8])
+
+
+def test_a_corrupt_batch_wins_over_a_bad_value_wherever_they_are():
+    """As when the column is parsed after decoding: a corrupt batch raises
+    its batch error even when a bad value comes first in the input."""
+    values, options = _many_values("json", 30_000)
+    data = bytearray(kb.encode([{"value": v} for v in values], records_per_batch=500))
+    batches = list(kb.iter_batches(bytes(data)))
+    first_bad = next(i for i, v in enumerate(values) if v is not None and v.startswith(b"\xff"))
+    late = next(b for b in batches if b.base_offset > first_bad + 5000)
+    data[late.position + 70] ^= 0xFF  # a byte of the records: the CRC no longer matches
+    for threads in (1, 2):
+        with pytest.raises(kb.CrcMismatchError) as info:
+            kb.decode(bytes(data), threads=threads, **options)
+        assert info.value.base_offset == late.base_offset

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import suggest_keywords
-from kafkabatch.values.spec import OnValueError, ValueFormat, parse_columns, typed_options
+from kafkabatch.values.spec import OnValueError, ValueFormat, parse_columns, parsed_while_decoding, typed_options
 
 #: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
 #: largest legal batches, small enough that a decompression bomb is refused.
@@ -163,8 +163,9 @@ def decode_report(
             "on_value_error": on_value_error,
         }
     )
-    stream = _native.decode(
+    stream, table = decode_typed(
         data,
+        value_options,
         topic=topic,
         partition=partition,
         validate_crc=validate_crc,
@@ -176,9 +177,6 @@ def decode_report(
         hide_open_transactions=hide_open_transactions,
         threads=threads,
     )
-    table = stream_table(stream)
-    if value_options is not None:
-        table = parse_columns(table, value_options, threads)
     return DecodeReport(
         table=table,
         batches=stream.batches,
@@ -280,22 +278,48 @@ def decode(
     )
     # The native call directly, not through decode_report: its account is
     # not needed, and this is called once per fetch (a few µs count).
-    stream = _native.decode(
-        data,
-        topic=topic,
-        partition=partition,
-        validate_crc=validate_crc,
-        include_control=include_control,
-        on_error=on_error,
-        max_decompressed_size=max_decompressed_size,
-        isolation=isolation,
-        aborted_transactions=aborted_pairs(aborted_transactions),
-        hide_open_transactions=hide_open_transactions,
-        threads=threads,
-        binary_view=binary_view,
-    )
-    table = stream_table(stream, VIEW_SCHEMA if binary_view else SCHEMA)
-    return table if value_options is None else parse_columns(table, value_options, threads)
+    native_options = {
+        "topic": topic,
+        "partition": partition,
+        "validate_crc": validate_crc,
+        "include_control": include_control,
+        "on_error": on_error,
+        "max_decompressed_size": max_decompressed_size,
+        "isolation": isolation,
+        "aborted_transactions": aborted_pairs(aborted_transactions),
+        "hide_open_transactions": hide_open_transactions,
+        "threads": threads,
+        "binary_view": binary_view,
+    }
+    if value_options is None:
+        return stream_table(_native.decode(data, **native_options), VIEW_SCHEMA if binary_view else SCHEMA)
+    return decode_typed(data, value_options, **native_options)[1]
+
+
+def decode_typed(
+    data: Any, value_options: dict[str, Any] | None, **native_options: Any
+) -> tuple[_native.DecodedStream, pa.Table]:
+    """``_native.decode(data, **native_options)`` and its table with the
+    columns ``value_options`` ask for parsed.
+
+    When only the value is typed and its schema is known up front (see
+    :func:`~kafkabatch.values.spec.parsed_while_decoding`), each chunk of a
+    few megabytes is parsed on the thread that decoded it, while its values
+    are in cache, and the raw values of the whole input are never held at
+    once. If a value fails there, the input is decoded again and the column
+    parsed after, which names the first bad record (or raises the corrupt
+    batch that comes before it) exactly as the column way always does.
+    """
+    spec = parsed_while_decoding(value_options)
+    if spec is not None:
+        stream = _native.decode(data, values=spec.parser(), **native_options)
+        if not stream.values_failed:
+            return stream, pa.table(stream)
+    stream = _native.decode(data, **native_options)
+    table = stream_table(stream, VIEW_SCHEMA if native_options.get("binary_view") else SCHEMA)
+    if value_options is not None:
+        table = parse_columns(table, value_options, native_options.get("threads"))
+    return stream, table
 
 
 @suggest_keywords

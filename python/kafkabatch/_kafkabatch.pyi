@@ -37,8 +37,11 @@ class ValueDecodeError(KafkaBatchError):
 class ParsedColumn:
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
-def parse_values(
-    column: object,
+@final
+class ValueParser:
+    def parse(self, column: object, *, threads: int | None = None) -> ParsedColumn: ...
+
+def value_parser(
     *,
     format: str,
     data_type: object | None = None,
@@ -46,12 +49,11 @@ def parse_values(
     writers: list[tuple[int, str]] | None = None,
     confluent: bool = False,
     on_error: str = "raise",
-    threads: int | None = None,
     proto_files: list[tuple[str, str, bytes]] | None = None,
     proto_writers: list[tuple[int, list[tuple[str, str, bytes]]]] | None = None,
     message: str | None = None,
     max_recursion: int | None = None,
-) -> ParsedColumn: ...
+) -> ValueParser: ...
 def protobuf_message(
     writers: list[tuple[int, list[tuple[str, str, bytes]]]],
     *,
@@ -83,6 +85,8 @@ class DecodedStream:
     def end(self) -> str: ...
     @property
     def end_error(self) -> KafkaBatchError | None: ...
+    @property
+    def values_failed(self) -> bool: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def _export_arrays(self) -> list[int]: ...
 
@@ -199,6 +203,7 @@ def decode(
     start: int = 0,
     end: int | None = None,
     binary_view: bool = False,
+    values: ValueParser | None = None,
 ) -> DecodedStream: ...
 def valid_bytes(data: Buffer) -> int: ...
 def iter_batches(

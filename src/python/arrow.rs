@@ -1,5 +1,6 @@
 //! Arrow out through the PyCapsule interface, and `decode()`.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
 use arrow_array::ffi::FFI_ArrowArray;
@@ -12,9 +13,11 @@ use pyo3::types::PyCapsule;
 
 use super::errors::to_py;
 use super::input::Input;
+use super::values::ValueParser;
 use crate::arrow_out::{schema, view_schema};
 use crate::batch::WalkEnd;
 use crate::decode::{self, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use crate::values::PARSE_CHUNK_BYTES;
 
 /// The output schema, exported with `__arrow_c_schema__`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
@@ -68,6 +71,11 @@ pub struct DecodedStream {
     /// Why the framing broke (under on_error="skip"), as an exception instance.
     #[pyo3(get)]
     end_error: Option<Py<PyAny>>,
+    /// Some chunk's values did not parse with the `values` parser given to
+    /// `decode`: the chunks are not all parsed, and the caller parses the
+    /// column again to name the bad record.
+    #[pyo3(get)]
+    values_failed: bool,
 }
 
 impl DecodedStream {
@@ -137,7 +145,7 @@ pub(crate) fn stream_capsule(
 
 /// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).
 #[pyfunction]
-#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None, threads=None, start=0, end=None, binary_view=false))]
+#[pyo3(signature = (data, *, topic=None, partition=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, isolation="read_uncommitted", aborted_transactions=None, hide_open_transactions=None, threads=None, start=0, end=None, binary_view=false, values=None))]
 #[pyo3(name = "decode")]
 #[allow(clippy::too_many_arguments)]
 fn decode_py(
@@ -156,6 +164,7 @@ fn decode_py(
     start: usize,
     end: Option<usize>,
     binary_view: bool,
+    values: Option<Bound<'_, ValueParser>>,
 ) -> PyResult<DecodedStream> {
     let (mut options, mode) = super::options(
         validate_crc,
@@ -188,12 +197,36 @@ fn decode_py(
             "start {start} and end {end} must satisfy 0 <= start <= end <= {len}"
         )));
     }
+    // With a value parser, each chunk's values are parsed as it is cut.
+    let values_failed = AtomicBool::new(false);
+    let parser = values.as_ref().map(Bound::get);
+    let parse = |chunk| match parser {
+        Some(parser) => parser.parse_chunk(chunk, &values_failed),
+        None => chunk,
+    };
+    let step = parser.map(|_| decode::ChunkStep {
+        chunk_bytes: PARSE_CHUNK_BYTES,
+        apply: &parse,
+    });
     let result = if binary_view {
         let buffer = input.into_arrow_buffer();
-        py.detach(|| decode::decode_range_views(&buffer, start, end, topic.as_deref(), partition, &options))
+        py.detach(|| {
+            decode::decode_range_views(
+                &buffer,
+                start,
+                end,
+                topic.as_deref(),
+                partition,
+                &options,
+                step.as_ref(),
+            )
+        })
     } else {
         let bytes = input.as_slice();
-        py.detach(|| decode::decode_range(bytes, start, end, topic.as_deref(), partition, &options))
+        py.detach(|| match &step {
+            Some(step) => decode::decode_range_then(bytes, start, end, topic.as_deref(), partition, &options, step),
+            None => decode::decode_range(bytes, start, end, topic.as_deref(), partition, &options),
+        })
     };
     let out = result.map_err(|e| to_py(py, &e))?;
     let trailing_bytes = match &out.end {
@@ -203,6 +236,7 @@ fn decode_py(
     };
     Ok(DecodedStream {
         chunks: Mutex::new(Some(out.chunks)),
+        values_failed: values_failed.into_inner(),
         exported: Mutex::new(Vec::new()),
         batches: out.batches,
         records: out.records,

@@ -1,10 +1,13 @@
-//! `parse_values()`: a binary column in, a typed column out (see `kafkabatch.parse_values`).
+//! `value_parser()`: a binary column in, a typed column out (see
+//! `kafkabatch.parse_values`), or each chunk of a decode parsed as it is cut.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::ffi::FFI_ArrowSchema;
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{DataType, Field, FieldRef, Schema};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -126,25 +129,34 @@ fn import_type(obj: &Bound<'_, PyAny>) -> PyResult<DataType> {
     DataType::try_from(ffi).map_err(|e| PyValueError::new_err(format!("cannot import the Arrow type: {e}")))
 }
 
-/// Parse the first column of `column` (an object with `__arrow_c_stream__`).
+/// How one column is parsed (see `ValueSpec` in `kafkabatch.values.spec`):
+/// the format with its schemas compiled, made once per call and used either
+/// on a column (`parse`) or by `decode(values=...)` on each chunk as it is
+/// decoded.
+#[pyclass(frozen, module = "kafkabatch._kafkabatch")]
+pub struct ValueParser {
+    format: ValueFormat,
+    on_error: OnValueError,
+    data_type: DataType,
+}
+
+/// A parser for `format` (`"string"`, `"json"`, `"avro"` or `"protobuf"`).
 #[pyfunction]
-#[pyo3(signature = (column, *, format, data_type=None, avro_schema=None, writers=None, confluent=false, on_error="raise", threads=None, proto_files=None, proto_writers=None, message=None, max_recursion=None))]
+#[pyo3(signature = (*, format, data_type=None, avro_schema=None, writers=None, confluent=false, on_error="raise", proto_files=None, proto_writers=None, message=None, max_recursion=None))]
 #[allow(clippy::too_many_arguments)]
-fn parse_values(
+fn value_parser(
     py: Python<'_>,
-    column: &Bound<'_, PyAny>,
     format: &str,
     data_type: Option<&Bound<'_, PyAny>>,
     avro_schema: Option<String>,
     writers: Option<Vec<(u32, String)>>,
     confluent: bool,
     on_error: &str,
-    threads: Option<usize>,
     proto_files: Option<Vec<PyProtoFile>>,
     proto_writers: Option<Vec<(u32, Vec<PyProtoFile>)>>,
     message: Option<String>,
     max_recursion: Option<usize>,
-) -> PyResult<ParsedColumn> {
+) -> PyResult<ValueParser> {
     let on_error = match on_error {
         "raise" => OnValueError::Raise,
         "null" => OnValueError::Null,
@@ -192,41 +204,87 @@ fn parse_values(
     }
     .map_err(PyValueError::new_err)?;
     let data_type = format.data_type().map_err(PyValueError::new_err)?;
-    let batches = import_stream(column)?;
-    let arrays: Vec<ArrayRef> = batches
-        .iter()
-        .map(|b| {
-            b.columns()
-                .first()
-                .cloned()
-                .ok_or_else(|| PyValueError::new_err("the column stream has no column"))
-        })
-        .collect::<PyResult<_>>()?;
-    let parsed = py
-        .detach(|| parse_column(&format, &arrays, on_error, threads.unwrap_or(0)))
-        .map_err(|e| {
-            let err = ValueDecodeError::new_err(format!("row {}: {}", e.row, e.reason));
-            let value = err.value(py);
-            let _ = value.setattr("row", e.row);
-            let _ = value.setattr("reason", e.reason.as_str());
-            err
-        })?;
-    let schema = std::sync::Arc::new(Schema::new(vec![Field::new("value", data_type.clone(), true)]));
-    let chunks = parsed
-        .into_iter()
-        .map(|array| RecordBatch::try_new(schema.clone(), vec![array]))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PyRuntimeError::new_err(format!("parsed values do not fit their type: {e}")))?;
-    Ok(ParsedColumn {
-        chunks: Mutex::new(Some(chunks)),
+    Ok(ValueParser {
+        format,
+        on_error,
         data_type,
     })
+}
+
+#[pymethods]
+impl ValueParser {
+    /// Parse the first column of `column` (an object with `__arrow_c_stream__`).
+    #[pyo3(signature = (column, *, threads=None))]
+    fn parse(&self, py: Python<'_>, column: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<ParsedColumn> {
+        let batches = import_stream(column)?;
+        let arrays: Vec<ArrayRef> = batches
+            .iter()
+            .map(|b| {
+                b.columns()
+                    .first()
+                    .cloned()
+                    .ok_or_else(|| PyValueError::new_err("the column stream has no column"))
+            })
+            .collect::<PyResult<_>>()?;
+        let parsed = py
+            .detach(|| parse_column(&self.format, &arrays, self.on_error, threads.unwrap_or(0)))
+            .map_err(|e| {
+                let err = ValueDecodeError::new_err(format!("row {}: {}", e.row, e.reason));
+                let value = err.value(py);
+                let _ = value.setattr("row", e.row);
+                let _ = value.setattr("reason", e.reason.as_str());
+                err
+            })?;
+        let schema = std::sync::Arc::new(Schema::new(vec![Field::new("value", self.data_type.clone(), true)]));
+        let chunks = parsed
+            .into_iter()
+            .map(|array| RecordBatch::try_new(schema.clone(), vec![array]))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| PyRuntimeError::new_err(format!("parsed values do not fit their type: {e}")))?;
+        Ok(ParsedColumn {
+            chunks: Mutex::new(Some(chunks)),
+            data_type: self.data_type.clone(),
+        })
+    }
+}
+
+impl ValueParser {
+    /// `chunk` (decoded records) with its `value` column parsed. A chunk
+    /// whose values fail to parse (under `on_value_error="raise"`), or whose
+    /// parse panics, comes back as it was and sets `failed`: the caller then
+    /// parses the whole table the column way, which names the first bad
+    /// record. Once `failed` is set, later chunks are left as they are.
+    pub(crate) fn parse_chunk(&self, chunk: RecordBatch, failed: &AtomicBool) -> RecordBatch {
+        if failed.load(Relaxed) {
+            return chunk;
+        }
+        let Ok(index) = chunk.schema().index_of("value") else {
+            failed.store(true, Relaxed);
+            return chunk;
+        };
+        let parsed = catch_unwind(AssertUnwindSafe(|| {
+            let array = self.format.parse(chunk.column(index).as_ref(), 0, self.on_error).ok()?;
+            let mut fields: Vec<FieldRef> = chunk.schema().fields().iter().cloned().collect();
+            fields[index] = std::sync::Arc::new(Field::new("value", self.data_type.clone(), true));
+            let mut columns = chunk.columns().to_vec();
+            columns[index] = array;
+            RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), columns).ok()
+        }));
+        match parsed {
+            Ok(Some(parsed)) => parsed,
+            _ => {
+                failed.store(true, Relaxed);
+                chunk
+            }
+        }
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ValueDecodeError", m.py().get_type::<ValueDecodeError>())?;
     m.add_class::<ParsedColumn>()?;
-    m.add_function(wrap_pyfunction!(parse_values, m)?)?;
+    m.add_class::<ValueParser>()?;
+    m.add_function(wrap_pyfunction!(value_parser, m)?)?;
     m.add_function(wrap_pyfunction!(protobuf_message, m)?)?;
     m.add_function(wrap_pyfunction!(protobuf_frames, m)?)?;
     Ok(())

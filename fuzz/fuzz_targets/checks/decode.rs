@@ -114,7 +114,8 @@ pub fn check(input: &[u8]) {
     // binary_view output: the same rows and account, keys and values seen
     // through views into the input (or copied out of decompressed payloads).
     let input = arrow_buffer::Buffer::from_vec(data.to_vec());
-    let viewed = decode_range_views(&input, 0, input.len(), None, None, &skip_options).expect("skip mode never fails");
+    let viewed =
+        decode_range_views(&input, 0, input.len(), None, None, &skip_options, None).expect("skip mode never fails");
     assert_eq!(
         (viewed.end.clone(), viewed.skipped.len(), viewed.batches),
         (skip.end.clone(), skip.skipped.len(), skip.batches)

@@ -65,23 +65,25 @@ class ValueSpec:
     #: Local schema ids of the GUIDs found in schema-id headers (see :mod:`kafkabatch.values.headers`).
     guid_ids: tuple[tuple[str, int], ...] = ()
 
-    def parse(self, values: Any, threads: int | None = None) -> pa.ChunkedArray:
-        """Parse a binary (or string) column; the first bad row raises
-        :class:`ValueDecodeError` with its ``row`` unless ``on_error="null"``."""
-        parsed = _native.parse_values(
-            _column_table(values),
+    def parser(self) -> _native.ValueParser:
+        """The core's parser for this spec, its schemas compiled (made per
+        call: it is not picklable, and specs travel to Spark tasks)."""
+        return _native.value_parser(
             format=self.format,
             data_type=self.arrow_type,
             avro_schema=self.avro_schema,
             writers=list(self.writers) if self.writers is not None else None,
             confluent=self.confluent,
             on_error=self.on_error,
-            threads=threads,
             proto_files=list(self.proto_files) if self.proto_files is not None else None,
             proto_writers=[(i, list(f)) for i, f in self.proto_writers] if self.proto_writers is not None else None,
             message=self.message,
         )
-        return pa.table(parsed).column(0)
+
+    def parse(self, values: Any, threads: int | None = None) -> pa.ChunkedArray:
+        """Parse a binary (or string) column; the first bad row raises
+        :class:`ValueDecodeError` with its ``row`` unless ``on_error="null"``."""
+        return pa.table(self.parser().parse(_column_table(values), threads=threads)).column(0)
 
     @cached_property
     def output_type(self) -> pa.DataType:
@@ -428,6 +430,21 @@ def specs(options: Mapping[str, Any], *, table: pa.Table | None = None, topics: 
         if spec is not None:
             out.append(dataclasses.replace(spec, guid_ids=tuple(sorted(guid_ids.items()))) if guid_ids else spec)
     return out
+
+
+def parsed_while_decoding(options: Mapping[str, Any] | None) -> ValueSpec | None:
+    """The spec of ``options`` when the values can be parsed chunk by chunk
+    as they are decoded (``_native.decode(values=spec.parser())``): only the
+    value column is typed, and its spec needs nothing from the decoded table
+    (no registry to ask which schema ids the values carry)."""
+    if options is None or options.get("schema_registry") is not None:
+        return None
+    if options.get("key_format", "binary") != "binary" or options.get("key_schema") is not None:
+        return None
+    found = specs(options)
+    if len(found) != 1 or found[0].column != "value" or found[0].confluent:
+        return None
+    return found[0]
 
 
 def parse_columns(table: pa.Table, options: Mapping[str, Any], threads: int | None = None) -> pa.Table:
