@@ -32,8 +32,8 @@ const POOL_MIN_BYTES: usize = 64 << 10;
 /// its memory budget (benches/bench_memory.py). Values parsed while
 /// decoding cut the output every few megabytes (`values::PARSE_CHUNK_BYTES`),
 /// each chunk with a handful of pooled columns: 100 MB of JSON values makes
-/// ~25 chunks. Measured on those (one thread, back to back), 32 buffers per
-/// type left 10,400 page faults per call and 256 left 6,800.
+/// ~50 chunks. Measured on 4 MiB chunks (one thread, back to back), 32
+/// buffers per type left 10,400 page faults per call and 256 left 6,800.
 const POOL_MAX_BYTES: usize = 128 << 20;
 const POOL_MAX_BUFFERS: usize = 256;
 /// A pooled buffer serves requests down to 1/`POOL_FIT` of its capacity.
