@@ -10,6 +10,8 @@ prefix, as confluent-kafka's ``AvroSerializer`` writes them):
 * ``decode+polars``    - ``kb.decode(data)``, then polars ``str.json_decode(dtype)`` on the value column
 * ``decode+json.loads``- ``kb.decode(data)``, ``json.loads`` per value, ``pa.array(rows, ORDERS)``
 * ``json threads=1``   - the first, on one thread (MB/s of JSON values per core)
+* ``json threads=1, back to back`` - the same, called three times in a row (as a Spark task reads
+                         file after file); the time of one call
 * ``decode+duckdb``    - ``kb.decode(data)``, then DuckDB ``json_transform(decode(value), '<T>')`` over the
                          Arrow table, fetched as Arrow (DuckDB's default threads)
 * ``decode+pyarrow.json`` - ``kb.decode(data)``, values joined by newlines, ``pyarrow.json.read_json``
@@ -167,6 +169,10 @@ def duckdb_structure(t: pa.DataType) -> object:
     return {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}[t]
 
 
+#: Calls in a row of the ``back to back`` rows (their time is divided by this).
+BACK_TO_BACK = 3
+
+
 def json_peers(name: str, data: bytes, schema: pa.DataType) -> dict:
     """kafkabatch's typed JSON against DuckDB's json_transform and pyarrow.json on the same values."""
     import duckdb
@@ -189,6 +195,9 @@ def json_peers(name: str, data: bytes, schema: pa.DataType) -> dict:
     return {
         f"{name}json": lambda: kb.decode(data, value_format="json", value_schema=schema).num_rows,
         f"{name}json threads=1": lambda: kb.decode(data, value_format="json", value_schema=schema, threads=1).num_rows,
+        f"{name}json threads=1, back to back": lambda: [
+            kb.decode(data, value_format="json", value_schema=schema, threads=1).num_rows for _ in range(BACK_TO_BACK)
+        ][0],
         f"{name}decode+duckdb": decode_duckdb,
         f"{name}decode+pyarrow.json": decode_pyarrow_json,
         f"{name}decode only": lambda: kb.decode(data).num_rows,
@@ -295,14 +304,18 @@ def main() -> None:
         methods.update(json_peers("", json_data, ORDERS))
         methods.update(json_peers("flat ", flat_data, FLAT))
         medians = run(methods, args.repeat)
+        for name in medians:
+            if name.endswith("back to back"):
+                medians[name] /= BACK_TO_BACK
         rows = records.num_rows
-        print(f"{'method':28} {'median s':>9} {'MB/s':>8}  ratio (JSON values: MB of value bytes)")
+        print(f"{'method':34} {'median s':>9} {'MB/s':>8}  ratio (JSON values: MB of value bytes)")
         for prefix, (n, size) in sizes.items():
             base = medians[f"{prefix}json"]
-            for peer in ("json", "json threads=1", "decode+duckdb", "decode+pyarrow.json", "decode only"):
+            peers = ("json", "json threads=1", "json threads=1, back to back", "decode+duckdb", "decode+pyarrow.json")
+            for peer in (*peers, "decode only"):
                 name = f"{prefix}{peer}"
                 ratio = "" if peer == "json" else f"{medians[name] / base:.2f}x the time of {prefix}json"
-                print(f"{name:28} {medians[name]:9.3f} {size / medians[name] / 1e6:8.0f}  {ratio}  ({n} rows)")
+                print(f"{name:34} {medians[name]:9.3f} {size / medians[name] / 1e6:8.0f}  {ratio}  ({n} rows)")
         print(f"{'method':24} {'median s':>9} {'M rec/s':>8}  ratio")
         for name, base in (("json", None), ("decode+polars", "json"), ("decode+json.loads", "json")):
             ratio = "" if base is None else f"{medians[name] / medians[base]:.1f}x slower than json"

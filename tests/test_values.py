@@ -741,6 +741,16 @@ def _many_values(kind: str, n: int) -> tuple[list[bytes | None], dict]:
     return values, options
 
 
+def _plain(array: pa.Array) -> pa.Array:
+    """``array`` with its top-level dictionary fields (Avro enums) decoded:
+    chunks parsed apart have dictionaries in their own order."""
+    if not pa.types.is_struct(array.type):
+        return array
+    fields = [array.field(i) for i in range(array.type.num_fields)]
+    fields = [f.dictionary_decode() if pa.types.is_dictionary(f.type) else f for f in fields]
+    return pa.StructArray.from_arrays(fields, names=[f.name for f in array.type], mask=array.is_null())
+
+
 @pytest.mark.parametrize("kind", ["json", "avro", "string"])
 def test_values_parsed_while_decoding_equal_the_column_parsed_after(kind):
     """decode(value_format=...) parses each few-megabyte chunk on the thread
@@ -769,7 +779,7 @@ def test_values_parsed_while_decoding_equal_the_column_parsed_after(kind):
             parsed = table.column("value")
             assert parsed.is_valid().equals(after.is_valid())
             good = parsed.filter(parsed.is_valid()).combine_chunks()
-            assert good.equals(after.filter(after.is_valid()).combine_chunks())
+            assert _plain(good).equals(_plain(after.filter(after.is_valid()).combine_chunks()))
             assert [table.column("value")[i].is_valid for i in bad] == [False] * len(bad)
             with pytest.raises(kb.ValueDecodeError) as info:
                 kb.decode(data, topic="t", partition=0, threads=threads, binary_view=binary_view, **options)
