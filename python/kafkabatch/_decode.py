@@ -278,7 +278,7 @@ def decode(
     )
     # The native call directly, not through decode_report: its account is
     # not needed, and this is called once per fetch (a few µs count).
-    native_options = {
+    native_options: dict[str, Any] = {
         "topic": topic,
         "partition": partition,
         "validate_crc": validate_crc,
