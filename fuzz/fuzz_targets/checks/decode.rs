@@ -14,11 +14,12 @@
 //!   the first failing batch's error, located at that batch;
 //! - skip mode gives exactly the rows of the batches that decode on their
 //!   own, one skipped entry per other batch, and the same walk end;
-//! - read_committed rows are a subsequence of read_uncommitted rows.
+//! - read_committed rows are a subsequence of read_uncommitted rows;
+//! - output cut into small chunks, each through a step, has the same rows.
 
 use super::{check_located, is_subsequence, rows};
 use kafkabatch::batch::{BatchWalker, WalkEnd};
-use kafkabatch::decode::decode_range_views;
+use kafkabatch::decode::{decode_range_then, decode_range_views, ChunkStep};
 use kafkabatch::txn::AbortedTxn;
 use kafkabatch::{decode, DecodeOptions, ErrorKind, Isolation, OnError};
 
@@ -121,6 +122,30 @@ pub fn check(input: &[u8]) {
         (skip.end.clone(), skip.skipped.len(), skip.batches)
     );
     assert!(rows(&viewed) == skip_rows, "binary_view rows differ from binary rows");
+
+    // Chunks cut small and each handed to a step (as values parsed while
+    // decoding are): the same rows and account, every chunk seen once.
+    let seen = std::sync::atomic::AtomicUsize::new(0);
+    let count = |chunk: arrow_array::RecordBatch| {
+        seen.fetch_add(chunk.num_rows(), std::sync::atomic::Ordering::Relaxed);
+        chunk
+    };
+    let step = ChunkStep {
+        chunk_bytes: 4096,
+        apply: &count,
+    };
+    let stepped =
+        decode_range_then(data, 0, data.len(), None, None, &skip_options, &step).expect("skip mode never fails");
+    assert_eq!(
+        (stepped.end.clone(), stepped.skipped.len(), stepped.batches),
+        (skip.end.clone(), skip.skipped.len(), skip.batches)
+    );
+    assert!(rows(&stepped) == skip_rows, "rows cut into stepped chunks differ");
+    assert_eq!(
+        seen.into_inner(),
+        skip_rows.len(),
+        "every chunk goes through the step once"
+    );
 
     // read_committed: whole batches are hidden, nothing is added.
     if sel & 0x18 != 0 {
