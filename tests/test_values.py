@@ -801,3 +801,23 @@ def test_a_corrupt_batch_wins_over_a_bad_value_wherever_they_are():
         with pytest.raises(kb.CrcMismatchError) as info:
             kb.decode(bytes(data), threads=threads, **options)
         assert info.value.base_offset == late.base_offset
+
+
+def test_scan_log_parses_values_as_it_decodes_them_with_the_same_rows_and_errors(tmp_path):
+    """scan_log (the Spark source's reader too) parses each window's values
+    as they are decoded when every record is kept; rows and errors are those
+    of decoding the segment and parsing the column after."""
+    values, options = _many_values("json", 30_000)
+    folder = tmp_path / "orders-0"
+    folder.mkdir()
+    records = [{"value": v} for v in values]
+    kb.write_segment(folder / "00000000000000000000.log", records, compression="lz4", records_per_batch=200)
+    data = (folder / "00000000000000000000.log").read_bytes()
+    raw = kb.decode(data, topic="orders", partition=0)
+    after = kb.parse_values(raw.column("value"), format="json", schema=ORDER_ARROW, on_value_error="null")
+    scanned = kb.scan_log(tmp_path, on_value_error="null", **options).read_all()
+    assert scanned.drop_columns(["value"]).equals(raw.drop_columns(["value"]))
+    assert scanned.column("value").to_pylist() == after.to_pylist()
+    first_bad = next(i for i, v in enumerate(values) if v is not None and v.startswith(b"\xff"))
+    with pytest.raises(kb.ValueDecodeError, match=f"offset {first_bad} of orders-0"):
+        kb.scan_log(tmp_path, **options).read_all()

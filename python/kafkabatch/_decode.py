@@ -9,7 +9,14 @@ import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import suggest_keywords
-from kafkabatch.values.spec import OnValueError, ValueFormat, parse_columns, parsed_while_decoding, typed_options
+from kafkabatch.values.spec import (
+    OnValueError,
+    ValueFormat,
+    ValueSpec,
+    parse_columns,
+    parsed_while_decoding,
+    typed_options,
+)
 
 #: Default cap on one batch's decompressed size (256 MiB): far above Kafka's
 #: largest legal batches, small enough that a decompression bomb is refused.
@@ -166,17 +173,24 @@ def decode_report(
     stream, table = decode_typed(
         data,
         value_options,
-        topic=topic,
-        partition=partition,
-        validate_crc=validate_crc,
-        include_control=include_control,
-        on_error=on_error,
-        max_decompressed_size=max_decompressed_size,
-        isolation=isolation,
-        aborted_transactions=aborted_pairs(aborted_transactions),
-        hide_open_transactions=hide_open_transactions,
-        threads=threads,
+        **native_kwargs(
+            topic=topic,
+            partition=partition,
+            validate_crc=validate_crc,
+            include_control=include_control,
+            on_error=on_error,
+            max_decompressed_size=max_decompressed_size,
+            isolation=isolation,
+            aborted_transactions=aborted_transactions,
+            hide_open_transactions=hide_open_transactions,
+            threads=threads,
+        ),
     )
+    return report_of(data, stream, table)
+
+
+def report_of(data: Any, stream: _native.DecodedStream, table: pa.Table) -> DecodeReport:
+    """The :class:`DecodeReport` of decoding ``data`` into ``stream``, whose table is ``table``."""
     return DecodeReport(
         table=table,
         batches=stream.batches,
@@ -189,6 +203,37 @@ def decode_report(
         end_error=stream.end_error,
         valid_bytes=memoryview(data).nbytes - stream.trailing_bytes,
     )
+
+
+def native_kwargs(
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    validate_crc: bool = True,
+    include_control: bool = False,
+    on_error: str = "raise",
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    isolation: str = "read_uncommitted",
+    aborted_transactions: AbortedTransactions = None,
+    hide_open_transactions: bool | None = None,
+    threads: int | None = None,
+    binary_view: bool = False,
+) -> dict[str, Any]:
+    """The keywords of ``_native.decode`` for those of :func:`decode` (an
+    aborted-transaction list in any accepted form becomes pairs)."""
+    return {
+        "topic": topic,
+        "partition": partition,
+        "validate_crc": validate_crc,
+        "include_control": include_control,
+        "on_error": on_error,
+        "max_decompressed_size": max_decompressed_size,
+        "isolation": isolation,
+        "aborted_transactions": aborted_pairs(aborted_transactions),
+        "hide_open_transactions": hide_open_transactions,
+        "threads": threads,
+        "binary_view": binary_view,
+    }
 
 
 @suggest_keywords
@@ -278,19 +323,19 @@ def decode(
     )
     # The native call directly, not through decode_report: its account is
     # not needed, and this is called once per fetch (a few µs count).
-    native_options: dict[str, Any] = {
-        "topic": topic,
-        "partition": partition,
-        "validate_crc": validate_crc,
-        "include_control": include_control,
-        "on_error": on_error,
-        "max_decompressed_size": max_decompressed_size,
-        "isolation": isolation,
-        "aborted_transactions": aborted_pairs(aborted_transactions),
-        "hide_open_transactions": hide_open_transactions,
-        "threads": threads,
-        "binary_view": binary_view,
-    }
+    native_options = native_kwargs(
+        topic=topic,
+        partition=partition,
+        validate_crc=validate_crc,
+        include_control=include_control,
+        on_error=on_error,
+        max_decompressed_size=max_decompressed_size,
+        isolation=isolation,
+        aborted_transactions=aborted_transactions,
+        hide_open_transactions=hide_open_transactions,
+        threads=threads,
+        binary_view=binary_view,
+    )
     if value_options is None:
         return stream_table(_native.decode(data, **native_options), VIEW_SCHEMA if binary_view else SCHEMA)
     return decode_typed(data, value_options, **native_options)[1]
@@ -311,15 +356,23 @@ def decode_typed(
     batch that comes before it) exactly as the column way always does.
     """
     spec = parsed_while_decoding(value_options)
-    if spec is not None:
-        stream = _native.decode(data, values=spec.parser(), **native_options)
-        if not stream.values_failed:
-            return stream, pa.table(stream)
+    parsed = None if spec is None else decode_parsing(data, spec, **native_options)
+    if parsed is not None:
+        return parsed, pa.table(parsed)
     stream = _native.decode(data, **native_options)
     table = stream_table(stream, VIEW_SCHEMA if native_options.get("binary_view") else SCHEMA)
     if value_options is not None:
         table = parse_columns(table, value_options, native_options.get("threads"))
     return stream, table
+
+
+def decode_parsing(data: Any, spec: ValueSpec, **native_options: Any) -> _native.DecodedStream | None:
+    """``_native.decode(data, **native_options)`` with the values parsed by
+    ``spec`` chunk by chunk as they are decoded, or None if one failed there
+    (decode again and parse the column after to name it). Corrupt batches
+    raise as they always do."""
+    stream = _native.decode(data, values=spec.parser(), **native_options)
+    return None if stream.values_failed else stream
 
 
 @suggest_keywords

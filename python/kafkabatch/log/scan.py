@@ -18,7 +18,7 @@ import pyarrow as pa
 
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
-from kafkabatch._decode import SCHEMA, decode_report
+from kafkabatch._decode import SCHEMA, decode_parsing, decode_report, native_kwargs, report_of
 from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
 from kafkabatch._util import check_keywords, keyword_names, parse_size
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
@@ -28,7 +28,7 @@ from kafkabatch.log.prune import RecordFilter, kept_ranges, narrow, prunes_batch
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
-from kafkabatch.values.spec import VALUE_OPTIONS, ValueSpec, apply_all, specs, typed_options
+from kafkabatch.values.spec import VALUE_OPTIONS, ValueSpec, apply_all, specs, typed_options, value_only
 
 log = logging.getLogger("kafkabatch.log")
 
@@ -176,6 +176,9 @@ def decode_range(
     # read_committed without the partition's transactions learns from markers: keep them
     keep_control = read_committed and (transactions is None or "aborted_transactions" in options)
     windows = batch_windows(source, start, end, max_chunk_bytes, bounds)
+    mask_needed = bounds.start_ts is not None or bounds.end_ts is not None or bounds.offsets
+    # Every record is kept: the values can be parsed as they are decoded.
+    parse_spec = None if mask_needed else value_only(value_specs)
     for a, b, _last in prune_windows(source, windows, bounds, result, keep_control):
         data = source.read(a, b - a)
         kwargs = {"on_error": "raise", **options}  # decode_report's default is to skip
@@ -184,7 +187,14 @@ def decode_range(
             kwargs["aborted_transactions"] = aborted_for(transactions, first_offset)
             kwargs["hide_open_transactions"] = False
         try:
-            report = decode_report(data, topic=segment.topic, partition=segment.partition, **kwargs)
+            report = None
+            if parse_spec is not None:
+                native = native_kwargs(topic=segment.topic, partition=segment.partition, **kwargs)
+                stream = decode_parsing(data, parse_spec, **native)
+                report = None if stream is None else report_of(data, stream, pa.table(stream))
+            parsed = report is not None
+            if report is None:  # a value failed: parsed after, it is named with its offset
+                report = decode_report(data, topic=segment.topic, partition=segment.partition, **kwargs)
         except KafkaBatchError as error:
             raise relocate(error, segment, a, bytes(data[:512]) if a == 0 else None) from None
         finally:
@@ -199,7 +209,6 @@ def decode_range(
             result.status = report.end
         if report.end_error is not None:
             result.end_error = relocate(report.end_error, segment, a)
-        mask_needed = bounds.start_ts is not None or bounds.end_ts is not None or bounds.offsets
         for batch in report.table.to_batches(max_chunksize=max_records_per_batch):
             if mask_needed and batch.num_rows:
                 masked = bounds.mask(batch)
@@ -209,7 +218,7 @@ def decode_range(
                         batch = batch.filter(mask) if kept else batch.slice(0, 0)
             if batch.num_rows:
                 result.rows += batch.num_rows
-                if value_specs:  # only the records in bounds are parsed
+                if value_specs and not parsed:  # only the records in bounds are parsed
                     yield from apply_all(
                         pa.Table.from_batches([batch]), value_specs, options.get("threads")
                     ).to_batches()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -441,10 +441,16 @@ def parsed_while_decoding(options: Mapping[str, Any] | None) -> ValueSpec | None
         return None
     if options.get("key_format", "binary") != "binary" or options.get("key_schema") is not None:
         return None
-    found = specs(options)
-    if len(found) != 1 or found[0].column != "value" or found[0].confluent:
+    return value_only(specs(options))
+
+
+def value_only(value_specs: Sequence[ValueSpec]) -> ValueSpec | None:
+    """The one spec of ``value_specs`` when it is the value's and reads the
+    values alone (not Confluent frames, whose schema ids may come from the
+    headers): the values can then be parsed as they are decoded."""
+    if len(value_specs) != 1 or value_specs[0].column != "value" or value_specs[0].confluent:
         return None
-    return found[0]
+    return value_specs[0]
 
 
 def parse_columns(table: pa.Table, options: Mapping[str, Any], threads: int | None = None) -> pa.Table:
