@@ -166,12 +166,13 @@ pub fn decode(
     partition: Option<i32>,
     options: &DecodeOptions,
 ) -> Result<Decoded, DecodeError> {
-    decode_range(data, 0, data.len(), topic, partition, options)
+    decode_range(data, 0, data.len(), topic, partition, options, None)
 }
 
 /// Decode the batches of `data[start..end]`, `start` being a batch boundary
 /// (e.g. from an offset index). Positions in errors count from the start of
-/// `data`, so they stay those of the whole file.
+/// `data`, so they stay those of the whole file. Each chunk goes through
+/// `step`, if given, as it is cut.
 pub fn decode_range(
     data: &[u8],
     start: usize,
@@ -179,21 +180,9 @@ pub fn decode_range(
     topic: Option<&str>,
     partition: Option<i32>,
     options: &DecodeOptions,
+    step: Option<&ChunkStep>,
 ) -> Result<Decoded, DecodeError> {
-    decode_into(data, None, start, end, topic, partition, options, None)
-}
-
-/// As [`decode_range`], each chunk going through `step` as it is cut.
-pub fn decode_range_then(
-    data: &[u8],
-    start: usize,
-    end: usize,
-    topic: Option<&str>,
-    partition: Option<i32>,
-    options: &DecodeOptions,
-    step: &ChunkStep,
-) -> Result<Decoded, DecodeError> {
-    decode_into(data, None, start, end, topic, partition, options, Some(step))
+    decode_into(data, None, start, end, topic, partition, options, step)
 }
 
 /// As [`decode_range`] over `input`, with `binary_view` key and value
@@ -538,11 +527,10 @@ impl<'j, 'a> Part<'j, 'a> {
         };
         let hint = SizeHint::of(&job.data[..end], start, job.options.max_decompressed_size);
         let chunk_bytes = job.chunk_bytes();
-        let records = if hint.bytes > chunk_bytes {
-            // Cut into chunks: rows for about one chunk's share of the bytes.
-            (hint.records / (hint.bytes / chunk_bytes)).max(1)
-        } else {
-            hint.records
+        let records = match job.step {
+            // Cut into small chunks: rows for about one chunk's share of the bytes.
+            Some(_) if hint.bytes > chunk_bytes => (hint.records / (hint.bytes / chunk_bytes)).max(1),
+            _ => hint.records,
         };
         builder.reserve(records.min(CHUNK_ROWS), hint.bytes.min(chunk_bytes));
         let out = Decoded::empty();
@@ -913,7 +901,7 @@ mod tests {
                 threads,
                 ..Default::default()
             };
-            let stepped = decode_range_then(&data, 0, data.len(), None, None, &options, &step).expect("valid");
+            let stepped = decode_range(&data, 0, data.len(), None, None, &options, Some(&step)).expect("valid");
             let expected: Vec<_> = arrow_select_free_concat(&plain.chunks)
                 .into_iter()
                 .filter(|(offset, _)| offset % 2 == 0)
@@ -937,7 +925,7 @@ mod tests {
             chunk_bytes,
             apply: &apply,
         };
-        let empty = decode_range_then(&[], 0, 0, None, None, &DecodeOptions::default(), &step).expect("valid");
+        let empty = decode_range(&[], 0, 0, None, None, &DecodeOptions::default(), Some(&step)).expect("valid");
         assert_eq!((empty.chunks.len(), calls.load(Relaxed)), (1, 1));
     }
 

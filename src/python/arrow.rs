@@ -199,14 +199,14 @@ fn decode_py(
     }
     // With a value parser, each chunk's values are parsed as it is cut.
     let values_failed = AtomicBool::new(false);
-    let parser = values.as_ref().map(Bound::get);
-    let parse = |chunk| match parser {
-        Some(parser) => parser.parse_chunk(chunk, &values_failed),
-        None => chunk,
-    };
-    let step = parser.map(|_| decode::ChunkStep {
+    let failed = &values_failed;
+    let parse = values
+        .as_ref()
+        .map(Bound::get)
+        .map(|parser| move |chunk| parser.parse_chunk(chunk, failed));
+    let step = parse.as_ref().map(|parse| decode::ChunkStep {
         chunk_bytes: PARSE_CHUNK_BYTES,
-        apply: &parse,
+        apply: parse,
     });
     let result = if binary_view {
         let buffer = input.into_arrow_buffer();
@@ -223,10 +223,7 @@ fn decode_py(
         })
     } else {
         let bytes = input.as_slice();
-        py.detach(|| match &step {
-            Some(step) => decode::decode_range_then(bytes, start, end, topic.as_deref(), partition, &options, step),
-            None => decode::decode_range(bytes, start, end, topic.as_deref(), partition, &options),
-        })
+        py.detach(|| decode::decode_range(bytes, start, end, topic.as_deref(), partition, &options, step.as_ref()))
     };
     let out = result.map_err(|e| to_py(py, &e))?;
     let trailing_bytes = match &out.end {

@@ -19,7 +19,7 @@
 
 use super::{check_located, is_subsequence, rows};
 use kafkabatch::batch::{BatchWalker, WalkEnd};
-use kafkabatch::decode::{decode_range_then, decode_range_views, ChunkStep};
+use kafkabatch::decode::{decode_range, decode_range_views, ChunkStep};
 use kafkabatch::txn::AbortedTxn;
 use kafkabatch::{decode, DecodeOptions, ErrorKind, Isolation, OnError};
 
@@ -135,7 +135,7 @@ pub fn check(input: &[u8]) {
         apply: &count,
     };
     let stepped =
-        decode_range_then(data, 0, data.len(), None, None, &skip_options, &step).expect("skip mode never fails");
+        decode_range(data, 0, data.len(), None, None, &skip_options, Some(&step)).expect("skip mode never fails");
     assert_eq!(
         (stepped.end.clone(), stepped.skipped.len(), stepped.batches),
         (skip.end.clone(), skip.skipped.len(), skip.batches)
