@@ -16,53 +16,199 @@
 //! element type) when Arrow drops them, and the next decode writes into
 //! memory already mapped.
 
+use std::collections::VecDeque;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow_buffer::Buffer;
 
 /// Buffers of at least this many bytes are pooled (smaller ones come from
-/// malloc's heap, which has them mapped already).
-const POOL_MIN_BYTES: usize = 64 << 10;
+/// malloc's heap, which has them mapped already). Typed values parsed while
+/// decoding come in chunks (`values::PARSE_CHUNK_BYTES`) of a few thousand
+/// rows, so most of their columns are 10-100 KiB: pooled, they stay mapped
+/// when another library trims malloc's free memory (DuckDB calls
+/// `malloc_trim`), which otherwise costs the next decode a page fault per
+/// 4 KiB of its output.
+const POOL_MIN_BYTES: usize = 4 << 10;
 /// At most this many bytes are kept for reuse over all pools (counted as
 /// the bytes each buffer held when it came back: what its last use touched,
-/// so about what it keeps resident), and at most this many buffers per
-/// element type. Bounded so that streaming a large log stays well inside
-/// its memory budget (benches/bench_memory.py). Values parsed while
-/// decoding cut the output every few megabytes (`values::PARSE_CHUNK_BYTES`),
-/// each chunk with a handful of pooled columns: 100 MB of JSON values makes
-/// ~50 chunks. Measured on 4 MiB chunks (one thread, back to back), 32
-/// buffers per type left 10,400 page faults per call and 256 left 6,800.
-/// The bytes stay at 128 MiB: with 256, a typed decode right after a plain
-/// one of the same 33 MB input faulted 700 pages instead of 12,300 (the
-/// plain one's ~90 MB value buffer no longer evicts the typed one's chunk
-/// buffers), but streaming a 2 GiB folder peaked at 556-591 MiB.
+/// so about what it keeps resident), and at most this many buffers.
+/// Bounded so that streaming a large log stays well inside its memory
+/// budget (benches/bench_memory.py). When a bound is passed, the buffers
+/// that came back longest ago go first, whatever their type: a typed decode
+/// (~1,500 columns for 100 MB of JSON values) keeps its buffers after a
+/// plain decode of the same input (one ~90 MB value buffer), and the other
+/// way round. Evicting within the returning buffer's type instead emptied
+/// that type's pool whenever another type held most of the bytes.
+/// The bytes stay at 128 MiB: at 256, streaming a 2 GiB folder peaked at
+/// 556-591 MiB.
 const POOL_MAX_BYTES: usize = 128 << 20;
-const POOL_MAX_BUFFERS: usize = 256;
+const POOL_MAX_BUFFERS: usize = 4096;
 /// A pooled buffer serves requests down to 1/`POOL_FIT` of its capacity.
 const POOL_FIT: usize = 4;
-
-/// Bytes held by all pools together.
-static POOLED_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Size classes: a buffer of capacity `c` bytes is in class `log2(c)`.
+const CLASSES: usize = usize::BITS as usize;
 
 /// Element types of pooled column buffers: plain numbers, any bit pattern
 /// valid, so Arrow may view their bytes.
 pub trait Poolable: Copy + Send + Sync + std::panic::RefUnwindSafe + 'static {
-    fn pool() -> &'static Mutex<Vec<Pooled<Self>>>;
+    fn shelf(pools: &mut Pools) -> &mut Shelf<Self>;
+}
+
+/// The free buffers of one element type, by size class, each class oldest first.
+pub struct Shelf<T> {
+    classes: [VecDeque<Pooled<T>>; CLASSES],
+}
+
+impl<T> Shelf<T> {
+    const fn new() -> Shelf<T> {
+        Shelf {
+            classes: [const { VecDeque::new() }; CLASSES],
+        }
+    }
+
+    /// When this type's oldest buffer came back, and its class.
+    fn oldest(&self) -> Option<(u64, usize)> {
+        self.classes
+            .iter()
+            .enumerate()
+            .filter_map(|(k, class)| class.front().map(|p| (p.seq, k)))
+            .min()
+    }
+
+    /// Take out the oldest buffer of class `k`, and the bytes counted for it.
+    fn pop(&mut self, k: usize, wrap: fn(Vec<T>) -> Evicted) -> Option<(usize, Evicted)> {
+        self.classes[k].pop_front().map(|p| (p.resident, wrap(p.vec)))
+    }
+}
+
+/// A vector in a pool, the bytes counted for it, and when it came back.
+pub struct Pooled<T> {
+    vec: Vec<T>,
+    resident: usize,
+    seq: u64,
+}
+
+/// A buffer out of the pool, to free once the pool's lock is let go
+/// (unmapping a large buffer takes a while).
+#[allow(dead_code)] // held only to be dropped
+pub enum Evicted {
+    U8(Vec<u8>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U128(Vec<u128>),
+    F64(Vec<f64>),
+}
+
+/// Free buffers of every element type, within `max_bytes` and `max_buffers`.
+pub struct Pools {
+    max_bytes: usize,
+    max_buffers: usize,
+    bytes: usize,
+    buffers: usize,
+    seq: u64,
+    u8s: Shelf<u8>,
+    i32s: Shelf<i32>,
+    i64s: Shelf<i64>,
+    u128s: Shelf<u128>,
+    f64s: Shelf<f64>,
 }
 
 macro_rules! poolable {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $field:ident),*) => {$(
         impl Poolable for $t {
-            fn pool() -> &'static Mutex<Vec<Pooled<$t>>> {
-                static POOL: Mutex<Vec<Pooled<$t>>> = Mutex::new(Vec::new());
-                &POOL
+            fn shelf(pools: &mut Pools) -> &mut Shelf<$t> {
+                &mut pools.$field
             }
         }
     )*};
 }
-poolable!(u8, i32, i64, u128);
+poolable!(u8 => u8s, i32 => i32s, i64 => i64s, u128 => u128s, f64 => f64s);
+
+/// The size class of a buffer of `bytes` bytes (`bytes > 0`).
+fn class_of(bytes: usize) -> usize {
+    (usize::BITS - 1 - bytes.leading_zeros()) as usize
+}
+
+impl Pools {
+    const fn new(max_bytes: usize, max_buffers: usize) -> Pools {
+        Pools {
+            max_bytes,
+            max_buffers,
+            bytes: 0,
+            buffers: 0,
+            seq: 0,
+            u8s: Shelf::new(),
+            i32s: Shelf::new(),
+            i64s: Shelf::new(),
+            u128s: Shelf::new(),
+            f64s: Shelf::new(),
+        }
+    }
+
+    /// A free vector with room for `capacity` items and at most `POOL_FIT`
+    /// times that: of the smallest size class holding one, the newest (the
+    /// likeliest still in cache). None much too big: a small column (keys,
+    /// a little chunk) would take the buffer a large one is about to ask
+    /// for, and give it back with its spare pages released.
+    fn take<T: Poolable>(&mut self, capacity: usize) -> Option<Vec<T>> {
+        let fits = |p: &Pooled<T>| p.vec.capacity() >= capacity && p.vec.capacity() / POOL_FIT <= capacity;
+        let lowest = class_of(capacity.saturating_mul(std::mem::size_of::<T>()).max(1));
+        let shelf = T::shelf(self);
+        let found = (lowest..CLASSES.min(lowest + 3)).find_map(|k| {
+            let i = shelf.classes[k].iter().rposition(fits)?;
+            shelf.classes[k].remove(i)
+        })?;
+        self.bytes -= found.resident;
+        self.buffers -= 1;
+        Some(found.vec)
+    }
+
+    /// Keep `vec` (counted as `resident` bytes) for reuse; if that passes a
+    /// bound, the buffers that came back longest ago, of any type, leave
+    /// (into `evicted`).
+    fn put<T: Poolable>(&mut self, vec: Vec<T>, resident: usize, evicted: &mut Vec<Evicted>) {
+        let class = class_of(bytes_of(&vec).max(1));
+        self.seq += 1;
+        let seq = self.seq;
+        T::shelf(self).classes[class].push_back(Pooled { vec, resident, seq });
+        self.bytes += resident;
+        self.buffers += 1;
+        while self.buffers > self.max_buffers || self.bytes > self.max_bytes {
+            let Some(oldest) = self.evict_oldest() else { break };
+            evicted.push(oldest);
+        }
+    }
+
+    /// Take out the buffer that came back longest ago, of any type.
+    fn evict_oldest(&mut self) -> Option<Evicted> {
+        let fronts = [
+            self.u8s.oldest(),
+            self.i32s.oldest(),
+            self.i64s.oldest(),
+            self.u128s.oldest(),
+            self.f64s.oldest(),
+        ];
+        let (t, (_, k)) = fronts
+            .iter()
+            .enumerate()
+            .filter_map(|(t, o)| o.map(|o| (t, o)))
+            .min_by_key(|(_, o)| *o)?;
+        let (resident, vec) = match t {
+            0 => self.u8s.pop(k, Evicted::U8),
+            1 => self.i32s.pop(k, Evicted::I32),
+            2 => self.i64s.pop(k, Evicted::I64),
+            3 => self.u128s.pop(k, Evicted::U128),
+            _ => self.f64s.pop(k, Evicted::F64),
+        }?;
+        self.bytes -= resident;
+        self.buffers -= 1;
+        Some(vec)
+    }
+}
+
+/// The process's pool, under one lock: eviction compares ages across types.
+static POOLS: Mutex<Pools> = Mutex::new(Pools::new(POOL_MAX_BYTES, POOL_MAX_BUFFERS));
 
 fn bytes_of<T>(v: &Vec<T>) -> usize {
     v.capacity() * std::mem::size_of::<T>()
@@ -72,35 +218,12 @@ fn bytes_of<T>(v: &Vec<T>) -> usize {
 /// enough one is free, else a fresh one.
 pub fn take_vec<T: Poolable>(capacity: usize) -> Vec<T> {
     if capacity.saturating_mul(std::mem::size_of::<T>()) >= POOL_MIN_BYTES {
-        if let Ok(mut pool) = T::pool().lock() {
-            // The smallest that fits; of equal ones, the one with the most
-            // pages still mapped. Columns sized alike (values and header
-            // values both reserve the input's size) would otherwise swap
-            // buffers between decodes and fault in the difference each time.
-            // None over `POOL_FIT` times too big: a small column (keys, a
-            // little chunk) would take the buffer a large one is about to
-            // ask for, and give it back with its spare pages released.
-            let best = pool
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.vec.capacity() >= capacity && p.vec.capacity() / POOL_FIT <= capacity)
-                .min_by_key(|(_, p)| (p.vec.capacity(), std::cmp::Reverse(p.resident)))
-                .map(|(i, _)| i);
-            if let Some(i) = best {
-                let Pooled { mut vec, resident } = pool.swap_remove(i);
-                POOLED_BYTES.fetch_sub(resident, Ordering::Relaxed);
-                vec.clear();
-                return vec;
-            }
+        if let Some(mut vec) = POOLS.lock().ok().and_then(|mut pools| pools.take(capacity)) {
+            vec.clear();
+            return vec;
         }
     }
     Vec::with_capacity(capacity)
-}
-
-/// A vector in a pool, and the bytes counted for it.
-pub struct Pooled<T> {
-    vec: Vec<T>,
-    resident: usize,
 }
 
 /// Owns a vector while Arrow uses its bytes; gives it to the pool on drop.
@@ -114,17 +237,11 @@ impl<T: Poolable> Drop for Lent<T> {
             return;
         }
         let resident = release_spare(&mut vec);
-        let Ok(mut pool) = T::pool().lock() else { return };
-        POOLED_BYTES.fetch_add(resident, Ordering::Relaxed);
-        // Newest in, oldest out: the buffers of the latest decodes are the
-        // ones the next decode is likely to want.
-        pool.push(Pooled { vec, resident });
-        while pool.len() > POOL_MAX_BUFFERS
-            || (POOLED_BYTES.load(Ordering::Relaxed) > POOL_MAX_BYTES && !pool.is_empty())
-        {
-            let old = pool.remove(0);
-            POOLED_BYTES.fetch_sub(old.resident, Ordering::Relaxed);
+        let mut evicted = Vec::new();
+        if let Ok(mut pools) = POOLS.lock() {
+            pools.put(vec, resident, &mut evicted);
         }
+        drop(evicted);
     }
 }
 
@@ -321,14 +438,70 @@ mod tests {
         assert_eq!(buffer.as_slice(), b"column bytes");
         drop(buffer);
         // Other tests may take pooled buffers concurrently; look for ours.
-        let found = u8::pool()
+        let found = POOLS
             .lock()
-            .map(|p| p.iter().any(|e| e.vec.as_ptr() == ptr))
+            .map(|mut p| {
+                u8::shelf(&mut p)
+                    .classes
+                    .iter()
+                    .flatten()
+                    .any(|e| e.vec.as_ptr() == ptr)
+            })
             .unwrap_or(false);
         let reused = take_vec::<u8>(8 << 20);
         assert!(found || reused.capacity() >= 8 << 20);
         assert!(reused.is_empty());
         assert_eq!(into_buffer(b"small".to_vec()).as_slice(), b"small");
+    }
+
+    /// Puts `vec` in `pools`, counted at its capacity; what it evicted.
+    fn put<T: Poolable>(pools: &mut Pools, vec: Vec<T>) -> Vec<Evicted> {
+        let mut evicted = Vec::new();
+        let resident = bytes_of(&vec);
+        pools.put(vec, resident, &mut evicted);
+        evicted
+    }
+
+    #[test]
+    fn the_pool_evicts_what_came_back_longest_ago_whatever_its_type() {
+        let mut pools = Pools::new(1000, 10);
+        assert!(put(&mut pools, Vec::<u8>::with_capacity(600)).is_empty());
+        assert!(put(&mut pools, Vec::<i64>::with_capacity(50)).is_empty());
+        // 1,400 bytes: the u8 buffer is the oldest, not the other i64 one.
+        let evicted = put(&mut pools, Vec::<i64>::with_capacity(50));
+        assert!(matches!(evicted[..], [Evicted::U8(ref v)] if v.capacity() == 600));
+        assert_eq!((pools.bytes, pools.buffers), (800, 2));
+        assert!(pools.take::<u8>(600).is_none());
+        assert!(pools.take::<i64>(50).is_some());
+        assert!(pools.take::<i64>(50).is_some());
+        assert!(pools.take::<i64>(1).is_none());
+        assert_eq!((pools.bytes, pools.buffers), (0, 0));
+
+        let mut pools = Pools::new(1 << 20, 2);
+        for cap in [100, 200, 300] {
+            let evicted = put(&mut pools, Vec::<i32>::with_capacity(cap));
+            assert_eq!(evicted.len(), usize::from(cap == 300));
+        }
+        // Only the first (100) would serve 30.
+        assert!(pools.take::<i32>(30).is_none(), "the oldest went first");
+        assert_eq!(pools.take::<i32>(300).map(|v| v.capacity()), Some(300));
+        assert_eq!(pools.take::<i32>(200).map(|v| v.capacity()), Some(200));
+    }
+
+    #[test]
+    fn a_pooled_buffer_serves_requests_from_a_quarter_of_its_size_the_newest_first() {
+        let mut pools = Pools::new(1 << 20, 10);
+        put(&mut pools, Vec::<u8>::with_capacity(4096));
+        assert!(pools.take::<u8>(4097).is_none());
+        assert!(pools.take::<u8>(1023).is_none());
+        assert_eq!(pools.take::<u8>(1024).map(|v| v.capacity()), Some(4096));
+
+        let (older, newer) = (Vec::<f64>::with_capacity(600), Vec::<f64>::with_capacity(700));
+        let newer_ptr = newer.as_ptr();
+        put(&mut pools, older);
+        put(&mut pools, newer);
+        assert_eq!(pools.take::<f64>(550).map(|v| v.as_ptr()), Some(newer_ptr));
+        assert_eq!(pools.take::<f64>(550).map(|v| v.capacity()), Some(600));
     }
 
     #[test]

@@ -70,8 +70,13 @@ pub struct RowError {
 pub enum ValueFormat {
     /// UTF-8 text, checked.
     Utf8,
-    /// One JSON document per value, parsed into `field`'s type.
-    Json { field: FieldRef, confluent: bool },
+    /// One JSON document per value, parsed into `field`'s type; `plan` is
+    /// the schema-driven parser's, for the types it reads (see `json_fast`).
+    Json {
+        field: FieldRef,
+        confluent: bool,
+        plan: Option<Arc<json_fast::Plan>>,
+    },
     /// Avro datums: plain datums of one schema (`framed: false`, the store
     /// holds that one schema), or Confluent-framed datums whose ids the store
     /// maps to writer schemas, each resolved to `reader`.
@@ -91,6 +96,7 @@ impl ValueFormat {
     /// Confluent prefix when `confluent`.
     pub fn json(data_type: DataType, confluent: bool) -> Result<Self, String> {
         let format = ValueFormat::Json {
+            plan: json_fast::Plan::new(&data_type).map(Arc::new),
             field: Arc::new(Field::new("value", data_type, true)),
             confluent,
         };
@@ -253,9 +259,9 @@ impl ValueFormat {
     /// bad. Row numbers in errors count from `first_row`.
     pub fn parse(&self, values: &dyn Array, first_row: usize, on_error: OnValueError) -> Result<ArrayRef, RowError> {
         let values = Values::of(values).map_err(|reason| RowError { row: first_row, reason })?;
-        if let ValueFormat::Json { field, confluent } = self {
+        if let ValueFormat::Json { plan, confluent, .. } = self {
             // Types the schema-driven path reads go that way; see `json_fast`.
-            if let Some(parsed) = json_fast::parse(field.data_type(), &values, first_row, on_error, *confluent)? {
+            if let Some(parsed) = json_fast::parse(plan.as_deref(), &values, first_row, on_error, *confluent)? {
                 return Ok(parsed);
             }
         }

@@ -33,6 +33,7 @@
 //! with a repeated field name (arrow-json keeps the last; builders written in
 //! order can't).
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use arrow_array::timezone::Tz;
@@ -49,6 +50,7 @@ use arrow_schema::{ArrowError, DataType, FieldRef, Fields, TimeUnit};
 
 use super::spark_json::MAX_NESTING_DEPTH;
 use super::{strip_confluent, OnValueError, RowError, Values};
+use crate::memory;
 
 thread_local! {
     static DISABLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -67,7 +69,7 @@ pub fn without_fast_path<R>(f: impl FnOnce() -> R) -> R {
 /// can't give arrow-json's result (the type is not covered, or an object
 /// repeats a field name) and the caller must parse the piece with arrow-json.
 pub(super) fn parse(
-    data_type: &DataType,
+    plan: Option<&Plan>,
     values: &Values,
     first_row: usize,
     on_error: OnValueError,
@@ -76,12 +78,12 @@ pub(super) fn parse(
     if DISABLED.with(|d| d.get()) {
         return Ok(None);
     }
-    let Some(plan) = Plan::new(data_type) else {
+    let Some(plan) = plan else {
         return Ok(None);
     };
     // A bug here must not cost the rows: the piece goes to arrow-json instead.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        parse_piece(&plan, values, first_row, on_error, confluent)
+        parse_piece(plan, values, first_row, on_error, confluent)
     }))
     .unwrap_or(Ok(None))
 }
@@ -94,7 +96,10 @@ fn parse_piece(
     confluent: bool,
 ) -> Result<Option<ArrayRef>, RowError> {
     let rows = values.len();
-    let mut root = Col::new(&plan.root, rows);
+    // No column can hold more items or string bytes than the piece has
+    // bytes: the bound on sizes learnt from a piece unlike this one.
+    let bytes = (0..rows).filter_map(|row| values.get(row)).map(<[u8]>::len).sum();
+    let mut root = Col::new(&plan.root, rows, &mut plan.sizes(rows, bytes));
     let mut scratch = Vec::new();
     for row in 0..rows {
         let Some(value) = values.get(row) else {
@@ -128,6 +133,7 @@ fn parse_piece(
             }
         }
     }
+    root.learn(&mut plan.sizes(rows, bytes));
     // Arrow's own checks of the finished arrays; a failure there is ours, and arrow-json decides.
     Ok(root.finish().ok())
 }
@@ -200,8 +206,55 @@ fn repeats_a_name(document: &[u8]) -> bool {
 
 /// What the builders are, decided from the target type before any value.
 #[derive(Debug)]
-pub(super) struct Plan {
+pub struct Plan {
     root: Node,
+    /// Per column (in the order [`Col::new`] makes them), two sizes per row
+    /// of the last piece parsed, in 1/256ths: its items (values, offsets)
+    /// and its string bytes. The next piece's columns are sized from them,
+    /// so they neither grow as they fill (each growth a copy into fresh
+    /// memory) nor ask the buffer pool for much more than they use.
+    sizes: Box<[AtomicU64]>,
+}
+
+/// A plan's learnt column sizes, read or written in column order.
+struct Sizes<'p> {
+    per_row: &'p [AtomicU64],
+    rows: usize,
+    /// The most any column of this piece can need.
+    most: usize,
+    at: usize,
+}
+
+impl Sizes<'_> {
+    /// The next column's items and bytes for this piece: as the last piece
+    /// ran per row, with an eighth more; `items` and `bytes` before any piece.
+    fn next(&mut self, items: usize, bytes: usize) -> (usize, usize) {
+        let learnt = |k: usize| {
+            let per_row = self.per_row.get(k).map_or(0, |s| s.load(Relaxed)) as usize;
+            let n = per_row.saturating_mul(self.rows) / 256;
+            n.saturating_add(n / 8).saturating_add(16).min(self.most)
+        };
+        let out = if self.per_row.get(2 * self.at).is_some_and(|s| s.load(Relaxed) > 0) {
+            (learnt(2 * self.at), learnt(2 * self.at + 1))
+        } else {
+            (items, bytes)
+        };
+        self.at += 1;
+        out
+    }
+
+    /// Keep this column's items and bytes per row of this piece.
+    fn keep(&mut self, items: usize, bytes: usize) {
+        let rows = self.rows.max(1);
+        let per_row = |n: usize| (n.saturating_mul(256) / rows).max(1) as u64;
+        if let Some(s) = self.per_row.get(2 * self.at) {
+            s.store(per_row(items), Relaxed);
+        }
+        if let Some(s) = self.per_row.get(2 * self.at + 1) {
+            s.store(per_row(bytes), Relaxed);
+        }
+        self.at += 1;
+    }
 }
 
 #[derive(Debug)]
@@ -393,13 +446,36 @@ impl Plan {
     /// `Utf8View`, `Float16`, `Null`, fixed-size and view lists, unions,
     /// dictionaries and run-end encoding keep arrow-json.
     pub(super) fn new(data_type: &DataType) -> Option<Plan> {
+        let root = Node::new(data_type)?;
+        let columns = root.columns();
         Some(Plan {
-            root: Node::new(data_type)?,
+            root,
+            sizes: (0..2 * columns).map(|_| AtomicU64::new(0)).collect(),
         })
+    }
+
+    /// The learnt sizes, for a piece of `rows` values of `bytes` bytes.
+    fn sizes(&self, rows: usize, bytes: usize) -> Sizes<'_> {
+        Sizes {
+            per_row: &self.sizes,
+            rows,
+            most: bytes.saturating_add(16),
+            at: 0,
+        }
     }
 }
 
 impl Node {
+    /// How many columns [`Col::new`] makes for this node.
+    fn columns(&self) -> usize {
+        1 + match self {
+            Node::Struct(plan) => plan.nodes.iter().map(Node::columns).sum(),
+            Node::List { item, .. } => item.columns(),
+            Node::Map { value, .. } => 1 + value.columns(),
+            _ => 0,
+        }
+    }
+
     fn new(data_type: &DataType) -> Option<Node> {
         let int = |lo: i64, hi: i64| Node::Int {
             lo,
@@ -621,64 +697,66 @@ enum Col<'p> {
 }
 
 impl<'p> Col<'p> {
-    fn new(node: &'p Node, rows: usize) -> Col<'p> {
+    /// A column for a piece of `rows` values, sized from `sizes`.
+    fn new(node: &'p Node, rows: usize, sizes: &mut Sizes) -> Col<'p> {
         let valid = Valid::new(rows);
+        let (items, text_bytes) = sizes.next(rows, rows * 16);
         match node {
             Node::Bool => Col::Bool {
-                values: BooleanBufferBuilder::new(rows),
+                values: BooleanBufferBuilder::new(items),
                 valid,
             },
             Node::Int { lo, hi, data_type } => Col::Int {
-                values: Vec::with_capacity(rows),
+                values: memory::take_vec(items),
                 valid,
                 lo: *lo,
                 hi: *hi,
                 data_type,
             },
             Node::UInt { hi, data_type } => Col::UInt {
-                values: Vec::with_capacity(rows),
+                values: Vec::with_capacity(items),
                 valid,
                 hi: *hi,
                 data_type,
             },
             Node::Float32 => Col::Float32 {
-                values: Vec::with_capacity(rows),
+                values: Vec::with_capacity(items),
                 valid,
             },
             Node::Float64 => Col::Float64 {
-                values: Vec::with_capacity(rows),
+                values: memory::take_vec(items),
                 valid,
             },
             Node::Timestamp { unit, tz, data_type } => Col::Timestamp {
-                values: Vec::with_capacity(rows),
+                values: memory::take_vec(items),
                 valid,
                 unit: *unit,
                 tz,
                 data_type,
             },
             Node::Text => {
-                let mut offsets = Vec::with_capacity(rows + 1);
+                let mut offsets = memory::take_vec(items + 1);
                 offsets.push(0);
                 Col::Text {
                     offsets,
-                    bytes: Vec::with_capacity(rows * 16),
+                    bytes: memory::take_vec(text_bytes),
                     valid,
                 }
             }
             Node::Struct(plan) => Col::Struct {
                 plan,
-                children: plan.nodes.iter().map(|n| Col::new(n, rows)).collect(),
+                children: plan.nodes.iter().map(|n| Col::new(n, rows, sizes)).collect(),
                 valid,
                 seen: vec![false; plan.nodes.len().saturating_sub(64)],
             },
             Node::List { field, item, large } => {
-                let mut offsets = Vec::with_capacity(rows + 1);
+                let mut offsets = memory::take_vec(items + 1);
                 offsets.push(0);
                 Col::List {
                     field,
                     large: *large,
                     offsets,
-                    item: Box::new(Col::new(item, rows)),
+                    item: Box::new(Col::new(item, rows, sizes)),
                     item_nullable: field.is_nullable(),
                     valid,
                 }
@@ -689,17 +767,45 @@ impl<'p> Col<'p> {
                 value,
                 value_nullable,
             } => {
-                let mut offsets = Vec::with_capacity(rows + 1);
+                let mut offsets = memory::take_vec(items + 1);
                 offsets.push(0);
                 Col::Map {
                     entries,
                     sorted: *sorted,
                     offsets,
-                    keys: Box::new(Col::new(&Node::Text, rows)),
-                    values: Box::new(Col::new(value, rows)),
+                    keys: Box::new(Col::new(&Node::Text, rows, sizes)),
+                    values: Box::new(Col::new(value, rows, sizes)),
                     value_nullable: *value_nullable,
                     valid,
                 }
+            }
+        }
+    }
+
+    /// Keep this column's sizes, and those under it, in `sizes` (in the
+    /// order [`Col::new`] reads them).
+    fn learn(&self, sizes: &mut Sizes) {
+        match self {
+            Col::Bool { values, .. } => sizes.keep(values.len(), 0),
+            Col::Int { values, .. } | Col::Timestamp { values, .. } => sizes.keep(values.len(), 0),
+            Col::UInt { values, .. } => sizes.keep(values.len(), 0),
+            Col::Float32 { values, .. } => sizes.keep(values.len(), 0),
+            Col::Float64 { values, .. } => sizes.keep(values.len(), 0),
+            Col::Text { offsets, bytes, .. } => sizes.keep(offsets.len(), bytes.len()),
+            Col::Struct { children, valid, .. } => {
+                sizes.keep(valid.len(), 0);
+                children.iter().for_each(|c| c.learn(sizes));
+            }
+            Col::List { offsets, item, .. } => {
+                sizes.keep(offsets.len(), 0);
+                item.learn(sizes);
+            }
+            Col::Map {
+                offsets, keys, values, ..
+            } => {
+                sizes.keep(offsets.len(), 0);
+                keys.learn(sizes);
+                values.learn(sizes);
             }
         }
     }
@@ -776,12 +882,12 @@ impl<'p> Col<'p> {
             Arc::new(PrimitiveArray::<T>::new(values.collect(), nulls))
         }
         fn list_offsets(offsets: Vec<i64>) -> Result<OffsetBuffer<i32>, ArrowError> {
-            let offsets = offsets
-                .into_iter()
-                .map(i32::try_from)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|_| ArrowError::JsonError("list offsets overflow".into()))?;
-            Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
+            let mut narrow = memory::take_vec::<i32>(offsets.len());
+            for &o in &offsets {
+                narrow.push(i32::try_from(o).map_err(|_| ArrowError::JsonError("list offsets overflow".into()))?);
+            }
+            drop(memory::into_buffer(offsets));
+            Ok(OffsetBuffer::new(memory::into_scalars(narrow)))
         }
         Ok(match self {
             Col::Bool { mut values, valid } => Arc::new(BooleanArray::new(values.finish(), nulls(valid))),
@@ -797,7 +903,7 @@ impl<'p> Col<'p> {
                     DataType::Int8 => ints::<Int8Type>(values.iter().map(|&v| v as i8), n),
                     DataType::Int16 => ints::<Int16Type>(values.iter().map(|&v| v as i16), n),
                     DataType::Int32 => ints::<Int32Type>(values.iter().map(|&v| v as i32), n),
-                    _ => Arc::new(PrimitiveArray::<Int64Type>::new(values.into(), n)),
+                    _ => Arc::new(PrimitiveArray::<Int64Type>::new(memory::into_scalars(values), n)),
                 }
             }
             Col::UInt {
@@ -815,7 +921,10 @@ impl<'p> Col<'p> {
                 }
             }
             Col::Float32 { values, valid } => Arc::new(PrimitiveArray::<Float32Type>::new(values.into(), nulls(valid))),
-            Col::Float64 { values, valid } => Arc::new(PrimitiveArray::<Float64Type>::new(values.into(), nulls(valid))),
+            Col::Float64 { values, valid } => Arc::new(PrimitiveArray::<Float64Type>::new(
+                memory::into_scalars(values),
+                nulls(valid),
+            )),
             Col::Timestamp {
                 values,
                 valid,
@@ -826,7 +935,7 @@ impl<'p> Col<'p> {
                 let DataType::Timestamp(_, tz) = data_type else {
                     unreachable!("a timestamp column of a timestamp type")
                 };
-                let (values, n) = (ScalarBuffer::from(values), nulls(valid));
+                let (values, n) = (memory::into_scalars(values), nulls(valid));
                 match unit {
                     TimeUnit::Second => {
                         Arc::new(PrimitiveArray::<TimestampSecondType>::new(values, n).with_timezone_opt(tz.clone()))
@@ -843,13 +952,13 @@ impl<'p> Col<'p> {
                 }
             }
             Col::Text { offsets, bytes, valid } => {
-                let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+                let offsets = OffsetBuffer::new(memory::into_scalars(offsets));
                 debug_assert!(std::str::from_utf8(&bytes).is_ok());
                 // SAFETY: the bytes are copied from documents' strings only
                 // after checking them as UTF-8 (`Parser::string`), or are
                 // whole characters written from escapes and literals, and the
                 // offsets, rising from 0, fall on those copies' boundaries.
-                Arc::new(unsafe { StringArray::new_unchecked(offsets, bytes.into(), nulls(valid)) })
+                Arc::new(unsafe { StringArray::new_unchecked(offsets, memory::into_buffer(bytes), nulls(valid)) })
             }
             Col::Struct {
                 plan, children, valid, ..
@@ -2036,6 +2145,54 @@ enum KeyAt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After a piece, the next one's columns are sized from it: lists'
+    /// items and strings' bytes too, which a guess per row misses.
+    #[test]
+    fn each_piece_sizes_its_columns_from_the_last_one() {
+        let data_type: DataType = DataType::Struct(Fields::from(vec![
+            arrow_schema::Field::new("id", DataType::Utf8, true),
+            arrow_schema::Field::new_list("items", arrow_schema::Field::new("item", DataType::Float64, true), true),
+        ]));
+        let plan = Plan::new(&data_type).unwrap();
+        // The sizes asked for, column by column (struct, id, items, item).
+        let asked = |rows: usize| {
+            let mut sizes = plan.sizes(rows, usize::MAX);
+            (0..4).map(|_| sizes.next(rows, rows * 16)).collect::<Vec<_>>()
+        };
+        assert_eq!(asked(1000), vec![(1000, 16_000); 4], "a guess per row before any piece");
+        let id = "x".repeat(40);
+        let documents: Vec<String> = (0..1000)
+            .map(|i| format!(r#"{{"id":"{id}{i}","items":[1.5,2,3.25,{i}]}}"#))
+            .collect();
+        let column = arrow_array::StringArray::from(documents.iter().map(String::as_str).collect::<Vec<_>>());
+        let values = Values::of(&column).unwrap();
+        let parsed = parse(Some(&plan), &values, 0, OnValueError::Raise, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(parsed.len(), 1000);
+        let ids: usize = (0..1000).map(|i| 40 + i.to_string().len()).sum();
+        let [row, text, list, item] = asked(1000)[..] else {
+            panic!("four columns")
+        };
+        assert!(row.0 >= 1000 && row.0 < 1200, "{row:?}");
+        assert!(
+            text.0 > 1000 && text.0 < 1200 && text.1 >= ids && text.1 < ids * 5 / 4,
+            "{text:?}"
+        );
+        assert!(list.0 > 1000 && list.0 < 1200, "{list:?}");
+        assert!(item.0 >= 4000 && item.0 < 4700, "{item:?}");
+        // Half the rows next time: half the room.
+        let [_, half, ..] = asked(500)[..] else {
+            panic!("four columns")
+        };
+        assert!(half.1 >= ids / 2 && half.1 < ids * 5 / 8, "{half:?}");
+        // A piece of one small value: no more room than its bytes.
+        let mut sizes = plan.sizes(1, 30);
+        assert!((0..4)
+            .map(|_| sizes.next(1, 16))
+            .all(|(items, bytes)| items <= 46 && bytes <= 46));
+    }
 
     /// Clinger's fast path gives what the standard library's correctly
     /// rounded parser gives, bit for bit, on every decimal it accepts.
