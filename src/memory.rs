@@ -12,9 +12,10 @@
 //! decode would also map, fault in and zero fresh column memory, and unmap it
 //! when Arrow frees the table: measured, a 1 MiB fetch took 256 page faults
 //! per call and decode time doubled or worse, depending on the heap's state.
-//! So column buffers handed to Arrow go back to a small bounded pool (one per
-//! element type) when Arrow drops them, and the next decode writes into
-//! memory already mapped.
+//! So column buffers handed to Arrow go back to a small bounded pool when
+//! Arrow drops them, and the next decode writes into memory already mapped.
+//! Buffers in the pool are in use as far as malloc knows, so they stay
+//! mapped when another library in the process trims malloc's free memory.
 
 use std::collections::VecDeque;
 use std::ptr::NonNull;

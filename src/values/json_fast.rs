@@ -19,6 +19,9 @@
 //!   short.
 //! - A row is known to be one value once the value ends and only whitespace
 //!   follows it.
+//! - Columns are sized from the last piece the plan parsed (items and
+//!   string bytes per row, bounded by this piece's bytes), so they don't grow
+//!   as they fill, and their buffers come from `memory`'s pool.
 //! - A bad value rolls every builder back to the row's start ([`Col::truncate`]),
 //!   then either stops the piece with its reason or becomes a null row; the
 //!   rows around it are kept.
