@@ -369,6 +369,9 @@ pub struct ColumnBuilder {
     header_value: BinaryColumn,
     /// (records, bytes) last passed to `reserve`, for the header columns.
     header_room: (usize, usize),
+    /// Header key and value bytes per record (in 1/256ths) of the last
+    /// chunk finished with headers, if any.
+    header_bytes: Option<(usize, usize)>,
 }
 
 impl Default for ColumnBuilder {
@@ -429,6 +432,7 @@ impl ColumnBuilder {
             header_key: BinaryColumn::new(),
             header_value: BinaryColumn::new(),
             header_room: (0, 0),
+            header_bytes: None,
         }
     }
 
@@ -489,15 +493,28 @@ impl ColumnBuilder {
         self.header_key.offsets.capacity() > 1
     }
 
-    /// The first header of a chunk: room for two per record and header bytes
-    /// up to the input's size, so the header columns never grow by copying.
+    /// The first header of a chunk: room for two per record, and header
+    /// bytes as the last chunk with headers had per record (an eighth more),
+    /// or else up to the chunk's bytes, so the header columns seldom grow by
+    /// copying. Not the chunk's bytes every time: the value column asks the
+    /// pool for as much, and the two would swap buffers from chunk to chunk,
+    /// the values faulting in their pages again each time.
     #[cold]
     fn reserve_headers(&mut self) {
         let (records, bytes) = self.header_room;
+        let room = |per_record: Option<usize>, most: usize| {
+            per_record.map_or(most, |n| {
+                let n = n.saturating_mul(records) / 256;
+                n.saturating_add(n / 8).saturating_add(4096).min(most)
+            })
+        };
         memory::reserve(&mut self.header_key.offsets, records.saturating_mul(2));
         memory::reserve(&mut self.header_value.offsets, records.saturating_mul(2));
-        memory::reserve(&mut self.header_key.data, bytes / 2);
-        memory::reserve(&mut self.header_value.data, bytes);
+        memory::reserve(
+            &mut self.header_key.data,
+            room(self.header_bytes.map(|b| b.0), bytes / 2),
+        );
+        memory::reserve(&mut self.header_value.data, room(self.header_bytes.map(|b| b.1), bytes));
     }
 
     pub fn mark(&self) -> Mark {
@@ -539,6 +556,14 @@ impl ColumnBuilder {
     /// one, unless the topic column would pass i32 offsets (a long topic
     /// name times millions of rows), then as many as that takes.
     pub fn finish(&mut self, topic: Option<&str>, partition: Option<i32>) -> Vec<RecordBatch> {
+        let rows = self.offset.len();
+        if rows > 0 && self.headers_reserved() {
+            let per_record = |n: usize| n.saturating_mul(256) / rows;
+            self.header_bytes = Some((
+                per_record(self.header_key.data.len()),
+                per_record(self.header_value.data.len()),
+            ));
+        }
         self.finish_within(topic, partition, i32::MAX as usize)
     }
 
@@ -721,6 +746,29 @@ mod tests {
         let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
         assert_eq!((headers.value_length(0), headers.value_length(1)), (0, 2));
         assert!(b.is_empty(), "finish starts afresh");
+    }
+
+    #[test]
+    fn header_columns_are_sized_from_the_last_chunk_with_headers() {
+        let mut b = ColumnBuilder::new();
+        b.reserve(100, 8 << 20);
+        for i in 0..100 {
+            b.header(b"trace-id", Some(b"0123456789abcdef"));
+            b.record(&rec(i, None, Some(b"v")));
+        }
+        // No chunk before: room for as much as the chunk may hold.
+        assert!(b.header_value.data.capacity() >= 8 << 20);
+        drop(b.finish(None, None));
+        b.reserve(100, 8 << 20);
+        b.header(b"trace-id", Some(b"0123456789abcdef"));
+        // 16 value bytes a record: about 100 records' worth, not 8 MiB.
+        let (keys, values) = (b.header_key.data.capacity(), b.header_value.data.capacity());
+        assert!((1600..64 << 10).contains(&values), "{values}");
+        assert!((800..64 << 10).contains(&keys), "{keys}");
+        b.record(&rec(100, None, Some(b"v")));
+        let batch = b.finish(None, None).remove(0);
+        let headers = batch.column(7).as_any().downcast_ref::<ListArray>().expect("list");
+        assert_eq!(headers.value_length(0), 1);
     }
 
     #[test]
