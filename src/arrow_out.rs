@@ -503,10 +503,7 @@ impl ColumnBuilder {
     fn reserve_headers(&mut self) {
         let (records, bytes) = self.header_room;
         let room = |per_record: Option<usize>, most: usize| {
-            per_record.map_or(most, |n| {
-                let n = n.saturating_mul(records) / 256;
-                n.saturating_add(n / 8).saturating_add(4096).min(most)
-            })
+            per_record.map_or(most, |n| memory::learnt_room(n, records, 4096, most))
         };
         memory::reserve(&mut self.header_key.offsets, records.saturating_mul(2));
         memory::reserve(&mut self.header_value.offsets, records.saturating_mul(2));
@@ -558,10 +555,9 @@ impl ColumnBuilder {
     pub fn finish(&mut self, topic: Option<&str>, partition: Option<i32>) -> Vec<RecordBatch> {
         let rows = self.offset.len();
         if rows > 0 && self.headers_reserved() {
-            let per_record = |n: usize| n.saturating_mul(256) / rows;
             self.header_bytes = Some((
-                per_record(self.header_key.data.len()),
-                per_record(self.header_value.data.len()),
+                memory::per_row(self.header_key.data.len(), rows),
+                memory::per_row(self.header_value.data.len(), rows),
             ));
         }
         self.finish_within(topic, partition, i32::MAX as usize)

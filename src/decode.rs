@@ -620,7 +620,9 @@ impl<'j, 'a> Part<'j, 'a> {
                 };
                 builder.reserve(
                     records.min(CHUNK_ROWS),
-                    (self.job.chunk_room()).min(self.job.data.len() - (raw.position + raw.bytes.len())),
+                    self.job
+                        .chunk_room()
+                        .min(self.job.data.len() - (raw.position + raw.bytes.len())),
                 );
             }
         }

@@ -67,8 +67,21 @@ impl<T> Shelf<T> {
             classes: [const { VecDeque::new() }; CLASSES],
         }
     }
+}
 
-    /// When this type's oldest buffer came back, and its class.
+/// A buffer out of the pool, of any element type, to free once the pool's
+/// lock is let go (unmapping a large buffer takes a while).
+type Evicted = Box<dyn std::any::Any + Send>;
+
+/// A shelf of any element type, for eviction across types.
+trait AnyShelf {
+    /// When this shelf's oldest buffer came back, and its class.
+    fn oldest(&self) -> Option<(u64, usize)>;
+    /// Take out the oldest buffer of class `k`, and the bytes counted for it.
+    fn pop(&mut self, k: usize) -> Option<(usize, Evicted)>;
+}
+
+impl<T: Poolable> AnyShelf for Shelf<T> {
     fn oldest(&self) -> Option<(u64, usize)> {
         self.classes
             .iter()
@@ -77,9 +90,9 @@ impl<T> Shelf<T> {
             .min()
     }
 
-    /// Take out the oldest buffer of class `k`, and the bytes counted for it.
-    fn pop(&mut self, k: usize, wrap: fn(Vec<T>) -> Evicted) -> Option<(usize, Evicted)> {
-        self.classes[k].pop_front().map(|p| (p.resident, wrap(p.vec)))
+    fn pop(&mut self, k: usize) -> Option<(usize, Evicted)> {
+        let p = self.classes[k].pop_front()?;
+        Some((p.resident, Box::new(p.vec)))
     }
 }
 
@@ -88,17 +101,6 @@ pub struct Pooled<T> {
     vec: Vec<T>,
     resident: usize,
     seq: u64,
-}
-
-/// A buffer out of the pool, to free once the pool's lock is let go
-/// (unmapping a large buffer takes a while).
-#[allow(dead_code)] // held only to be dropped
-pub enum Evicted {
-    U8(Vec<u8>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U128(Vec<u128>),
-    F64(Vec<f64>),
 }
 
 /// Free buffers of every element type, within `max_bytes` and `max_buffers`.
@@ -183,25 +185,18 @@ impl Pools {
 
     /// Take out the buffer that came back longest ago, of any type.
     fn evict_oldest(&mut self) -> Option<Evicted> {
-        let fronts = [
-            self.u8s.oldest(),
-            self.i32s.oldest(),
-            self.i64s.oldest(),
-            self.u128s.oldest(),
-            self.f64s.oldest(),
+        let shelves: [&mut dyn AnyShelf; 5] = [
+            &mut self.u8s,
+            &mut self.i32s,
+            &mut self.i64s,
+            &mut self.u128s,
+            &mut self.f64s,
         ];
-        let (t, (_, k)) = fronts
-            .iter()
-            .enumerate()
-            .filter_map(|(t, o)| o.map(|o| (t, o)))
-            .min_by_key(|(_, o)| *o)?;
-        let (resident, vec) = match t {
-            0 => self.u8s.pop(k, Evicted::U8),
-            1 => self.i32s.pop(k, Evicted::I32),
-            2 => self.i64s.pop(k, Evicted::I64),
-            3 => self.u128s.pop(k, Evicted::U128),
-            _ => self.f64s.pop(k, Evicted::F64),
-        }?;
+        let ((_, k), shelf) = shelves
+            .into_iter()
+            .filter_map(|shelf| shelf.oldest().map(|oldest| (oldest, shelf)))
+            .min_by_key(|(oldest, _)| *oldest)?;
+        let (resident, vec) = shelf.pop(k)?;
         self.bytes -= resident;
         self.buffers -= 1;
         Some(vec)
@@ -227,22 +222,27 @@ pub fn take_vec<T: Poolable>(capacity: usize) -> Vec<T> {
     Vec::with_capacity(capacity)
 }
 
+/// Give `vec` to the pool (its contents no longer needed), if it is large
+/// enough to be pooled; else free it.
+pub fn recycle<T: Poolable>(mut vec: Vec<T>) {
+    let resident = vec.len() * std::mem::size_of::<T>();
+    if bytes_of(&vec) < POOL_MIN_BYTES || resident > POOL_MAX_BYTES {
+        return;
+    }
+    let resident = release_spare(&mut vec);
+    let mut evicted = Vec::new();
+    if let Ok(mut pools) = POOLS.lock() {
+        pools.put(vec, resident, &mut evicted);
+    }
+    drop(evicted);
+}
+
 /// Owns a vector while Arrow uses its bytes; gives it to the pool on drop.
 struct Lent<T: Poolable>(Vec<T>);
 
 impl<T: Poolable> Drop for Lent<T> {
     fn drop(&mut self) {
-        let mut vec = std::mem::take(&mut self.0);
-        let resident = vec.len() * std::mem::size_of::<T>();
-        if resident > POOL_MAX_BYTES {
-            return;
-        }
-        let resident = release_spare(&mut vec);
-        let mut evicted = Vec::new();
-        if let Ok(mut pools) = POOLS.lock() {
-            pools.put(vec, resident, &mut evicted);
-        }
-        drop(evicted);
+        recycle(std::mem::take(&mut self.0));
     }
 }
 
@@ -284,6 +284,21 @@ pub fn filled<T: Poolable>(value: T, n: usize) -> Vec<T> {
     let mut v = take_vec(n);
     v.resize(n, value);
     v
+}
+
+/// A column's size per row, in 1/256ths: `n` items or bytes over `rows`
+/// rows, learnt from one chunk to size the next (see [`learnt_room`]).
+pub fn per_row(n: usize, rows: usize) -> usize {
+    n.saturating_mul(256) / rows.max(1)
+}
+
+/// Room for `rows` rows of a column that ran `per_row` (see [`per_row`]) in
+/// the last chunk: an eighth more, plus `slack`, and at most `most`. Sized
+/// so, a column neither grows as it fills (each growth a copy into fresh
+/// memory) nor asks the pool for much more than it will use.
+pub fn learnt_room(per_row: usize, rows: usize, slack: usize, most: usize) -> usize {
+    let n = per_row.saturating_mul(rows) / 256;
+    n.saturating_add(n / 8).saturating_add(slack).min(most)
 }
 
 /// An Arrow scalar buffer of `v`'s items (see [`into_buffer`]).
@@ -470,7 +485,11 @@ mod tests {
         assert!(put(&mut pools, Vec::<i64>::with_capacity(50)).is_empty());
         // 1,400 bytes: the u8 buffer is the oldest, not the other i64 one.
         let evicted = put(&mut pools, Vec::<i64>::with_capacity(50));
-        assert!(matches!(evicted[..], [Evicted::U8(ref v)] if v.capacity() == 600));
+        let capacities: Vec<_> = evicted
+            .iter()
+            .map(|e| e.downcast_ref::<Vec<u8>>().map(Vec::capacity))
+            .collect();
+        assert_eq!(capacities, [Some(600)]);
         assert_eq!((pools.bytes, pools.buffers), (800, 2));
         assert!(pools.take::<u8>(600).is_none());
         assert!(pools.take::<i64>(50).is_some());

@@ -234,8 +234,7 @@ impl Sizes<'_> {
     fn next(&mut self, items: usize, bytes: usize) -> (usize, usize) {
         let learnt = |k: usize| {
             let per_row = self.per_row.get(k).map_or(0, |s| s.load(Relaxed)) as usize;
-            let n = per_row.saturating_mul(self.rows) / 256;
-            n.saturating_add(n / 8).saturating_add(16).min(self.most)
+            memory::learnt_room(per_row, self.rows, 16, self.most)
         };
         let out = if self.per_row.get(2 * self.at).is_some_and(|s| s.load(Relaxed) > 0) {
             (learnt(2 * self.at), learnt(2 * self.at + 1))
@@ -248,8 +247,8 @@ impl Sizes<'_> {
 
     /// Keep this column's items and bytes per row of this piece.
     fn keep(&mut self, items: usize, bytes: usize) {
-        let rows = self.rows.max(1);
-        let per_row = |n: usize| (n.saturating_mul(256) / rows).max(1) as u64;
+        // At least 1: 0 is "never learnt".
+        let per_row = |n: usize| memory::per_row(n, self.rows).max(1) as u64;
         if let Some(s) = self.per_row.get(2 * self.at) {
             s.store(per_row(items), Relaxed);
         }
@@ -889,7 +888,7 @@ impl<'p> Col<'p> {
             for &o in &offsets {
                 narrow.push(i32::try_from(o).map_err(|_| ArrowError::JsonError("list offsets overflow".into()))?);
             }
-            drop(memory::into_buffer(offsets));
+            memory::recycle(offsets);
             Ok(OffsetBuffer::new(memory::into_scalars(narrow)))
         }
         Ok(match self {
