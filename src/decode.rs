@@ -746,14 +746,15 @@ fn decode_v2<S: RecordSink>(
             )
         })?;
     } else {
-        compression::decompress(header.codec, payload, 2, options.max_decompressed_size, scratch).map_err(|e| {
-            header.error(
-                ErrorKind::Decompression,
-                header.position + V2_HEADER_SIZE,
-                e.to_string(),
-            )
-        })?;
-        record::read_records(scratch, count, &ctx, sink)
+        let n = compression::decompress_reusing(header.codec, payload, 2, options.max_decompressed_size, scratch)
+            .map_err(|e| {
+                header.error(
+                    ErrorKind::Decompression,
+                    header.position + V2_HEADER_SIZE,
+                    e.to_string(),
+                )
+            })?;
+        record::read_records(&scratch[..n], count, &ctx, sink)
             .map_err(|e| e.locate(header.position, Some(header.base_offset), 0, true))?;
     }
     Ok(header)

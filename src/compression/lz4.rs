@@ -100,24 +100,51 @@ pub fn decompress_first_frame(
     limit: usize,
     out: &mut Vec<u8>,
 ) -> Result<usize, CodecError> {
+    let start = out.len();
     let mut sink = Sink {
-        start: out.len(),
-        filled: out.len(),
+        start,
+        filled: start,
         limit,
         out,
+        in_room: false,
     };
-    let result = match read_u32_le(payload, 0) {
-        None => Err(invalid("payload too short for an lz4 frame")),
-        Some(FRAME_MAGIC) => decompress_frame(payload, 0, magic0, &mut sink),
-        Some(magic) if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC => Err(invalid(format!(
-            "skippable frame {magic:#010x} where Kafka expects an lz4 frame"
-        ))),
-        Some(magic) => Err(invalid(format!("bad frame magic number {magic:#010x}"))),
-    };
+    let result = frame(payload, magic0, &mut sink);
     // `out` may hold zeroed room past `filled`; drop it, on success or not.
     let filled = sink.filled;
     out.truncate(filled);
     result
+}
+
+/// Decompress the first frame of `payload` into the start of `out`,
+/// returning how many bytes it decoded: `out[..n]`. `out` keeps its length,
+/// and what it held past `n` (bytes of earlier frames) is left there as
+/// room: lz4_flex decodes only into initialized bytes, so a buffer reused
+/// frame after frame this way is zeroed once, not once per frame, and each
+/// block decodes in place (batches are mostly one block, the frame's last,
+/// which [`decompress`] decodes into a scratch buffer and copies, to avoid
+/// zeroing a whole block's room for it).
+pub fn decompress_in_room(payload: &[u8], magic0: bool, limit: usize, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+    let mut sink = Sink {
+        start: 0,
+        filled: 0,
+        limit,
+        out,
+        in_room: true,
+    };
+    frame(payload, magic0, &mut sink)?;
+    Ok(sink.filled)
+}
+
+/// The frame at the start of `payload`, into `sink`; the position past it.
+fn frame(payload: &[u8], magic0: bool, sink: &mut Sink<'_>) -> Result<usize, CodecError> {
+    match read_u32_le(payload, 0) {
+        None => Err(invalid("payload too short for an lz4 frame")),
+        Some(FRAME_MAGIC) => decompress_frame(payload, 0, magic0, sink),
+        Some(magic) if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC => Err(invalid(format!(
+            "skippable frame {magic:#010x} where Kafka expects an lz4 frame"
+        ))),
+        Some(magic) => Err(invalid(format!("bad frame magic number {magic:#010x}"))),
+    }
 }
 
 /// Decodes the frame whose magic number is at `frame_pos`; returns the
@@ -235,6 +262,9 @@ struct Sink<'a> {
     start: usize,
     filled: usize,
     limit: usize,
+    /// Every block decodes in place: `out`'s room outlives the call (see
+    /// [`decompress_in_room`]), so zeroing it is paid once.
+    in_room: bool,
 }
 
 impl Sink<'_> {
@@ -298,7 +328,7 @@ impl Sink<'_> {
     ) -> Result<(), CodecError> {
         let room = block_max.min(self.room());
         let filled = self.filled;
-        if last && self.out.len() - filled < room && room <= SCRATCH_MAX {
+        if last && !self.in_room && self.out.len() - filled < room && room <= SCRATCH_MAX {
             let decoded = SCRATCH.with(|cell| {
                 let mut scratch = cell.try_borrow_mut().ok()?;
                 if scratch.len() < room {
@@ -604,6 +634,37 @@ mod tests {
                 assert_eq!(&dec(&frame, magic0, input.len()).unwrap(), input, "len {}", input.len());
             }
         }
+    }
+
+    #[test]
+    fn a_buffer_reused_frame_after_frame_decodes_each_as_a_fresh_one() {
+        let frames = [
+            unhex(CLI_LINKED),
+            comp(&sample(300, 31), false),
+            comp(&sample(200_000, 32), false),
+            unhex(CLI_INDEP),
+            comp(&[], false),
+            comp(&noise(70_000, 33), false),
+            comp(&sample(20, 34), false),
+        ];
+        let mut room = Vec::new();
+        for frame in frames.iter().chain(frames.iter().rev()) {
+            let want = dec(frame, false, MIB).unwrap();
+            let n = decompress_in_room(frame, false, MIB, &mut room).unwrap();
+            assert_eq!(&room[..n], &want[..]);
+            assert!(room.len() >= n);
+        }
+        // Errors stay errors, and the buffer still serves the next frame.
+        let big = comp(&sample(200_000, 35), false);
+        assert!(matches!(
+            decompress_in_room(&big, false, 100_000, &mut room),
+            Err(CodecError::TooLarge { .. })
+        ));
+        let mut corrupt = big.clone();
+        corrupt.truncate(corrupt.len() / 2);
+        assert!(decompress_in_room(&corrupt, false, MIB, &mut room).is_err());
+        let n = decompress_in_room(&frames[1], false, MIB, &mut room).unwrap();
+        assert_eq!(&room[..n], &sample(300, 31)[..]);
     }
 
     #[test]

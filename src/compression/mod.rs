@@ -100,6 +100,23 @@ pub fn decompress(codec: Codec, payload: &[u8], magic: i8, limit: usize, out: &m
     }
 }
 
+/// [`decompress`] into a buffer reused batch after batch: the data is
+/// `out[..n]` for the `n` returned, and `out` may hold more bytes past it,
+/// kept as room so lz4 decodes in place without zeroing it again (see
+/// [`lz4::decompress_in_room`]). Other codecs fill `out` as [`decompress`] does.
+pub fn decompress_reusing(
+    codec: Codec,
+    payload: &[u8],
+    magic: i8,
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<usize, CodecError> {
+    match codec {
+        Codec::Lz4 => lz4::decompress_in_room(payload, magic == 0, limit, out),
+        _ => decompress(codec, payload, magic, limit, out).map(|()| out.len()),
+    }
+}
+
 /// Options for compressing, as producers set them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CompressOptions {
