@@ -309,6 +309,9 @@ struct StructPlan {
     buckets: Vec<Vec<u32>>,
     /// Per field, its name as a compact document writes it (see [`Token`]).
     tokens: Vec<Token>,
+    /// Per field, its name as a compact document writes it after another
+    /// member: the comma, then the token.
+    next_tokens: Vec<Token>,
     /// Per field, whether it may be null.
     nullable: Vec<bool>,
 }
@@ -336,13 +339,20 @@ impl Token {
     /// The token of `name`, if it is at most 32 bytes and the name needs no
     /// escape (else a `Token` that never matches).
     fn of(name: &[u8]) -> Token {
-        let len = name.len() + 3;
+        Token::after(b"", name)
+    }
+
+    /// The token of `name` after `lead` (`,` for the member after another),
+    /// under the same conditions as [`Token::of`].
+    fn after(lead: &[u8], name: &[u8]) -> Token {
+        let len = lead.len() + name.len() + 3;
         if len > 32 || name.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\') {
             return Token::NONE;
         }
         let mut bytes = [0u8; 32];
-        bytes[0] = b'"';
-        bytes[1..=name.len()].copy_from_slice(name);
+        bytes[..lead.len()].copy_from_slice(lead);
+        bytes[lead.len()] = b'"';
+        bytes[lead.len() + 1..len - 2].copy_from_slice(name);
         bytes[len - 2] = b'"';
         bytes[len - 1] = b':';
         let mask = |n: usize| match n {
@@ -540,6 +550,10 @@ impl Node {
                     .iter()
                     .map(|n| n.as_deref().map_or(Token::NONE, Token::of))
                     .collect();
+                let next_tokens = names
+                    .iter()
+                    .map(|n| n.as_deref().map_or(Token::NONE, |n| Token::after(b",", n)))
+                    .collect();
                 Node::Struct(StructPlan {
                     fields: fields.clone(),
                     nodes,
@@ -547,6 +561,7 @@ impl Node {
                     heads,
                     buckets,
                     tokens,
+                    next_tokens,
                     nullable: fields.iter().map(|f| f.is_nullable()).collect(),
                 })
             }
@@ -873,6 +888,11 @@ impl<'p> Col<'p> {
         self.valid().truncate(len);
     }
 
+    /// The column as an Arrow array. Offsets (text, list and map) are
+    /// wrapped unchecked, as Arrow's check is a pass over each of them: they
+    /// start at 0 and never fall, as each value pushes its column's length
+    /// or the last offset plus its item count, and [`Col::truncate`] cuts
+    /// offsets and what they index together.
     fn finish(self) -> Result<ArrayRef, ArrowError> {
         fn nulls(valid: Valid) -> Option<NullBuffer> {
             valid.finish()
@@ -889,7 +909,8 @@ impl<'p> Col<'p> {
                 narrow.push(i32::try_from(o).map_err(|_| ArrowError::JsonError("list offsets overflow".into()))?);
             }
             memory::recycle(offsets);
-            Ok(OffsetBuffer::new(memory::into_scalars(narrow)))
+            // SAFETY: rising from 0 (see `finish`); narrowing kept every value.
+            Ok(unsafe { OffsetBuffer::new_unchecked(memory::into_scalars(narrow)) })
         }
         Ok(match self {
             Col::Bool { mut values, valid } => Arc::new(BooleanArray::new(values.finish(), nulls(valid))),
@@ -954,7 +975,14 @@ impl<'p> Col<'p> {
                 }
             }
             Col::Text { offsets, bytes, valid } => {
-                let offsets = OffsetBuffer::new(memory::into_scalars(offsets));
+                if i32::try_from(bytes.len()).is_err() {
+                    return Err(ArrowError::JsonError(
+                        "more than 2 GiB of strings in one column of a piece".into(),
+                    ));
+                }
+                // SAFETY: rising from 0 (see `finish`); the bytes' length
+                // fits `i32`, so no offset wrapped.
+                let offsets = unsafe { OffsetBuffer::new_unchecked(memory::into_scalars(offsets)) };
                 debug_assert!(std::str::from_utf8(&bytes).is_ok());
                 // SAFETY: the bytes are copied from documents' strings only
                 // after checking them as UTF-8 (`Parser::string`), or are
@@ -984,7 +1012,8 @@ impl<'p> Col<'p> {
             } => {
                 let item = item.finish()?;
                 if large {
-                    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+                    // SAFETY: rising from 0 (see `finish`).
+                    let offsets = unsafe { OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)) };
                     Arc::new(LargeListArray::try_new(field.clone(), offsets, item, nulls(valid))?)
                 } else {
                     Arc::new(ListArray::try_new(
@@ -1067,15 +1096,12 @@ fn syntax<T>(what: &'static str, at: usize) -> Parsed<T> {
     Err(Box::new(Failure::Syntax(what, at)))
 }
 
-/// The offset after a text column's latest value: `bytes`' length, which
-/// must fit Arrow's 32-bit string offsets.
+/// The offset after a text column's latest value: `bytes`' length. It may
+/// wrap past 2 GiB: [`Col::finish`] then refuses the column (arrow-json
+/// reads the piece), so no per-value check is needed.
 #[inline(always)]
-fn text_end(bytes: &[u8]) -> Parsed<i32> {
-    i32::try_from(bytes.len()).map_err(|_| {
-        Box::new(Failure::Fit(
-            "more than 2 GiB of strings in one column of a piece".into(),
-        ))
-    })
+fn text_end(bytes: &[u8]) -> i32 {
+    bytes.len() as i32
 }
 
 /// What a JSON token starting with `b` is, for messages.
@@ -1183,8 +1209,94 @@ static EXACT_POWERS: [f64; 16] = [
 /// Clinger's fast path: the digits as an integer (below 10^15 < 2^53) and
 /// the power of ten are both exact in `f64`, so one correctly rounded
 /// division gives the correctly rounded value, as `str::parse` does.
+///
+/// With 16 bytes from the first digit in `b` (most numbers of a document),
+/// the digit runs are found by one 16-byte compare and read 8 digits at a
+/// time ([`eight_digits`]), without a branch per digit.
 #[inline(always)]
 fn short_decimal(b: &[u8], start: usize) -> Option<(f64, usize)> {
+    let negative = b.get(start) == Some(&b'-');
+    let first = start + usize::from(negative);
+    if let Some(chunk) = b.get(first..first + 16).and_then(|c| c.first_chunk::<16>()) {
+        // A stop at every byte past the chunk: runs that reach it are read below.
+        let stops = non_digits(chunk) | !0xFFFF;
+        let whole = stops.trailing_zeros() as usize;
+        // RFC 8259: one or more digits, no leading zero.
+        if whole == 0 || (whole > 1 && chunk[0] == b'0') {
+            return None;
+        }
+        if whole <= 8 {
+            let word = |at: usize| b.get(first + at..first + at + 8).and_then(|w| w.first_chunk::<8>());
+            let mut m = eight_digits(u64::from_le_bytes(*word(0)?), whole);
+            let (mut end, mut fraction) = (whole, 0);
+            if chunk[whole] == b'.' {
+                fraction = (stops >> (whole + 1)).trailing_zeros() as usize;
+                end = whole + 1 + fraction;
+                match word(whole + 1) {
+                    Some(w) if fraction > 0 && fraction <= 8 && end < 16 => {
+                        m = m * EXACT_INTEGER_POWERS[fraction] + eight_digits(u64::from_le_bytes(*w), fraction);
+                    }
+                    _ => return short_decimal_bytewise(b, start),
+                }
+            }
+            if whole + fraction > 15 || matches!(chunk[end], b'e' | b'E') {
+                return None;
+            }
+            let v = m as f64 / EXACT_POWERS[fraction];
+            return Some((if negative { -v } else { v }, first + end));
+        }
+    }
+    short_decimal_bytewise(b, start)
+}
+
+/// Powers of ten up to 10^8, as integers.
+static EXACT_INTEGER_POWERS: [u64; 9] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
+
+/// Bit `k` set where `chunk[k]` is not an ASCII digit.
+#[inline(always)]
+fn non_digits(chunk: &[u8; 16]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_set1_epi8, _mm_sub_epi8,
+        };
+        // SAFETY: SSE2 is part of every x86-64 CPU; the load reads `chunk`'s 16 bytes.
+        unsafe {
+            let x = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+            let d = _mm_sub_epi8(x, _mm_set1_epi8(b'0' as i8));
+            // A digit's `d` is at most 9 (unsigned).
+            let digits = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
+            !(_mm_movemask_epi8(digits) as u32) & 0xFFFF
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (0..16)
+            .filter(|&k| !chunk[k].is_ascii_digit())
+            .fold(0, |m, k| m | 1 << k)
+    }
+}
+
+/// The number written by the first `n <= 8` bytes of `word` (little-endian),
+/// ASCII digits: the eight-digit multiply-and-add of simdjson's
+/// `parse_eight_digits_unrolled`, with `8 - n` leading zeros put first.
+#[inline(always)]
+fn eight_digits(word: u64, n: usize) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    // Bytes past the digits may borrow, but only from bytes above them,
+    // which the shift drops.
+    let v = word.wrapping_sub(0x3030_3030_3030_3030) << (8 * (8 - n));
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let low = (v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32));
+    let high = ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32));
+    low.wrapping_add(high) >> 32
+}
+
+/// [`short_decimal`] a byte at a time, for numbers near the end of `b` or
+/// with more than 8 digits before the point.
+fn short_decimal_bytewise(b: &[u8], start: usize) -> Option<(f64, usize)> {
     let digit = |i: usize| b.get(i).map_or(10, |c| c.wrapping_sub(b'0'));
     let negative = b.get(start) == Some(&b'-');
     let first = start + usize::from(negative);
@@ -1820,7 +1932,7 @@ impl<'a, 's> Parser<'a, 's> {
                     }
                     _ => bytes.extend_from_slice(self.number()?.0),
                 }
-                offsets.push(text_end(bytes)?);
+                offsets.push(text_end(bytes));
                 valid.append(true);
             }
             Col::Bool { values, valid } => {
@@ -1905,7 +2017,7 @@ impl<'a, 's> Parser<'a, 's> {
         match (col, c) {
             (Col::Text { offsets, bytes, valid }, b'"') => {
                 self.string(bytes)?;
-                offsets.push(text_end(bytes)?);
+                offsets.push(text_end(bytes));
                 valid.append(true);
                 Ok(())
             }
@@ -1935,15 +2047,16 @@ impl<'a, 's> Parser<'a, 's> {
         let mut seen = Seen::new(rest);
         let mut matched = 0;
         let mut expect = 0;
+        // The field whose `,"name":` was matched after the last member.
+        let mut next = None;
         if self.peek()? == b'}' {
             self.i += 1;
         } else {
             loop {
-                if self.peek_spaced()? != b'"' {
-                    return syntax("a field name", self.i);
-                }
-                let field = match plan.tokens.get(expect) {
-                    Some(token) if token.at(self.b, self.i) => {
+                let field = match (next.take(), plan.tokens.get(expect)) {
+                    (Some(k), _) => Some(k),
+                    _ if self.peek_spaced()? != b'"' => return syntax("a field name", self.i),
+                    (None, Some(token)) if token.at(self.b, self.i) => {
                         self.i += token.len;
                         Some(expect)
                     }
@@ -1970,6 +2083,15 @@ impl<'a, 's> Parser<'a, 's> {
                         expect = k + 1;
                     }
                     None => self.skip()?,
+                }
+                // Compact documents: the comma and the next field's name,
+                // as producers write them, in one compare.
+                if let Some(token) = plan.next_tokens.get(expect) {
+                    if token.at(self.b, self.i) {
+                        self.i += token.len;
+                        next = Some(expect);
+                        continue;
+                    }
                 }
                 if !self.more(b'}')? {
                     break;
@@ -2201,7 +2323,7 @@ mod tests {
     #[test]
     fn short_decimals_parse_as_the_standard_library_does() {
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut accepted = 0;
+        let (mut accepted, mut accepted_inside) = (0, 0);
         for _ in 0..200_000 {
             x ^= x << 13;
             x ^= x >> 7;
@@ -2223,8 +2345,21 @@ mod tests {
                 accepted += 1;
                 assert_eq!(got.to_bits(), want.to_bits(), "{text}");
             }
+            // Inside a document, with 16 bytes to read from the number on.
+            let document = format!("[{text},\"next\": 12.5, \"last\": 1]");
+            let inside = short_decimal(document.as_bytes(), 1);
+            assert_eq!(
+                inside.map(|(_, end)| end),
+                short_decimal(text.as_bytes(), 0).map(|(_, end)| end + 1),
+                "{text}"
+            );
+            if let Some((got, _)) = inside {
+                accepted_inside += 1;
+                assert_eq!(got.to_bits(), want.to_bits(), "{text}");
+            }
         }
         assert!(accepted > 100_000, "{accepted}");
+        assert_eq!(accepted_inside, accepted);
         for text in [
             "1e5",
             "1.5E-3",
@@ -2245,6 +2380,24 @@ mod tests {
         // Not numbers by RFC 8259, or with an exponent: left to `Parser::number`.
         for text in ["01", "-", "-x", "1.", "1.e5", "-01.5", ".5", "1.5e3", "2E1", ""] {
             assert_eq!(short_decimal(text.as_bytes(), 0), None, "{text}");
+            let document = format!("{text}, \"padding\": [1, 2, 3]");
+            assert_eq!(short_decimal(document.as_bytes(), 0), None, "{document}");
+        }
+        // Runs that reach past 8 digits or past the 16 bytes read at once.
+        for text in [
+            "123456789.5",
+            "1.234567891",
+            "12345678.1234567",
+            "0.000000000000001",
+            "1234567.12345678",
+        ] {
+            let want: f64 = text.parse().unwrap();
+            let document = format!("{text}, \"padding\": [1, 2, 3]");
+            let got = short_decimal(document.as_bytes(), 0).map_or(want, |(v, end)| {
+                assert_eq!(end, text.len(), "{text}");
+                v
+            });
+            assert_eq!(got.to_bits(), want.to_bits(), "{text}");
         }
         // A number ends where a byte that can't continue it follows.
         assert_eq!(short_decimal(b"[12.5,3]", 1), Some((12.5, 5)));
