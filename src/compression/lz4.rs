@@ -1,8 +1,11 @@
 //! lz4 codec: the LZ4 *frame* format (magic `0x184D2204`), as Kafka's
 //! `KafkaLZ4BlockInputStream` / `KafkaLZ4BlockOutputStream` read and write it.
 //!
-//! The frame layer is written here on top of `lz4_flex::block` (the crate's own
-//! frame module is not enabled), so blocks decompress straight into `out`.
+//! The frame layer is written here on top of block codecs, so blocks
+//! decompress straight into `out`: liblz4's (`lz4-sys`) decodes independent
+//! blocks, the ones Kafka writes, as the reference and the faster of the two;
+//! `lz4_flex::block` decodes linked blocks, names what is wrong with a block
+//! liblz4 refused, and compresses (its own frame module is not enabled).
 //!
 //! Reading (spec: lz4_Frame_format.md):
 //! - independent and linked blocks (a linked block may reference the previous
@@ -368,6 +371,12 @@ thread_local! {
 /// frame, empty for independent blocks). `dst` is the room left: the frame's
 /// maximum block size or, if smaller, what the limit allows.
 fn decode(data: &[u8], dst: &mut [u8], dict: &[u8], block_max: usize, limit: usize) -> Result<usize, CodecError> {
+    if dict.is_empty() {
+        if let Some(n) = reference_decode(data, dst) {
+            return Ok(n);
+        }
+    }
+    // Linked blocks, and blocks liblz4 refused: lz4_flex says why.
     let room = dst.len();
     let result = if dict.is_empty() {
         lz4_block::decompress_into(data, dst)
@@ -382,6 +391,20 @@ fn decode(data: &[u8], dst: &mut [u8], dict: &[u8], block_max: usize, limit: usi
         }
         e => invalid(format!("corrupt block: {e}")),
     })
+}
+
+/// An independent block decoded by liblz4's `LZ4_decompress_safe` into
+/// `dst`: how many bytes, or `None` if it failed (or a size doesn't fit a
+/// C `int`). The reference decoder, and Kafka's through lz4-java; on the
+/// bench's JSON batches it decodes ~15 % faster than lz4_flex.
+fn reference_decode(data: &[u8], dst: &mut [u8]) -> Option<usize> {
+    let (src_len, dst_len) = (i32::try_from(data.len()).ok()?, i32::try_from(dst.len()).ok()?);
+    // SAFETY: `LZ4_decompress_safe` is liblz4's decoder for untrusted input:
+    // it reads at most `src_len` bytes from `data` and writes at most
+    // `dst_len` bytes to `dst`, whatever the bytes say, and returns a
+    // negative number when the block is malformed or doesn't fit.
+    let n = unsafe { lz4_sys::LZ4_decompress_safe(data.as_ptr().cast(), dst.as_mut_ptr().cast(), src_len, dst_len) };
+    usize::try_from(n).ok()
 }
 
 /// Compress `input` into one LZ4 frame the way Kafka's
