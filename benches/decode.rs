@@ -455,9 +455,8 @@ fn run_floor(
                 let (src, dst) = (block.len() as i32, *len as i32);
                 // SAFETY: liblz4's safe decoder reads at most `src` bytes of
                 // `block` and writes at most `dst` bytes to `out`, which holds 64 KiB.
-                let n = unsafe {
-                    lz4_sys::LZ4_decompress_safe(block.as_ptr().cast(), out.as_mut_ptr().cast(), src, dst)
-                };
+                let n =
+                    unsafe { lz4_sys::LZ4_decompress_safe(block.as_ptr().cast(), out.as_mut_ptr().cast(), src, dst) };
                 total += usize::try_from(n).expect("lz4");
             }
         }

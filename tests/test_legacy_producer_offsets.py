@@ -175,7 +175,10 @@ def librdkafka_wrapper(codec: str, n: int = 9, magic: int = 1) -> bytes:
                 "api.version.request": False,
                 "broker.version.fallback": "0.10.0.0" if magic == 1 else "0.9.0.0",
                 "compression.codec": codec,
-                "linger.ms": 200,
+                # One record set of all n: sent once the n-th message is
+                # queued; a 200 ms linger split it on a loaded machine.
+                "linger.ms": 5000,
+                "batch.num.messages": n,
                 "acks": 1,
             }
         )
