@@ -149,6 +149,28 @@ pub fn check_decompress(codec: Codec, payload: &[u8], magic: i8) -> Option<Vec<u
         (Err(CodecError::Invalid { .. }), Err(CodecError::Invalid { .. })) => {}
         _ => assert_eq!(result, second, "same input, different outcome"),
     }
+    // The decode's way: into a buffer an earlier batch left its bytes in,
+    // kept as room (`decompress_reusing`): the same outcome and bytes.
+    let mut reused = vec![0x5Au8; 70_000];
+    let third = compression::decompress_reusing(codec, payload, magic, LIMIT, &mut reused);
+    assert!(
+        reused.len() <= LIMIT.max(70_000),
+        "{} reused buffer grew past the cap",
+        codec.name()
+    );
+    match (&result, &third) {
+        (Ok(()), Ok(n)) => assert!(
+            reused[..*n] == out[..],
+            "{} reused buffer, different output",
+            codec.name()
+        ),
+        (Err(CodecError::Invalid { .. }), Err(CodecError::Invalid { .. })) => {}
+        (Err(a), Err(b)) => assert_eq!(a, b, "reused buffer, different error"),
+        _ => panic!(
+            "{} reused buffer, different outcome: {result:?} / {third:?}",
+            codec.name()
+        ),
+    }
     match result {
         Ok(()) => {
             assert_eq!(out, again, "same input, different output");
