@@ -121,11 +121,14 @@ pub fn decompress_first_frame(
 /// Decompress the first frame of `payload` into the start of `out`,
 /// returning how many bytes it decoded: `out[..n]`. `out` keeps its length,
 /// and what it held past `n` (bytes of earlier frames) is left there as
-/// room: lz4_flex decodes only into initialized bytes, so a buffer reused
-/// frame after frame this way is zeroed once, not once per frame, and each
-/// block decodes in place (batches are mostly one block, the frame's last,
-/// which [`decompress`] decodes into a scratch buffer and copies, to avoid
-/// zeroing a whole block's room for it).
+/// room: block decoders write only into initialized bytes, so a buffer
+/// reused frame after frame this way is zeroed once, not once per frame,
+/// and each block decodes in place (batches are mostly one block, the
+/// frame's last, which [`decompress`] decodes into a scratch buffer and
+/// copies, to avoid zeroing a whole block's room for it). A buffer that
+/// never held anything (`Vec::new()`, a one-off read) is not taken to be
+/// reused: a short last block still goes through the scratch buffer, and
+/// `out` ends at `n`.
 pub fn decompress_in_room(payload: &[u8], magic0: bool, limit: usize, out: &mut Vec<u8>) -> Result<usize, CodecError> {
     let mut sink = Sink {
         start: 0,
@@ -265,8 +268,8 @@ struct Sink<'a> {
     start: usize,
     filled: usize,
     limit: usize,
-    /// Every block decodes in place: `out`'s room outlives the call (see
-    /// [`decompress_in_room`]), so zeroing it is paid once.
+    /// Blocks decode in place once `out` has held bytes: its room outlives
+    /// the call (see [`decompress_in_room`]), so zeroing it is paid once.
     in_room: bool,
 }
 
@@ -331,7 +334,8 @@ impl Sink<'_> {
     ) -> Result<(), CodecError> {
         let room = block_max.min(self.room());
         let filled = self.filled;
-        if last && !self.in_room && self.out.len() - filled < room && room <= SCRATCH_MAX {
+        let kept = self.in_room && self.out.capacity() > 0;
+        if last && !kept && self.out.len() - filled < room && room <= SCRATCH_MAX {
             let decoded = SCRATCH.with(|cell| {
                 let mut scratch = cell.try_borrow_mut().ok()?;
                 if scratch.len() < room {
@@ -688,6 +692,10 @@ mod tests {
         assert!(decompress_in_room(&corrupt, false, MIB, &mut room).is_err());
         let n = decompress_in_room(&frames[1], false, MIB, &mut room).unwrap();
         assert_eq!(&room[..n], &sample(300, 31)[..]);
+        // A fresh buffer (a one-off read) gets no block of zeroed room.
+        let mut fresh = Vec::new();
+        assert_eq!(decompress_in_room(&frames[1], false, MIB, &mut fresh), Ok(300));
+        assert_eq!(fresh, sample(300, 31));
     }
 
     #[test]
