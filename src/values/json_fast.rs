@@ -850,7 +850,7 @@ impl<'p> Col<'p> {
             Col::UInt { values, .. } => values.push(0),
             Col::Float32 { values, .. } => values.push(0.0),
             Col::Float64 { values, .. } => values.push(0.0),
-            Col::Text { offsets, bytes, .. } => offsets.push(bytes.len() as i32),
+            Col::Text { offsets, bytes, .. } => offsets.push(text_end(bytes)),
             Col::Struct { children, .. } => children.iter_mut().for_each(Col::push_null),
             Col::List { offsets, .. } | Col::Map { offsets, .. } => {
                 let last = offsets.last().copied().unwrap_or(0);
