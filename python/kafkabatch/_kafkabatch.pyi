@@ -1,7 +1,7 @@
 """Type stubs for the native extension (checked by mypy.stubtest in `make test`)."""
 
 from os import PathLike
-from typing import Literal, final
+from typing import Any, Literal, final
 
 from typing_extensions import Buffer
 
@@ -305,6 +305,18 @@ class PartitionWriter:
     @property
     def summary(self) -> dict[str, int]: ...
     def finish(self) -> dict[str, int]: ...
+
+@final
+class TieredUploader:
+    """Stores segments as Aiven's tiered-storage plugin does, for sample
+    buckets (``kafkabatch.generate_tiered``); every random byte from a
+    ChaCha20 stream of ``seed``. ``public_key`` (SubjectPublicKeyInfo PEM)
+    encrypts; ``compression`` zstd's."""
+
+    def __new__(cls, seed: int, *, compression: bool = False, public_key: str | None = None) -> TieredUploader: ...
+    def key_pair(self, bits: int = 2048) -> tuple[str, str]: ...
+    def random_bytes(self, n: int) -> bytes: ...
+    def segment(self, log: Buffer, indexes: list[bytes], chunk_size: int) -> dict[str, Any]: ...
 
 class TieredStorageError(KafkaBatchError):
     """A remote segment that cannot be read.

@@ -43,9 +43,11 @@ from kafkabatch import _kafkabatch as _native
 from kafkabatch._encode import CODECS
 from kafkabatch._sample_schemas import AVRO_KINDS, JSON_SCHEMAS, REGISTRY_FILE, SHIPMENT_SCHEMAS, write_schemas
 from kafkabatch._util import byte_progress, format_bytes, parse_size
+from kafkabatch.generate_tiered import DEFAULT_CHUNK_SIZE, LAYOUTS, TieredBucket, upload_log_dir
 
 __all__ = [
     "DEFAULT_CODECS",
+    "DEFAULT_SIZE",
     "DEFAULT_TOPICS",
     "AVRO_KINDS",
     "JSON_SCHEMAS",
@@ -61,6 +63,9 @@ __all__ = [
 
 #: Record shapes the generator knows (``TopicSpec.kind``).
 KINDS: tuple[str, ...] = ("orders", "clicks", "payments", "customers", "audit", "events", "shipments")
+
+#: How much :func:`generate` and ``kafkabatch generate`` write by default.
+DEFAULT_SIZE = "64MB"
 
 #: Timestamp of the first records: 2026-11-01T00:00:00Z, in ms.
 START_TIMESTAMP: int = 1_793_491_200_000
@@ -176,6 +181,8 @@ class GenerateSummary:
     aborted_transactions: int
     elapsed: float
     topics: dict[str, TopicSummary] = field(default_factory=dict)
+    #: The tiered-storage bucket uploaded from the log dir (``generate(tiered=...)``), else None.
+    tiered: TieredBucket | None = None
 
     @property
     def mb_per_s(self) -> float:
@@ -205,6 +212,8 @@ class GenerateSummary:
                 f"  {t.name:<16} {t.partitions} part. magic {t.magic} {t.codec:<6} {format_bytes(t.bytes):>10} "
                 f"{t.records:>10,} records {t.segments:>4} segments"
             )
+        if self.tiered is not None:
+            lines.append(str(self.tiered))
         return "\n".join(lines)
 
 
@@ -343,7 +352,7 @@ def _prepare_folder(folder: Path, overwrite: bool) -> None:
 def generate(
     out_dir: str | os.PathLike[str],
     *,
-    size: int | str = "64MB",
+    size: int | str = DEFAULT_SIZE,
     topics: Iterable[TopicSpec | str] | Mapping[str, Any] | None = None,
     codecs: str | Mapping[str, str] | Sequence[str] | None = None,
     segment_bytes: int | str | None = None,
@@ -352,6 +361,10 @@ def generate(
     threads: int | None = None,
     overwrite: bool = False,
     start_timestamp: int | _dt.datetime = START_TIMESTAMP,
+    tiered: str | None = None,
+    tiered_compression: bool = False,
+    tiered_encryption: bool = False,
+    tiered_chunk_size: int | str = DEFAULT_CHUNK_SIZE,
 ) -> GenerateSummary:
     """Write a sample Kafka log dir of about ``size`` bytes of segments under ``out_dir``.
 
@@ -396,6 +409,17 @@ def generate(
     that exist and are not empty raise :class:`FileExistsError` unless
     ``overwrite``, which replaces them.
 
+    ``tiered`` (``"aiven"`` or ``"local"``) also uploads every segment into a
+    tiered-storage bucket, as Aiven's ``tiered-storage-for-apache-kafka``
+    plugin (``tiered_compression``: chunks zstd'd; ``tiered_encryption``:
+    AES-256-GCM with a new RSA key pair, key-pair id ``key-1``; chunks of
+    ``tiered_chunk_size``) or Kafka's ``LocalTieredStorage`` stores them (see
+    :mod:`kafkabatch.generate_tiered`). Then the log dir is
+    ``<out_dir>/broker``, the bucket ``<out_dir>/bucket``, and the key pair
+    ``<out_dir>/private.pem`` and ``public.pem``; the broker folder keeps every
+    segment, so reading it with the bucket (a list or a glob) returns each
+    offset once. :attr:`GenerateSummary.tiered` says where and how.
+
     >>> s = generate("/tmp/kafka-logs", size="64MB")                  # doctest: +SKIP
     >>> kb.decode(open("/tmp/kafka-logs/orders-0/00000000000000000000.log", "rb").read()).num_rows  # doctest: +SKIP
     """
@@ -420,7 +444,18 @@ def generate(
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be an int >= 1, not {threads!r}")
 
-    root = Path(out_dir)
+    if tiered is not None and tiered not in LAYOUTS:
+        raise ValueError(f"tiered must be one of {', '.join(LAYOUTS)} or None, not {tiered!r}")
+    if tiered is None and (tiered_compression or tiered_encryption):
+        raise ValueError("tiered_compression and tiered_encryption need tiered='aiven'")
+    if tiered == "local" and (tiered_compression or tiered_encryption):
+        raise ValueError(
+            "tiered_compression and tiered_encryption are modes of Aiven's plugin (tiered='aiven'); "
+            "LocalTieredStorage stores segments as they are"
+        )
+    root = Path(out_dir) if tiered is None else Path(out_dir) / "broker"
+    if tiered is not None:
+        _prepare_folder(Path(out_dir) / "bucket", overwrite)
     total_share = sum(s.share for s in specs)
     jobs = []  # (spec index, partition, folder, target bytes)
     for i, spec in enumerate(specs):
@@ -523,6 +558,19 @@ def generate(
     def total_of(attr: str) -> int:
         return sum(getattr(t, attr) for t in topic_summaries.values())
 
+    bucket = None
+    if tiered is not None:
+        bucket = upload_log_dir(
+            [(specs[i].name, p, folder, results[k]["next_offset"]) for k, (i, p, folder, _) in enumerate(jobs)],
+            Path(out_dir) / "bucket",
+            layout=tiered,
+            compression=tiered_compression,
+            encryption=tiered_encryption,
+            chunk_size=tiered_chunk_size,
+            seed=seed,
+            broker=root,
+        )
+
     return GenerateSummary(
         folder=root,
         bytes_written=total_of("bytes"),
@@ -537,4 +585,5 @@ def generate(
         aborted_transactions=total_of("aborted_transactions"),
         elapsed=elapsed,
         topics=topic_summaries,
+        tiered=bucket,
     )

@@ -3,10 +3,15 @@
 //! can draw a progress bar. Each step runs with the GIL released.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
+
+use super::input::Input;
+use crate::tiered::write::{pack_sizes, transform_chunks, zstd_frame, SampleRng, SegmentKey};
+use crate::tiered::TieredError;
 
 use crate::compression::{Codec, CompressOptions};
 use crate::encode::EncodeError;
@@ -134,8 +139,98 @@ impl PartitionWriter {
     }
 }
 
+fn tiered_to_py(e: TieredError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// Stores segments as Aiven's tiered-storage plugin does (`crate::tiered::write`),
+/// for sample buckets: every random byte from a ChaCha20 stream of `seed`.
+/// `public_key` (SubjectPublicKeyInfo PEM) encrypts; `compression` zstd's.
+#[pyclass(frozen, module = "kafkabatch._kafkabatch")]
+pub struct TieredUploader {
+    rng: Mutex<SampleRng>,
+    compression: bool,
+    public_key: Option<String>,
+}
+
+#[pymethods]
+impl TieredUploader {
+    #[new]
+    #[pyo3(signature = (seed, *, compression=false, public_key=None))]
+    fn new(seed: u64, compression: bool, public_key: Option<String>) -> Self {
+        TieredUploader {
+            rng: Mutex::new(SampleRng::new(seed)),
+            compression,
+            public_key,
+        }
+    }
+
+    /// A new RSA key pair of `bits` bits: `(private PKCS#8 PEM, public PEM)`.
+    #[pyo3(signature = (bits=2048))]
+    fn key_pair(&self, py: Python<'_>, bits: usize) -> PyResult<(String, String)> {
+        py.detach(|| self.rng().key_pair(bits)).map_err(tiered_to_py)
+    }
+
+    /// `n` random bytes of the stream (segment and topic ids).
+    fn random_bytes<'py>(&self, py: Python<'py>, n: usize) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.rng().bytes(n))
+    }
+
+    /// One segment stored: its `.log` bytes cut into `chunk_size` chunks and
+    /// transformed, and each of `indexes` sealed alone (never compressed;
+    /// empty ones stay empty). Returns a dict: `log`, `indexes`, `sizes`
+    /// (transformed chunk sizes), `packed_sizes` (zstd'd
+    /// `ChunkSizesBinaryCodec`), `wrapped_key` and `aad` (None unencrypted).
+    fn segment<'py>(
+        &self,
+        py: Python<'py>,
+        log: &Bound<'py, PyAny>,
+        indexes: Vec<Vec<u8>>,
+        chunk_size: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let log = Input::new(log)?;
+        type Stored = (Vec<u8>, Vec<u32>, Vec<u8>, Vec<Vec<u8>>, Option<SegmentKey>);
+        let (bytes, sizes, packed, sealed, key) = py
+            .detach(|| -> Result<Stored, TieredError> {
+                let mut rng = self.rng();
+                let key = match &self.public_key {
+                    Some(pem) => Some(SegmentKey::new(&mut rng, pem)?),
+                    None => None,
+                };
+                let (bytes, sizes) =
+                    transform_chunks(log.as_slice(), chunk_size, self.compression, key.as_ref(), &mut rng)?;
+                let packed = zstd_frame(&pack_sizes(&sizes))?;
+                let sealed = indexes
+                    .iter()
+                    .map(|data| match &key {
+                        Some(key) if !data.is_empty() => key.seal(&mut rng, data),
+                        _ => Ok(data.clone()),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((bytes, sizes, packed, sealed, key))
+            })
+            .map_err(tiered_to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("log", PyBytes::new(py, &bytes))?;
+        d.set_item("sizes", sizes)?;
+        d.set_item("packed_sizes", PyBytes::new(py, &packed))?;
+        let sealed: Vec<Bound<'py, PyBytes>> = sealed.iter().map(|b| PyBytes::new(py, b)).collect();
+        d.set_item("indexes", sealed)?;
+        d.set_item("wrapped_key", key.as_ref().map(|k| PyBytes::new(py, &k.wrapped)))?;
+        d.set_item("aad", key.as_ref().map(|k| PyBytes::new(py, &k.aad)))?;
+        Ok(d)
+    }
+}
+
+impl TieredUploader {
+    fn rng(&self) -> std::sync::MutexGuard<'_, SampleRng> {
+        self.rng.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PartitionWriter>()?;
+    m.add_class::<TieredUploader>()?;
     // The Avro writer schemas of the generated shipments, by Schema Registry id.
     let schemas = pyo3::types::PyDict::new(m.py());
     for (id, schema) in crate::generate::SHIPMENT_SCHEMA_IDS

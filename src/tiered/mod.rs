@@ -15,7 +15,8 @@
 //! - [`manifest`]: the manifest, parsed with clear errors;
 //! - [`chunk_index`]: both chunk-index forms and the packed sizes' codec;
 //! - [`key`]: RSA private keys from PEM and the data key's unwrapping;
-//! - [`transform`]: chunks back to segment bytes, in parallel.
+//! - [`transform`]: chunks back to segment bytes, in parallel;
+//! - [`write`]: segments stored as the plugin stores them (sample buckets).
 //!
 //! Sizes in a manifest are claims: nothing is allocated from them before
 //! they are checked against the bytes at hand and the configured limits.
@@ -24,6 +25,7 @@ pub mod chunk_index;
 pub mod key;
 pub mod manifest;
 pub mod transform;
+pub mod write;
 
 use std::fmt;
 
