@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import importlib.resources
+import json
 import sys
 import uuid
 
@@ -551,3 +552,82 @@ def test_schema_ids_in_headers_for_avro_json_and_protobuf(protos, registry):
     table = kb.decode(kb.encode([record]), value_format="avro", schema_registry=registry)
     assert table.column("value").to_pylist() == [{"x": 7}]
     assert AvroDeserializer(registry)(value, SerializationContext("t", MessageField.VALUE)) == {"x": 7}
+
+
+STORE_PROTO = """
+syntax = "proto3";
+package store;
+message Item { string sku = 1; int32 qty = 2; double unit_price = 3; }
+message Order { string order_id = 1; repeated Item items = 2; }
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """Framed ``store.Order`` values (message index [1]: the schema's second
+    message) from confluent-kafka's serializer, in a segment, and the
+    registry as a ``{schema id: .proto text}`` file, as the command line and
+    Spark take it."""
+    root = tmp_path_factory.mktemp("store")
+    (root / "store.proto").write_text(STORE_PROTO)
+    assert grpc_protoc.main(["protoc", f"-I{root}", f"--python_out={root}", "store.proto"]) == 0
+    sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module("store_pb2")
+    finally:
+        sys.path.remove(str(root))
+    client = sr.SchemaRegistryClient.new_client({"url": f"mock://{uuid.uuid4().hex}"})
+    messages = [
+        module.Order(order_id=f"o-{i}", items=[module.Item(sku=f"s{j}", qty=j, unit_price=j / 2) for j in range(i % 3)])
+        for i in range(12)
+    ]
+    values = serialize(client, module.Order, messages)
+    assert {v[5:7] for v in values} == {b"\x02\x02"}, "store.Order is message [1]"
+    schema_id = int.from_bytes(values[0][1:5], "big")
+    logs = root / "logs"
+    (logs / "orders-0").mkdir(parents=True)
+    kb.write_segment(logs / "orders-0" / "00000000000000000000.log", [{"value": v} for v in values])
+    registry_file = root / "registry.json"
+    registry_file.write_text(json.dumps({str(schema_id): STORE_PROTO}))
+    want = [
+        {"order_id": m.order_id, "items": [{"sku": i.sku, "qty": i.qty, "unit_price": i.unit_price} for i in m.items]}
+        for m in deserialize(module.Order, values)
+    ]
+    return logs, registry_file, want
+
+
+def test_framed_protobuf_follows_the_frames_in_python_and_the_cli(store, tmp_path):
+    import subprocess
+
+    import pyarrow.parquet as pq
+
+    logs, registry_file, want = store
+    options = dict(value_format="protobuf", schema_registry=str(registry_file))
+    segment = logs / "orders-0" / "00000000000000000000.log"
+    decoded = kb.decode(segment.read_bytes(), **options)
+    scanned = kb.scan_log(logs, **options).read_all()
+    out = tmp_path / "orders.parquet"
+    cli = [sys.executable, "-m", "kafkabatch", "convert", str(logs), str(out), "-q", "--value-format", "protobuf"]
+    done = subprocess.run([*cli, "--schema-registry", str(registry_file)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    converted = pq.read_table(out)
+    for table in (decoded, scanned, converted):
+        assert [f.name for f in table.schema.field("value").type] == ["order_id", "items"]
+        assert table.column("value").to_pylist() == want
+
+
+@pytest.mark.spark
+def test_framed_protobuf_follows_the_frames_in_spark(store, spark):
+    import kafkabatch.spark as kbs
+
+    logs, registry_file, want = store
+    kbs.register(spark)
+    df = (
+        spark.read.format("kafka-log")
+        .option("valueFormat", "protobuf")
+        .option("schemaRegistry", str(registry_file))
+        .load(str(logs))
+    )
+    assert df.schema["value"].dataType.fieldNames() == ["order_id", "items"]
+    got = [r.value.asDict(recursive=True) for r in df.orderBy("offset").collect()]
+    assert got == want

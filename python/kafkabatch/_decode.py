@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import suggest_keywords
+from kafkabatch.values.mismatch import warn_unmatched
 from kafkabatch.values.spec import (
     OnValueError,
     ValueFormat,
@@ -373,11 +374,15 @@ def decode_typed(
     spec = parsed_while_decoding(value_options)
     parsed = None if spec is None else decode_parsing(data, spec, **native_options)
     if parsed is not None:
-        return parsed, pa.table(parsed)
-    stream = _native.decode(data, **native_options)
-    table = stream_table(stream, VIEW_SCHEMA if native_options.get("binary_view") else SCHEMA)
+        stream, table = parsed, pa.table(parsed)
+    else:
+        stream = _native.decode(data, **native_options)
+        table = stream_table(stream, VIEW_SCHEMA if native_options.get("binary_view") else SCHEMA)
+        if value_options is not None:
+            table = parse_columns(table, value_options, native_options.get("threads"))
     if value_options is not None:
-        table = parse_columns(table, value_options, native_options.get("threads"))
+        json_columns = [c for c in ("value", "key") if value_options.get(f"{c}_format") == "json"]
+        warn_unmatched(table, json_columns, native_options.get("topic"))
     return stream, table
 
 

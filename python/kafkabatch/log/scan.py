@@ -25,9 +25,11 @@ from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
 from kafkabatch.log.listing import Segment, by_partition, list_segments, open_segment, segment_bounds
 from kafkabatch.log.prune import RecordFilter, kept_ranges, narrow, prunes_batches
+from kafkabatch.log.sample import first_values
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
+from kafkabatch.values.mismatch import Warned, warn_unmatched
 from kafkabatch.values.spec import VALUE_OPTIONS, ValueSpec, apply_all, specs, typed_options, value_only
 
 log = logging.getLogger("kafkabatch.log")
@@ -159,12 +161,14 @@ def decode_range(
     max_records_per_batch: int | None = None,
     result: SegmentResult | None = None,
     value_specs: Sequence[ValueSpec] = (),
+    warned: Warned | None = None,
     **decode_options: Any,
 ) -> Iterator[pa.RecordBatch]:
     """Decode bytes ``[start, end)`` of an open segment window by window,
     yielding record batches of :data:`kafkabatch.SCHEMA` filtered to
     ``bounds``, with the columns of ``value_specs`` parsed. Counts go into
-    ``result``."""
+    ``result``; ``warned``: the topics a JSON schema matching nothing was
+    warned about in this read (see :mod:`kafkabatch.values.mismatch`)."""
     options = check_decode_options(decode_options)
     end = source.size if end is None else min(end, source.size)
     if result is None:
@@ -179,6 +183,8 @@ def decode_range(
     mask_needed = bounds.start_ts is not None or bounds.end_ts is not None or bounds.offsets
     # Every record is kept: the values can be parsed as they are decoded.
     parse_spec = None if mask_needed else value_only(value_specs)
+    json_columns = [spec.column for spec in value_specs if spec.format == "json"]
+    warned = set() if warned is None else warned
     for a, b, _last in prune_windows(source, windows, bounds, result, keep_control):
         data = source.read(a, b - a)
         kwargs = {"on_error": "raise", **options}  # decode_report's default is to skip
@@ -219,10 +225,12 @@ def decode_range(
             if batch.num_rows:
                 result.rows += batch.num_rows
                 if value_specs and not parsed:  # only the records in bounds are parsed
-                    yield from apply_all(
-                        pa.Table.from_batches([batch]), value_specs, options.get("threads")
-                    ).to_batches()
+                    out = apply_all(pa.Table.from_batches([batch]), value_specs, options.get("threads")).to_batches()
                 else:
+                    out = [batch]
+                for batch in out:
+                    if json_columns:
+                        warn_unmatched(batch, json_columns, segment.topic, warned)
                     yield batch
 
 
@@ -338,7 +346,15 @@ def scan_log(
         raise ValueError("max_chunk_bytes must be positive")
     value_options = typed_options({k: decode_options.pop(k) for k in VALUE_OPTIONS if k in decode_options})
     options = check_decode_options(decode_options, "scan_log", [*keyword_names(scan_log)[1:], *VALUE_OPTIONS])
-    value_specs = [] if value_options is None else specs(value_options, topics=sorted({s.topic for s in segments}))
+    value_specs = (
+        []
+        if value_options is None
+        else specs(
+            value_options,
+            topics=sorted({s.topic for s in segments}),
+            sample=lambda column: first_values(segments, column),
+        )
+    )
     schema = typed_schema(SCHEMA, value_specs)
     start_ts = None if start_timestamp is None else parse_timestamp(start_timestamp)
     end_ts = None if end_timestamp is None else parse_timestamp(end_timestamp)
@@ -347,6 +363,8 @@ def scan_log(
     for spec, what in ((start_offset, "start_offset"), (end_offset, "end_offset")):
         if spec is not None:
             bound_for(spec, "", 0, what)  # type check now, not halfway through the stream
+
+    warned: Warned = set()  # topics whose JSON values match no field of the schema, warned once
 
     def batches() -> Iterator[pa.RecordBatch]:
         for group in by_partition(segments):
@@ -377,6 +395,7 @@ def scan_log(
                             value_specs,
                             options,
                             keep_control=transactions is None and options.get("isolation") == "read_committed",
+                            warned=warned,
                         )
                     except TieredStorageError as error:
                         if options.get("on_error", "raise") == "raise":
@@ -399,6 +418,7 @@ def read_segment_range(
     value_specs: Sequence[ValueSpec],
     options: Mapping[str, Any],
     keep_control: bool = False,
+    warned: Warned | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Open one segment, seek to ``bounds`` and decode it window by window
     (``keep_control``: keep transaction markers that a header walk could prune,
@@ -417,6 +437,7 @@ def read_segment_range(
             max_records_per_batch=max_records_per_batch,
             result=result,
             value_specs=value_specs,
+            warned=warned,
             **options,
         )
     finally:

@@ -14,6 +14,7 @@ from pyspark.sql.types import StructType
 
 import kafkabatch.spark.values as spark_values
 from kafkabatch.log.listing import Segment
+from kafkabatch.log.sample import first_values
 from kafkabatch.spark.batch import KafkaLogPushdownReader, KafkaLogReader
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import list_source_segments
@@ -46,7 +47,9 @@ class KafkaLogDataSource(DataSource):
         self._segments = self._list()
         # valueFormat/keyFormat: schemas fetched here, on the driver, once.
         self._values = spark_values.value_columns(
-            self._options.value_options, sorted({s.topic for s in self._segments})
+            self._options.value_options,
+            sorted({s.topic for s in self._segments}),
+            sample=lambda column: first_values(self._segments, column),
         )
 
     @classmethod

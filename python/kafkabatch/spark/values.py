@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,8 +104,12 @@ class SparkValueColumns:
 
 
 @speaks(SPARK)
-def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkValueColumns | None:
-    """The typed columns the (lower-cased) options ask for, or None."""
+def value_columns(
+    options: Mapping[str, Any], topics: Iterable[str], sample: Callable[[str], pa.ChunkedArray] | None = None
+) -> SparkValueColumns | None:
+    """The typed columns the (lower-cased) options ask for, or None;
+    ``sample(column)``: a few values, whose frames name the Protobuf message
+    when the options don't."""
     registry = registry_option(options)
     on_error = str(options.get("onvalueerror", "raise")).strip().lower()
     on_error = {"failfast": "raise", "permissive": "null"}.get(on_error, on_error)
@@ -123,7 +128,15 @@ def value_columns(options: Mapping[str, Any], topics: Iterable[str]) -> SparkVal
         elif fmt == "json" and schema_text is not None:
             spark_type = nullable(json_spark_type(schema_text))
             schema = arrow_type_for_spark(spark_type)
-        spec = resolve(column, fmt, schema, registry, on_error, topics=topics)
+        spec = resolve(
+            column,
+            fmt,
+            schema,
+            registry,
+            on_error,
+            topics=topics,
+            sample=None if sample is None else functools.partial(sample, column),
+        )
         if spec is None:
             continue
         specs.append(spec)

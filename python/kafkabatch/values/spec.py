@@ -13,8 +13,9 @@ registry when one is named) and maps a bad row back to its Kafka offset.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -149,6 +150,15 @@ def arrow_type_of(schema: Any) -> pa.DataType:
     raise TypeError(f"a JSON schema must be a pyarrow type or schema, not {type(schema).__name__}")
 
 
+def _is_json_schema_text(text: str) -> bool:
+    """Whether Avro schema text is a JSON Schema document instead."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(document, Mapping) and document.get("type") != "record" and is_json_schema(document)
+
+
 def confluent_ids(values: pa.ChunkedArray | pa.Array) -> list[int]:
     """The distinct schema ids in a column of Confluent-framed values."""
     heads = pc.unique(pc.binary_slice(values, 1, 5)).drop_null().to_pylist()
@@ -166,13 +176,16 @@ def resolve(
     topics: Iterable[str] = (),
     subjects: Iterable[str] | None = None,
     guid_ids: Mapping[str, int] | None = None,
+    sample: Callable[[], pa.ChunkedArray] | None = None,
 ) -> ValueSpec | None:
     """The :class:`ValueSpec` for one column, or None to leave it binary.
 
     A registry URL is asked, here and only here, for the writer schemas:
     those of the ids found in ``values``, else every version of the subjects
     ``<topic>-<column>`` (TopicNameStrategy) of ``topics`` (Protobuf: or of
-    ``subjects``).
+    ``subjects``). Framed Protobuf read as no named message is read as the
+    message the frames of ``values`` name, else those of ``sample()`` (a
+    few of the values, read before a scan).
     """
     schema_registry = registry_file(schema_registry)  # a {schema id: schema} JSON file, read
     format = "binary" if format is None else str(format).lower()
@@ -199,9 +212,14 @@ def resolve(
         if subjects is None:
             subjects = [f"{t}-{column}" for t in topics]
         return _protobuf_spec(
-            column, schema, schema_registry, registry, on_error, values, list(subjects), guid_ids or {}
+            column, schema, schema_registry, registry, on_error, values, list(subjects), guid_ids or {}, sample
         )
     reader = None if schema is None else avro_text(schema)
+    if reader is not None and _is_json_schema_text(reader):
+        raise ValueError(
+            f"{column}_schema is a JSON Schema, not an Avro schema: JSON values are read with "
+            f"{column}_format='json' and this schema"
+        )
     if schema_registry is None:
         if reader is None:
             raise ValueError(
@@ -240,6 +258,7 @@ def _protobuf_spec(
     values: pa.ChunkedArray | pa.Array | None,
     subjects: list[str],
     guid_ids: Mapping[str, int],
+    sample: Callable[[], pa.ChunkedArray] | None = None,
 ) -> ValueSpec:
     """Protobuf values: plain ones of ``schema``'s message, or framed ones
     whose writer schemas (and their references) the registry holds."""
@@ -287,8 +306,9 @@ def _protobuf_spec(
         raise ValueError(f"no writer schemas for {column}: the registry has none {where}")
     proto_writers = tuple(sorted(writers.items()))
     frames = None
-    if message is None and values is not None:
-        frames = _native.protobuf_frames(_column_table(values))
+    framed = values if values is not None or message is not None or sample is None else sample()
+    if message is None and framed is not None:
+        frames = _native.protobuf_frames(_column_table(framed))
     message = _native.protobuf_message([(i, list(f)) for i, f in proto_writers], message=message, frames=frames)
     return ValueSpec(
         column, "protobuf", proto_writers=proto_writers, message=message, confluent=True, on_error=on_error
@@ -403,10 +423,17 @@ def typed_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
     return {**options, "schema_registry": registry}
 
 
-def specs(options: Mapping[str, Any], *, table: pa.Table | None = None, topics: Iterable[str] = ()) -> list[ValueSpec]:
+def specs(
+    options: Mapping[str, Any],
+    *,
+    table: pa.Table | None = None,
+    topics: Iterable[str] = (),
+    sample: Callable[[str], pa.ChunkedArray] | None = None,
+) -> list[ValueSpec]:
     """The specs for ``value`` and ``key`` (those not left binary) from
     :data:`VALUE_OPTIONS` keywords; ``table``'s columns or ``topics`` tell a
-    registry URL which schemas to fetch (see :func:`resolve`)."""
+    registry URL which schemas to fetch (see :func:`resolve`), and without a
+    table ``sample(column)`` gives a few of the values to follow their frames."""
     out = []
     headers = table.column("headers") if table is not None and "headers" in table.schema.names else None
     registry = registry_of(options.get("schema_registry"))
@@ -426,6 +453,7 @@ def specs(options: Mapping[str, Any], *, table: pa.Table | None = None, topics: 
             values=values,
             topics=topics,
             guid_ids=guid_ids,
+            sample=None if sample is None or values is not None else functools.partial(sample, column),
         )
         if spec is not None:
             out.append(dataclasses.replace(spec, guid_ids=tuple(sorted(guid_ids.items()))) if guid_ids else spec)
