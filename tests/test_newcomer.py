@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import random
+import warnings
 from pathlib import Path
 
 import pytest
@@ -524,3 +525,180 @@ def test_spark_refuses_random_bytes_and_hints_at_framing(spark, tmp_path, sample
     )
     with pytest.raises(Exception, match=r"Schema Registry framed \(magic 0, schema id \d\); pass schemaRegistry"):
         plain.count()
+
+
+# ---------------------------------------------------------------- errors in the caller's words, tiered and schemas
+
+
+@pytest.fixture(scope="module")
+def encrypted_bucket(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("tiered") / "t"
+    kb.generate(out, size="512k", seed=4, tiered="aiven", tiered_encryption=True, progress=False)
+    return out
+
+
+def test_a_missing_tiered_key_names_each_interfaces_option(encrypted_bucket, capsys):
+    with pytest.raises(kb.TieredStorageError, match=r"no keys were given \(tiered_keys\)"):
+        kb.scan_log(encrypted_bucket / "bucket").read_all()
+    code, err = cli(capsys, "stats", "--no-progress", encrypted_bucket / "bucket")
+    assert code == 1 and "no keys were given (--tiered-key)" in err and "tiered_keys" not in err, err
+    code, err = cli(capsys, "convert", encrypted_bucket / "bucket", encrypted_bucket / "out.parquet", "-q")
+    assert code == 1 and "no keys were given (--tiered-key)" in err and "tiered_keys" not in err, err
+
+
+def test_spark_missing_tiered_key_says_tiered_keys(spark, encrypted_bucket):
+    df = spark.read.format("kafka-log").load(str(encrypted_bucket / "bucket"))
+    with pytest.raises(Exception) as info:
+        df.count()
+    text = str(info.value)
+    assert "no keys were given (tieredKeys)" in text and "tiered_keys" not in text, text[:2000]
+
+
+def test_a_missing_pem_file_is_named(encrypted_bucket, capsys):
+    missing = encrypted_bucket / "nowhere.pem"
+    with pytest.raises(ValueError, match=rf"key pair 'key-1' \({missing}\): No such file"):
+        kb.scan_log(encrypted_bucket / "bucket", tiered_keys={"key-1": str(missing)})
+    code, err = cli(capsys, "stats", encrypted_bucket / "bucket", "--tiered-key", f"key-1={missing}")
+    assert code == 1 and f"--tiered-key: can't read the private key file of key pair 'key-1' ({missing})" in err, err
+
+
+def test_protobuf_without_a_schema_names_the_command_lines_flags(tmp_path, capsys, real):
+    path = segment(tmp_path / "orders-0", real)
+    code, err = cli(capsys, "convert", path, tmp_path / "out.parquet", "--value-format", "protobuf")
+    assert code == 1, err
+    assert "--value-format protobuf needs --value-message with --value-schema" in err, err
+    assert "--value-descriptor-set" in err and "--schema-registry" in err, err
+    assert "generated message class" not in err and "'message'" not in err, err
+
+
+def test_spark_protobuf_without_a_schema_names_the_options():
+    pytest.importorskip("pyspark")
+    from kafkabatch.spark.values import value_columns
+
+    with pytest.raises(ValueError) as info:
+        value_columns({"valueformat": "protobuf"}, ["orders"])
+    text = str(info.value)
+    assert text.startswith("valueFormat=protobuf needs valueMessage with valueSchema"), text
+    assert "valueDescriptorSet" in text and "schemaRegistry" in text and "generated message class" not in text
+
+
+def test_a_binary_file_given_as_a_json_schema_is_named(tmp_path, capsys, real):
+    path = segment(tmp_path / "orders-0", real)
+    blob = tmp_path / "shop.desc"
+    blob.write_bytes(b"\n\xff\x01" + bytes(range(256)))
+    code, err = cli(capsys, "convert", path, tmp_path / "o.parquet", "--value-format", "json", "--value-schema", blob)
+    assert code == 1 and f"{blob} is not a text file" in err and "--value-descriptor-set" in err, err
+    assert "codec can't decode" not in err, err
+
+
+def test_avro_given_a_json_schema_says_so(sample, capsys):
+    root, summary = sample
+    schema_file = summary.topics["orders"].schema_file
+    with pytest.raises(ValueError, match=r"^value_schema is a JSON Schema, not an Avro schema.*value_format='json'"):
+        kb.scan_log(root / "orders-0", value_format="avro", value_schema=schema_file.read_text())
+    code, err = cli(
+        capsys, "convert", root / "orders-0", root.parent / "o.parquet", "--value-format", "avro",
+        "--value-schema", schema_file,
+    )  # fmt: skip
+    assert code == 1 and "--value-schema is a JSON Schema, not an Avro schema" in err, err
+    assert "--value-format json" in err and "Type {" not in err and "attributes" not in err, err
+
+
+def test_spark_errors_start_with_the_useful_line(spark, tmp_path, real):
+    segment(tmp_path / "orders-0", real)
+    reader = spark.read.format("kafka-log").option("valueMesage", "shop.Order")
+    with pytest.raises(Exception) as info:
+        reader.load(str(tmp_path)).schema  # noqa: B018
+    first = str(info.value).strip().splitlines()[0]
+    # (Spark hands the options lower-cased)
+    assert "unknown kafka-log option 'valuemesage'; did you mean 'valueMessage'?" in first, str(info.value)[:3000]
+    assert "Traceback" not in first
+
+
+# ---------------------------------------------------------------- the command line: typos, warnings, dumps
+
+
+def test_a_misspelled_flag_gets_the_closest_one(tmp_path, capsys, real):
+    path = segment(tmp_path / "orders-0", real)
+    with pytest.raises(SystemExit) as info:
+        cli_io(capsys, "convert", path, tmp_path / "o.parquet", "--isolaton", "read_committed")
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --isolaton read_committed; did you mean --isolation?" in err, err
+    with pytest.raises(SystemExit):
+        cli_io(capsys, "stats", path, "--tiered-keys=a=b")
+    assert "did you mean --tiered-key?" in capsys.readouterr().err
+
+
+def test_one_did_you_mean_helper():
+    from kafkabatch._util import closest
+    from kafkabatch.spark.options import check_option_names
+
+    assert closest("isolaton", ["isolation", "on_error"]) == "isolation"
+    pytest.importorskip("pyspark")
+    with pytest.raises(ValueError, match="did you mean 'valueMessage'"):
+        check_option_names(["valuemesage"])
+
+
+def test_a_json_schema_that_matches_nothing_warns_once_per_topic(sample, capsys):
+    from kafkabatch.values.mismatch import SchemaMismatchWarning
+
+    root, summary = sample
+    clicks = json.loads(summary.topics["clicks"].schema_file.read_text())
+    orders = json.loads(summary.topics["orders"].schema_file.read_text())
+    with pytest.warns(SchemaMismatchWarning) as caught:  # three partitions, many batches: one warning
+        table = kb.scan_log(str(root / "orders-*"), value_format="json", value_schema=clicks, max_chunk_bytes="64k")
+        assert table.read_all().num_rows == sum(summary.topics["orders"].partition_records)
+    assert len(caught) == 1, [str(w.message) for w in caught]
+    text = str(caught[0].message)
+    assert text.startswith("value of topic 'orders': no value in a batch of"), text
+    for name in list(clicks["properties"])[:3]:
+        assert name in text, text
+    with warnings.catch_warnings():  # the right schema: no warning
+        warnings.simplefilter("error", SchemaMismatchWarning)
+        kb.scan_log(root / "orders-0", value_format="json", value_schema=orders).read_all()
+        data = (root / "orders-0" / "00000000000000000000.log").read_bytes()
+        kb.decode(data, value_format="json", value_schema=orders)
+    with pytest.warns(SchemaMismatchWarning, match="no value in a batch of"):
+        kb.decode(data, value_format="json", value_schema=clicks)
+    code, out, err = cli_io(
+        capsys, "convert", root / "payments-0", "-", "--value-format", "json", "--value-schema",
+        summary.topics["clicks"].schema_file, "--on-value-error", "null",
+    )  # fmt: skip
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "JSON schema" in line]
+    assert len(lines) == 1 and lines[0].startswith("kafkabatch: warning: value of topic 'payments'"), err
+
+
+def test_cli_warnings_are_one_line_each_once(tmp_path, capsys, real):
+    path = segment(tmp_path / "orders-0", real)
+    path.with_suffix(".index").write_bytes(b"\0" * 13)  # not a whole number of 8-byte entries
+    code, out, err = cli_io(capsys, "convert", tmp_path, "-", "--offsets", "3:", "-q")
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if line.strip()]
+    assert warned and all(line.startswith("kafkabatch: warning: ") for line in warned), err
+    assert len(warned) == len(set(warned)), err
+    assert "Warning:" not in err and "warnings.warn" not in err, err
+
+
+def test_dump_of_a_manifest_prints_the_log_starting_offset(encrypted_bucket, capsys):
+    manifest = sorted((encrypted_bucket / "bucket").glob("*/*/*.rsm-manifest"))[-1]
+    base = int(manifest.name[:20])
+    key = f"key-1={encrypted_bucket / 'private.pem'}"
+    code, out, err = cli_io(capsys, "dump", manifest, "--tiered-key", key)
+    assert code == 0, err
+    assert out.splitlines()[:2] == [f"Dumping {manifest}", f"Log starting offset: {base}"], out[:500]
+
+
+def test_stats_total_row_keeps_every_codec_in_a_pipe(sample, capsys):
+    root, summary = sample
+    code, out, err = cli_io(capsys, "stats", "--no-progress", root)
+    assert code == 0, err
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["total"])
+    codecs_column = lines[0].index("codecs")  # the header names where the column starts
+    cell = " ".join(line[codecs_column:].strip() for line in lines[at : at + 3] if line[codecs_column:].strip())
+    every = sorted({t.codec for t in summary.topics.values()})
+    assert cell.startswith(", ".join(every)), (cell, out)
+    assert max(len(line) for line in lines) <= 120
+

@@ -212,6 +212,39 @@ def test_register_explains_workers_without_kafkabatch(tmp_path):
     assert lines[1] == "SKIPPED CHECK OK"
 
 
+@pytest.mark.spark
+def test_register_says_spark_pyspark_python_in_a_builder_does_not_reach_workers():
+    """The workers run PYSPARK_PYTHON (here one without kafkabatch) although
+    the builder names this interpreter in spark.pyspark.python: the check
+    fails, and its advice is the variable, saying the conf was not enough."""
+    bare_python = sys.base_prefix + "/bin/python3"
+    if subprocess.run([bare_python, "-c", "import kafkabatch"], capture_output=True).returncode == 0:
+        pytest.skip("the base interpreter imports kafkabatch too")
+    script = textwrap.dedent(
+        f"""
+        from pyspark.sql import SparkSession
+        import kafkabatch.spark as kbs
+        spark = (
+            SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+            .config("spark.pyspark.python", {sys.executable!r}).getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("OFF")
+        try:
+            kbs.register(spark)
+            print("REGISTERED")
+        except kbs.WorkerImportError as error:
+            print("ERROR:", error)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env["PYSPARK_PYTHON"] = bare_python
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(("ERROR:", "REGISTERED"))]
+    assert len(lines) == 1 and lines[0].startswith("ERROR:"), done.stdout + done.stderr
+    assert 'os.environ["PYSPARK_PYTHON"] = sys.executable' in lines[0], lines[0]
+    assert f"spark.pyspark.python={sys.executable} set in a session builder does not reach the workers" in lines[0]
+
+
 # --------------------------------------------------------------------------
 # the Python API
 # --------------------------------------------------------------------------

@@ -631,3 +631,21 @@ def test_framed_protobuf_follows_the_frames_in_spark(store, spark):
     assert df.schema["value"].dataType.fieldNames() == ["order_id", "items"]
     got = [r.value.asDict(recursive=True) for r in df.orderBy("offset").collect()]
     assert got == want
+
+
+def test_cli_takes_a_descriptor_set_given_as_the_schema(protos, tmp_path):
+    """``--value-schema shop.desc`` (protoc --descriptor_set_out) is recognised as a descriptor set."""
+    import subprocess
+
+    import pyarrow.parquet as pq
+
+    messages = [order(protos, i) for i in range(6)]
+    folder = tmp_path / "logs" / "orders-0"
+    folder.mkdir(parents=True)
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": m.SerializeToString()} for m in messages])
+    out = tmp_path / "orders.parquet"
+    cli = [sys.executable, "-m", "kafkabatch", "convert", str(tmp_path / "logs"), str(out), "-q"]
+    args = ["--value-format", "protobuf", "--value-schema", str(protos.root / "shop.desc"), "--value-message"]
+    done = subprocess.run([*cli, *args, "shop.Order"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert rows(pq.read_table(out).column("value")) == [expected(m) for m in messages]

@@ -186,6 +186,17 @@ def _binary_speed_column() -> Any:
 # --------------------------------------------------------------------------
 
 
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The name in ``known`` closest to a misspelled ``name``, or None: the
+    one "did you mean ...?" of keywords, Spark options and command-line flags.
+
+    >>> closest("isolaton", ["isolation", "on_error"]), closest("zzz", ["isolation"])
+    ('isolation', None)
+    """
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def check_keywords(function: str, given: Iterable[str], known: Iterable[str]) -> None:
     """Raise :class:`TypeError` for the first name in ``given`` that is not in
     ``known``, as Python does, naming ``function`` (the one the user called)
@@ -206,8 +217,8 @@ def keyword_error(function: str, given: Iterable[str], known: Iterable[str]) -> 
     known = list(known)
     for name in given:
         if name not in known:
-            close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; its keywords: {', '.join(known)}"
+            close = closest(str(name), known)
+            hint = f"; did you mean {close!r}?" if close else f"; its keywords: {', '.join(known)}"
             return TypeError(f"{function}() got an unexpected keyword argument {name!r}{hint}")
     return None
 

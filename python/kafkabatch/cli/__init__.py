@@ -11,15 +11,19 @@ traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 
-from kafkabatch._kafkabatch import KafkaBatchError
+from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
+from kafkabatch._util import closest
 from kafkabatch.values.vocabulary import CLI, in_words
 
-from ._common import CliError
+from ._common import CliError, warn
 
 __all__ = ["CliError", "build_parser", "main"]
 
@@ -62,21 +66,43 @@ def _message(error: BaseException) -> str:
         text = f"{error.filename}: {error.strerror}"
     elif isinstance(error, (CliError, ValueError, NotImplementedError)) or type(error).__module__ == "kafkabatch":
         text = str(error)
-        if not isinstance(error, KafkaBatchError):  # the value options' names as the command line spells them
+        if not isinstance(error, KafkaBatchError) or isinstance(error, TieredStorageError):
+            # the value options' and tiered_keys' names as the command line spells them
             text = in_words(text, CLI)
     else:
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return " ".join(text.split()) or type(error).__name__
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, a misspelled flag answered with the closest one
+    of its command ("did you mean --isolation?")."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                command = action.choices.get(str(getattr(args, "command", "")), parser)
+        flags = [flag for action in command._actions for flag in action.option_strings if flag.startswith("--")]
+        hint = ""
+        for extra in extras:
+            close = closest(extra.split("=", 1)[0], flags) if extra.startswith("--") else None
+            if close is not None:
+                hint = f"; did you mean {close}?"
+                break
+        command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkabatch`` console script and ``python -m kafkabatch``."""
     with _safe_stdout():
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
         debug = bool(getattr(args, "debug", False))
         try:
-            return int(args.func(args) or 0)
+            with _one_line_warnings():
+                return int(args.func(args) or 0)
         except KeyboardInterrupt:
             print("kafkabatch: interrupted", file=sys.stderr)
             return 130
@@ -96,6 +122,37 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 print(f"kafkabatch {args.command}: error: {_message(error)}{hint}", file=sys.stderr)
             return 1
+
+
+@contextlib.contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """Python warnings and the package's logged warnings as one
+    ``kafkabatch: warning: ...`` line each (no source line), each text once."""
+    shown: set[str] = set()
+
+    def show(text: str) -> None:
+        text = " ".join(text.split())
+        if text not in shown:
+            shown.add(text)
+            warn(text)
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            show(record.getMessage())
+
+    logger = logging.getLogger("kafkabatch")
+    handler = Handler(logging.WARNING)
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = lambda message, *rest, **kw: show(str(message))
+            yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 class _safe_stdout:

@@ -311,11 +311,33 @@ def _schema_text(arg: str | None) -> str | None:
     try:
         if Path(arg).is_file():
             return Path(arg).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CliError(
+            f"{arg} is not a text file: a schema file holds JSON, Avro, Spark DDL or .proto text "
+            "(a Protobuf FileDescriptorSet goes to --value-descriptor-set or --key-descriptor-set)"
+        ) from None
     except OSError:  # not a usable file name (too long, ...): the text itself
         pass
     if _looks_like_path(arg):
         raise CliError(f"{arg}: file not found")
     return arg
+
+
+def _is_descriptor_set(arg: str | None) -> bool:
+    """Whether a schema argument names a binary file (a Protobuf
+    FileDescriptorSet, as ``protoc --descriptor_set_out`` writes)."""
+    if arg is None or arg.lstrip().startswith(("{", "[", '"')):
+        return False
+    try:
+        with open(arg, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start < len(head) - 3  # not just a character cut at the end of the head
+    return b"\0" in head
 
 
 #: Suffixes of schema files (JSON Schema, Avro, Spark DDL, Protobuf).
@@ -352,9 +374,12 @@ def value_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for column in ("value", "key"):
         fmt = getattr(args, f"{column}_format")
-        schema = _schema_text(getattr(args, f"{column}_schema"))
+        schema_arg = getattr(args, f"{column}_schema")
         message = getattr(args, f"{column}_message")
         descriptor_set = getattr(args, f"{column}_descriptor_set")
+        if fmt == "protobuf" and descriptor_set is None and _is_descriptor_set(schema_arg):
+            descriptor_set, schema_arg = schema_arg, None  # protoc --descriptor_set_out given as the schema
+        schema = _schema_text(schema_arg)
         if fmt != "protobuf" and (message is not None or descriptor_set is not None):
             raise CliError(f"--{column}-message and --{column}-descriptor-set need --{column}-format protobuf")
         if fmt not in TYPED_FORMATS:

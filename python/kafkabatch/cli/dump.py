@@ -298,7 +298,7 @@ class _Dumper:
         if not args.json:
             self.line(f"Dumping {path}")
             base = base_offset_of(path)
-            if name.endswith(".log") and base is not None:
+            if name.endswith((".log", ".rsm-manifest")) and base is not None:  # a manifest stands for its segment
                 self.line(f"Log starting offset: {base}")
         options: dict[str, Any] = {}
         committed = args.isolation == "read_committed"

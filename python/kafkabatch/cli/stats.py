@@ -392,12 +392,16 @@ def _print_table(
         *([] if narrow else [("codecs", "left")]),
         *([("ratio", "right"), ("txn/ctrl", "right"), ("problems", "left")] if wide else []),
     ]
+    # Only time and codecs wrap: names and numbers stay whole. A time range
+    # within one day (29 characters) stays whole too: rich crops a cell it
+    # wrapped when two columns share the shrinking ("gzip, lz4, none, sn").
+    one_day = all(len(_time_range(st.min_timestamp, st.max_timestamp)) <= 29 for st in [*per_segment, total])
+    wrapping = ("codecs",) if one_day and not (wide or narrow) else ("time (UTC)", "codecs")
     for name, justify in columns:
-        # Only time and codecs wrap: names and numbers stay whole.
         table.add_column(
             name,
             justify=justify,  # type: ignore[arg-type]
-            no_wrap=name not in ("time (UTC)", "codecs"),
+            no_wrap=name not in wrapping,
             min_width=29 if name == "time (UTC)" and not (wide or narrow) else None,
         )
 

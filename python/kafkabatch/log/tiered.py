@@ -184,7 +184,7 @@ def resolve_keys(spec: Any) -> KeySpec:
                 pem = _read_text(pem)
             except OSError as e:
                 raise ValueError(
-                    f"{KEYS_OPTION}: can't read the private key file of key pair {key_id!r}: {e.strerror or e}"
+                    f"{KEYS_OPTION}: can't read the private key file of key pair {key_id!r} ({pem}): {e.strerror or e}"
                 ) from None
         resolved.append((key_id, pem))
     return tuple(sorted(resolved))

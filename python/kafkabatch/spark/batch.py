@@ -16,11 +16,13 @@ from kafkabatch.log.listing import Segment, by_partition
 from kafkabatch.log.prune import RecordFilter
 from kafkabatch.log.scan import seek_position
 from kafkabatch.log.txn import partition_transactions
+from kafkabatch.spark.errors import headline_first
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import LogSplit, LogSplitGroup, pack, plan_partition
 from kafkabatch.spark.pushdown import translate
 from kafkabatch.spark.reading import read_split
 from kafkabatch.spark.values import SparkValueColumns
+from kafkabatch.values.vocabulary import SPARK, speaks
 
 log = logging.getLogger("kafkabatch.spark")
 
@@ -36,6 +38,8 @@ class KafkaLogReader(DataSourceReader):
     #: The pushed filters (see :class:`KafkaLogPushdownReader`); none by default.
     record_filter: RecordFilter = RecordFilter()
 
+    @headline_first
+    @speaks(SPARK)  # a tiered segment's errors name tieredKeys
     def partitions(self) -> list[InputPartition]:
         opts = self._options
         where = self.record_filter
@@ -57,6 +61,7 @@ class KafkaLogReader(DataSourceReader):
             log_plan(where, groups, kept, splits)
         return pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
 
+    @headline_first
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, LogSplitGroup):
             for split in partition.splits:

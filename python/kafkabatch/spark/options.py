@@ -8,7 +8,6 @@ ValueError: unknown kafka-log option 'isolaton'; did you mean 'isolation'? ...
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -16,7 +15,7 @@ from typing import Any
 
 import kafkabatch.spark.values as spark_values
 from kafkabatch._decode import DEFAULT_MAX_DECOMPRESSED_SIZE
-from kafkabatch._util import parse_size
+from kafkabatch._util import closest, parse_size
 from kafkabatch.log.bounds import Bounds, parse_timestamp
 
 #: Default ``maxBytesPerPartition``: segments larger than this are split at batch boundaries.
@@ -106,8 +105,8 @@ def check_option_names(names: Iterable[str], known: Iterable[str] = KNOWN_OPTION
         if advice:
             hint = f" ({advice})"
         else:
-            close = difflib.get_close_matches(lower, list(spelled), n=1, cutoff=0.6)
-            hint = f"; did you mean {spelled[close[0]]!r}?" if close else ""
+            close = closest(lower, spelled)
+            hint = f"; did you mean {spelled[close]!r}?" if close else ""
         raise ValueError(
             f"unknown kafka-log option {name!r}{hint} Known options (case-insensitive): "
             f"{', '.join(spelled.values())}; see docs/spark.md"

@@ -138,6 +138,26 @@ def _probe_worker(_: Any) -> tuple[str, str, str | None, str | None]:
     return sys.executable, sys.version.split()[0], str(kafkabatch.__version__), None
 
 
+def _interpreter_advice(spark: Any) -> str:
+    """What makes Spark's Python workers run a given interpreter: the
+    ``PYSPARK_PYTHON`` environment variable, read when the SparkContext
+    starts. ``spark.pyspark.python`` reaches them only through
+    ``spark-submit``; set in a session builder it is ignored, so say so when
+    it is set."""
+    try:
+        conf = spark.sparkContext.getConf().get("spark.pyspark.python")
+    except Exception:  # no SparkContext to ask
+        conf = None
+    advice = (
+        f"set the PYSPARK_PYTHON environment variable to a Python with kafkabatch {__version__} installed before "
+        'the SparkSession starts (os.environ["PYSPARK_PYTHON"] = sys.executable, or spark-submit --conf '
+        "spark.pyspark.python=...)"
+    )
+    if conf:
+        advice += f"; spark.pyspark.python={conf} set in a session builder does not reach the workers"
+    return advice
+
+
 def check_worker_import(spark: Any) -> None:
     """Run one task in ``spark``'s Python workers and raise
     :class:`WorkerImportError` unless they import kafkabatch
@@ -172,15 +192,15 @@ def check_worker_import(spark: Any) -> None:
         first = next((line for line in str(failure).splitlines() if line.strip()), type(failure).__name__)
         raise WorkerImportError(
             f"kafkabatch.spark.register: Spark could not run a Python task to check its workers ({first[:300]}). "
-            f"Set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with kafkabatch {__version__} installed "
-            f"(this driver runs {sys.executable}); or skip the check with register(spark, check_workers=False)"
+            f"S{_interpreter_advice(spark)[1:]} (this driver runs {sys.executable}); or skip the check "
+            "with register(spark, check_workers=False)"
         ) from None
     if found != __version__:
         problem = f"can't import kafkabatch ({error})" if found is None else f"import kafkabatch {found}"
         raise WorkerImportError(
             f"Spark's Python workers ({executable}, Python {version}) {problem}, but this driver runs kafkabatch "
-            f"{__version__} ({sys.executable}): set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with "
-            f"kafkabatch {__version__} installed, or install that wheel on the cluster's workers. "
+            f"{__version__} ({sys.executable}): {_interpreter_advice(spark)}, or install that wheel on the "
+            "cluster's workers. "
             "Skip this check with register(spark, check_workers=False) or spark.kafkabatch.checkWorkers=false"
         )
     _CHECKED_APPLICATIONS.add(application)

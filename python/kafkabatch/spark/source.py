@@ -16,10 +16,12 @@ import kafkabatch.spark.values as spark_values
 from kafkabatch.log.listing import Segment
 from kafkabatch.log.sample import first_values
 from kafkabatch.spark.batch import KafkaLogPushdownReader, KafkaLogReader
+from kafkabatch.spark.errors import headline_first
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import list_source_segments
 from kafkabatch.spark.pushdown import planning_without_pushdown
 from kafkabatch.spark.types import KAFKA_SCHEMA
+from kafkabatch.values.vocabulary import SPARK, speaks
 
 
 class KafkaLogDataSource(DataSource):
@@ -38,6 +40,7 @@ class KafkaLogDataSource(DataSource):
     1000000
     """
 
+    @headline_first
     def __init__(self, options: Any) -> None:
         super().__init__(options)
         self._options = Options(options)
@@ -56,12 +59,14 @@ class KafkaLogDataSource(DataSource):
     def name(cls) -> str:
         return "kafka-log"
 
+    @headline_first
     def schema(self) -> StructType:
         return KAFKA_SCHEMA if self._values is None else self._values.schema(KAFKA_SCHEMA)
 
     #: Whether readers take Spark's pushed filters (``kbs.register(..., filter_pushdown=False)`` turns it off).
     filter_pushdown: bool = True
 
+    @headline_first
     def reader(self, schema: StructType) -> KafkaLogReader:
         _check_schema(schema, self.schema())
         self._options.check_batch()
@@ -73,6 +78,7 @@ class KafkaLogDataSource(DataSource):
             return KafkaLogPushdownReader(self._options, self._segments, self._values)
         return KafkaLogReader(self._options, self._segments, self._values)
 
+    @headline_first
     def streamReader(self, schema: StructType) -> Any:
         """``spark.readStream.format("kafka-log")``: see :mod:`kafkabatch.spark.stream`
         (PySpark 4.2+: a stream reader with read limits and Trigger.AvailableNow)."""
@@ -89,6 +95,7 @@ class KafkaLogDataSource(DataSource):
             ) from None
         return KafkaLogStreamReader(self._options, self._values)
 
+    @speaks(SPARK)  # tiered_keys' errors as tieredKeys
     def _list(self) -> list[Segment]:
         return list_source_segments(self._options)
 

@@ -22,8 +22,11 @@ from typing import Any, ParamSpec, TypeVar
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
+_PROTOBUF_SCHEMA = re.compile(
+    r"\b(value|key)_schema \(a generated message class, or a dict with 'message' and 'descriptor_set' or 'proto'\)"
+)
 _FORMAT_IS = re.compile(r"\b(value|key)_format='(\w+)'(?: or '(\w+)')?")
-_NAME = re.compile(r"\b(value_format|key_format|value_schema|key_schema|schema_registry|on_value_error)\b")
+_NAME = re.compile(r"\b(value_format|key_format|value_schema|key_schema|schema_registry|on_value_error|tiered_keys)\b")
 
 #: The command line's names (``kafkabatch convert``).
 CLI: Mapping[str, Any] = {
@@ -35,8 +38,10 @@ CLI: Mapping[str, Any] = {
         "key_schema": "--key-schema",
         "schema_registry": "--schema-registry",
         "on_value_error": "--on-value-error",
+        "tiered_keys": "--tiered-key",
     },
     "json_schema": "(a JSON Schema, Avro record schema or Spark DDL: a file or the text)",
+    "protobuf_schema": lambda c: f"--{c}-message with --{c}-schema (a .proto file) or --{c}-descriptor-set",
 }
 
 #: The ``kafka-log`` Spark source's option names.
@@ -49,8 +54,10 @@ SPARK: Mapping[str, Any] = {
         "key_schema": "keySchema",
         "schema_registry": "schemaRegistry",
         "on_value_error": "onValueError",
+        "tiered_keys": "tieredKeys",
     },
     "json_schema": "(a Spark DDL string or StructType JSON)",
+    "protobuf_schema": lambda c: f"{c}Message with {c}Schema (.proto text or file) or {c}DescriptorSet",
 }
 
 
@@ -63,6 +70,7 @@ def in_words(message: str, words: Mapping[str, Any]) -> str:
         text: str = words["format_is"](column, first)
         return text + (f" or {second}" if second else "")
 
+    message = _PROTOBUF_SCHEMA.sub(lambda m: words["protobuf_schema"](m[1]), message)
     message = _FORMAT_IS.sub(format_is, message)
     message = _NAME.sub(lambda m: words["names"][m[1]], message)
     return message.replace("(a pyarrow struct type or schema)", words["json_schema"])
@@ -71,11 +79,11 @@ def in_words(message: str, words: Mapping[str, Any]) -> str:
 def error_in_words(error: BaseException, words: Mapping[str, Any]) -> BaseException:
     """The same kind of error (attributes kept), its message :func:`in_words`;
     other errors (a batch decoding error, whose message names files) as they are."""
-    from kafkabatch._kafkabatch import KafkaBatchError, ValueDecodeError
+    from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError, ValueDecodeError
 
     if (
         not isinstance(error, (ValueError, TypeError))
-        or (isinstance(error, KafkaBatchError) and not isinstance(error, ValueDecodeError))
+        or (isinstance(error, KafkaBatchError) and not isinstance(error, (ValueDecodeError, TieredStorageError)))
         or len(error.args) != 1
     ):
         return error
