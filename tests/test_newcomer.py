@@ -702,3 +702,24 @@ def test_stats_total_row_keeps_every_codec_in_a_pipe(sample, capsys):
     assert cell.startswith(", ".join(every)), (cell, out)
     assert max(len(line) for line in lines) <= 120
 
+
+def test_readme_protobuf_mock_registry_example_runs(capsys):
+    pytest.importorskip("confluent_kafka.schema_registry")
+    code = block_after("README.md", "To try framed Protobuf without a registry server")
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "[{'order_id': 'o-1', 'items': [{'sku': 'a', 'qty': 2}]}]"
+
+
+def test_readme_polars_example_runs(sample):
+    pytest.importorskip("polars")
+    import pyarrow.compute as pc
+
+    root, _ = sample
+    text = (ROOT / "README.md").read_text()
+    at = text.index("lf = kb.scan_polars(")
+    code = text[text.rindex("```python\n", 0, at) + len("```python\n") : text.index("```", at)]
+    scope: dict = {}
+    exec(compile(code.replace("/var/lib/kafka/data", str(root)), "README.md", "exec"), scope)  # a naive cutoff raises
+    got = scope["lf"].filter(scope["pl"].col("timestamp") >= scope["cutoff"]).collect()
+    table = kb.scan_log(root).read_all()
+    assert got.height == pc.sum(pc.greater_equal(table.column("timestamp"), scope["cutoff"])).as_py()

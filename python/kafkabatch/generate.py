@@ -417,8 +417,7 @@ def generate(
     :mod:`kafkabatch.generate_tiered`). Then the log dir is
     ``<out_dir>/broker``, the bucket ``<out_dir>/bucket``, and the key pair
     ``<out_dir>/private.pem`` and ``public.pem``; the broker folder keeps every
-    segment, so reading it with the bucket (a list or a glob) returns each
-    offset once. :attr:`GenerateSummary.tiered` says where and how.
+    segment, so reading ``out_dir`` (both) returns each offset once. :attr:`GenerateSummary.tiered` says where and how.
 
     >>> s = generate("/tmp/kafka-logs", size="64MB")                  # doctest: +SKIP
     >>> kb.decode(open("/tmp/kafka-logs/orders-0/00000000000000000000.log", "rb").read()).num_rows  # doctest: +SKIP

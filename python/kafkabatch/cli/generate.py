@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"kafkabatch: {bucket}\n"
             f"  read the bucket:           kafkabatch stats {bucket.folder}{key}\n"
-            f"  with the broker log dir:   kafkabatch stats {bucket.folder} {bucket.broker}{key}",
+            f"  with the broker log dir:   kafkabatch stats {args.out_dir}{key}   (each offset once)",
             file=sys.stderr,
         )
     return 0
