@@ -308,3 +308,28 @@ def test_docs_code_fences_stand_on_their_own_lines():
         for number, line in enumerate((ROOT / doc).read_text().splitlines(), 1):
             if "```" in line:
                 assert line.lstrip().startswith("```") and line.strip().count("```") == 1, f"{doc}:{number}: {line}"
+
+
+def test_cli_reads_a_bucket_on_an_s3_endpoint_from_aws_endpoint_url(tmp_path, moto_s3, monkeypatch, capsys):
+    """As docs/cli.md and docs/tiered-storage.md set it up: AWS_ENDPOINT_URL and the credentials in the environment."""
+    from kafkabatch.cli import main
+
+    filesystem, endpoint, _ = moto_s3
+    summary = generate(tmp_path / "t", size="1MB", seed=3, tiered="aiven", tiered_compression=True,
+                       tiered_encryption=True)  # fmt: skip
+    bucket = summary.tiered
+    for path in sorted(bucket.folder.rglob("*")):
+        if path.is_file():
+            with filesystem.open_output_stream("tiered/prefix/" + path.relative_to(bucket.folder).as_posix()) as f:
+                f.write(path.read_bytes())
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
+    key = f"key-1={bucket.private_key}"
+    assert main(["stats", "s3://tiered/prefix/", "--tiered-key", key, "--json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"]["records"] == summary.records
+    broker = kb.scan_log(bucket.broker).read_all()
+    assert kb.scan_log("s3://tiered/prefix/", tiered_keys=bucket.tiered_keys).read_all().equals(broker)
+    out = tmp_path / "remote.arrow"
+    assert main(["convert", "s3://tiered/prefix/", str(out), "--tiered-key", key, "-q"]) == 0
+    import pyarrow.ipc
+
+    assert pyarrow.ipc.open_file(out).read_all().column("offset").equals(broker.column("offset"))

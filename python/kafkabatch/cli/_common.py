@@ -286,6 +286,9 @@ def find_segments(paths: list[str]) -> list[SegmentFile]:
 
     out: list[SegmentFile] = []
     for path in paths:
+        if is_remote(path):
+            out.extend(_remote_segments(path))
+            continue
         if os.path.isfile(path):
             out.append(_segment_file(path))
             continue
@@ -308,13 +311,44 @@ def find_segments(paths: list[str]) -> list[SegmentFile]:
     return out
 
 
+def is_remote(path: str) -> bool:
+    """Whether ``path`` is a URI read through pyarrow.fs (``s3://``, ``gs://``...)."""
+    from kafkabatch.log.fs import is_remote as remote
+
+    return remote(path)
+
+
+def _remote_segments(uri: str) -> list[SegmentFile]:
+    """The segments under a URI (an object, a prefix, a glob), as
+    :func:`kafkabatch.log.list_segments` finds them."""
+    from kafkabatch.log.listing import list_segments
+
+    try:
+        segments = list_segments(uri)
+    except FileNotFoundError:
+        raise CliError(f"no such file or folder: {uri}") from None
+    if not segments:
+        raise CliError(f"no .log segment files in {uri}")
+    return [SegmentFile(s.path, s.topic, s.partition, s.base_offset, s.size) for s in segments]
+
+
 @contextlib.contextmanager
 def mapped(path: str, keys: Any = ()) -> Iterator[Any]:
-    """A segment's bytes: memory-mapped, or, for an Aiven tiered-storage
-    segment (its ``.log`` or ``.rsm-manifest``), undone from its chunks."""
+    """A segment's bytes: memory-mapped, read through pyarrow.fs for a URI,
+    or, for an Aiven tiered-storage segment (its ``.log`` or
+    ``.rsm-manifest``), undone from its chunks."""
+    from kafkabatch.log.fs import open_source
     from kafkabatch.log.tiered import MANIFEST, TieredSource, remote_name, sibling
 
     name = remote_name(path)
+    if is_remote(path):
+        aiven = name is not None and name.layout == "aiven" and name.suffix in ("log", "rsm-manifest")
+        source = TieredSource(sibling(path, ".log"), sibling(path, MANIFEST), keys) if aiven else open_source(path)
+        try:
+            yield source.read(0, source.size)
+        finally:
+            source.close()
+        return
     manifest = sibling(path, MANIFEST) if name is not None else ""
     if name is not None and name.suffix in ("log", "rsm-manifest") and os.path.isfile(manifest):
         source = TieredSource(sibling(path, ".log"), manifest, keys)
