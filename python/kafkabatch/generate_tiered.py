@@ -149,7 +149,9 @@ def upload_log_dir(
     topic_ids: dict[str, str] = {}
     segments = 0
     for topic, partition, folder, end_offset in partitions:
-        topic_id = topic_ids.setdefault(topic, _kafka_uuid(uploader))
+        if topic not in topic_ids:
+            topic_ids[topic] = _kafka_uuid(uploader)
+        topic_id = topic_ids[topic]
         logs = sorted(p for p in Path(folder).iterdir() if _SEGMENT.match(p.name))
         for i, log in enumerate(logs):
             base = int(log.name[:20])
