@@ -9,6 +9,7 @@ Shared by the batch reader and the stream reader's micro-batches.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,8 @@ from kafkabatch.log.scan import seek_position, segment_skippable
 from kafkabatch.log.txn import Transaction
 from kafkabatch.log.windows import batch_length, batch_ranges
 from kafkabatch.spark.options import Options
+
+log = logging.getLogger("kafkabatch.spark")
 
 
 class LogSplit(InputPartition):
@@ -162,13 +165,16 @@ def list_source_segments(options: Options) -> list[Segment]:
     """The segments under the ``path``/``paths`` options (see :func:`kafkabatch.list_segments`),
     filtered by ``pathGlobFilter``, in topic, partition, offset order."""
     segments: dict[str, Segment] = {}
+    problems: list[tuple[Segment, Exception]] | None = None if options.mode == "FAILFAST" else []
     for path in options.paths:
         for seg in list_segments(
-            path, topic=options.topic, partition=options.partition, tiered_keys=options.tiered_keys
+            path, topic=options.topic, partition=options.partition, tiered_keys=options.tiered_keys, problems=problems
         ):
             if options.path_glob_filter and not fnmatch.fnmatchcase(basename(seg.path), options.path_glob_filter):
                 continue  # as Spark's pathGlobFilter: a glob on file names only
             segments.setdefault(seg.path, seg)
+    for _seg, error in problems or ():  # mode DROPMALFORMED/PERMISSIVE: left out, and said
+        log.warning("kafka-log %s: skipped %s", options.mode, error)
     return sorted(segments.values(), key=sort_key)
 
 
@@ -189,7 +195,14 @@ def plan_partition(
         if seg.size == 0 or segment_skippable(group, i, bounds) or seg_bounds.empty():
             continue
         txns = None if transactions is None else transactions_for(transactions, group, i)
-        source = open_segment(seg)
+        try:
+            source = open_segment(seg)
+        except tiered.TieredStorageError:
+            if opts.mode == "FAILFAST":
+                raise
+            # One task for the segment: it fails there, and the mode counts it (see reading.read_split).
+            splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, check_start=False, work=None))
+            continue
         try:
             start, end = seek(seg, seg_bounds, source)
             # Remote objects: a read per split would cost a request each; count wire bytes.

@@ -17,7 +17,7 @@ import pyarrow as pa
 from kafkabatch._decode import iter_batches, valid_bytes
 from kafkabatch._kafkabatch import CorruptBatchError, TieredStorageError
 from kafkabatch.log.listing import Segment, open_segment
-from kafkabatch.log.scan import SegmentResult, decode_range
+from kafkabatch.log.scan import SegmentResult, decode_around_bad_chunks
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_length
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import LogSplit
@@ -51,15 +51,16 @@ def _read_split(
     arrow_schema: Any,
 ) -> Iterator[pa.RecordBatch]:
     seg = partition.segment
-    source = open_segment(seg, opts.max_decompressed_size)
+    source = open_segment(seg, opts.max_decompressed_size, "maxDecompressedSize")
     try:
         if partition.check_start:
             check_batch_start(source, seg, partition.start)
-        for batch in decode_range(
+        for batch in decode_around_bad_chunks(
             source,
             seg,
             start=partition.start,
             end=partition.end,
+            skip_chunks=opts.mode != "FAILFAST",
             max_chunk_bytes=min(DEFAULT_MAX_CHUNK_BYTES, max(partition.end - partition.start, 1)),
             bounds=partition.bounds,
             transactions=partition.transactions,
