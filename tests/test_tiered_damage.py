@@ -261,13 +261,24 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
 
 
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+    """``python args...`` under the address-space limit, started (the reads of one case run side by side)."""
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    done = subprocess.run(
-        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, preexec_fn=_limited, env=env, timeout=300
-    )
+    return subprocess.Popen(
+        [sys.executable, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_limited, env=env,
+    )  # fmt: skip
+
+
+def _finish(process: subprocess.Popen) -> subprocess.CompletedProcess:
+    stdout, stderr = process.communicate(timeout=300)
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     assert done.returncode >= 0, f"killed by signal {-done.returncode}: {done.stderr[-2000:]}"
     return done
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return _finish(_start(args, cwd))
 
 
 def _rows(table: pa.Table) -> list[tuple]:
@@ -306,12 +317,24 @@ def test_damaged_bucket(broker, key, tmp_path, mode, case):
         segment_expected = _rows(kb.read_segment(broker_log, topic="orders", partition=0,
                                                  start_offset=damage.start_offset))  # fmt: skip
 
-    # Python, under the limit.
+    # Python and the CLI, under the limit.
     out = tmp_path / "py"
-    done = _run(
+    python = _start(
         ["-c", RUNNER, str(root), str(damage.target or ""), json.dumps(keys), str(damage.start_offset or ""), str(out)],
         tmp_path,
     )
+    pem = tmp_path / "key.pem"
+    pem.write_text(key.private_pem)
+    flag = ["--tiered-key", f"key-1={pem}"]
+    offsets = [] if damage.start_offset is None else ["--offsets", f"{damage.start_offset}:"]
+    parquet = tmp_path / "out.parquet"
+    commands = [
+        (["convert", str(root), str(parquet), "--on-error", "skip", "--no-progress", *offsets, *flag], True),
+        (["stats", str(root), "--json", "--no-progress", *flag], False),
+        *((["dump", str(damage.target), *flag], False),) * (damage.target is not None),
+    ]
+    cli = [(argv, check_rows, _start(["-m", "kafkabatch", *argv], tmp_path)) for argv, check_rows in commands]
+    done = _finish(python)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     for name, outcome in report.items():
@@ -329,18 +352,8 @@ def test_damaged_bucket(broker, key, tmp_path, mode, case):
         if name == "scan" and got != want:
             raise AssertionError(f"scan_log without skip lost rows silently: {len(got)} of {len(want)}")
 
-    # The CLI, under the limit.
-    pem = tmp_path / "key.pem"
-    pem.write_text(key.private_pem)
-    flag = ["--tiered-key", f"key-1={pem}"]
-    offsets = [] if damage.start_offset is None else ["--offsets", f"{damage.start_offset}:"]
-    parquet = tmp_path / "out.parquet"
-    for argv, check_rows in (
-        (["convert", str(root), str(parquet), "--on-error", "skip", "--no-progress", *offsets, *flag], True),
-        (["stats", str(root), "--json", "--no-progress", *flag], False),
-        *((["dump", str(damage.target), *flag], False),) * (damage.target is not None),
-    ):
-        done = _run(["-m", "kafkabatch", *argv], tmp_path)
+    for argv, check_rows, process in cli:
+        done = _finish(process)
         for bare in BARE:
             assert bare not in done.stderr, f"{argv[0]}: {done.stderr[-2000:]}"
         if done.returncode != 0:
@@ -475,14 +488,15 @@ def test_clear_words_for_damaged_manifests(broker, key, tmp_path):
         kb.read_segment(str(log))
     assert "truncated" not in str(info.value)
     # A manifest that lost its encryption block: a hint that manifest and object disagree.
-    root = tmp_path / "noenc"
-    upload(broker, root, "encrypted", key)
-    log = _segment(root)
-    doc = json.loads(_manifest_of(log).read_text())
-    del doc["encryption"]
-    _manifest_of(log).write_text(json.dumps(doc))
-    with pytest.raises(kb.TieredStorageError, match="lost its encryption block"):
-        kb.read_segment(str(log), tiered_keys=keys)
+    for mode in ("zstd+encrypted", "encrypted"):
+        root = tmp_path / f"noenc-{mode}"
+        upload(broker, root, mode, key)
+        log = _segment(root)
+        doc = json.loads(_manifest_of(log).read_text())
+        del doc["encryption"]
+        _manifest_of(log).write_text(json.dumps(doc))
+        with pytest.raises(kb.TieredStorageError, match="lost its encryption block"):
+            kb.read_segment(str(log), tiered_keys=keys)
     # An encrypted .log named without its manifest: says the manifest is missing (not an empty table).
     _manifest_of(log).unlink()
     with pytest.raises(kb.TieredStorageError, match="manifest .* is missing"):

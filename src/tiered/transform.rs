@@ -27,6 +27,8 @@ use crate::decode::MAX_DECOMPRESSED_SIZE_LIMIT;
 pub const IV_SIZE: usize = 12;
 /// GCM's tag, after the ciphertext.
 pub const TAG_SIZE: usize = 16;
+/// The first bytes of a zstd frame.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// Below this many original bytes, one thread does the work.
 const PARALLEL_MIN: u64 = 512 << 10;
 
@@ -148,9 +150,17 @@ impl Transform {
             data
         };
         crate::compression::zstd::decompress_exact(frame, out).map_err(|e| {
+            // Without a cipher, bytes that are no zstd frame at all are most
+            // likely ciphertext: the manifest and the object disagree.
+            let hint = if self.cipher.is_none() && !frame.starts_with(&ZSTD_MAGIC) {
+                "; the bytes are not a zstd frame: an encrypted object read with a manifest \
+                 that has lost its encryption block?"
+            } else {
+                ""
+            };
             TieredError::chunk(
                 index,
-                format!("{e} (the chunk index gives it {} bytes)", chunk.original_size),
+                format!("{e} (the chunk index gives it {} bytes){hint}", chunk.original_size),
             )
         })
     }
@@ -531,5 +541,10 @@ mod tests {
         assert!(detransform_chunks(&[0u8; 90], &index, 0, &none, 1 << 20, 1).is_err());
         // A short key.
         assert!(Transform::new(false, Some(([1u8; 10].as_slice(), AAD))).is_err());
+        // Encrypted chunks read as compressed ones (a manifest without its encryption block): a hint.
+        let (object, sizes) = transform_chunks(&data, 1000, true, true);
+        let index = ChunkIndex::from_sizes(1000, 5000, &sizes).unwrap();
+        let err = detransform_chunks(&object, &index, 0, &plain, 1 << 20, 1).unwrap_err();
+        assert!(err.to_string().contains("lost its encryption block"), "{err}");
     }
 }
