@@ -522,3 +522,44 @@ def test_convert_reports_a_lost_segment_honestly(broker, key, tmp_path):
     assert f"{log.name}: not read:" in done.stderr and 'version "2" is not supported' in done.stderr
     total = len(_logs(broker))
     assert f"converted {total - 1} segments" in done.stderr and "1 segment not read" in done.stderr
+
+
+SPARK_CASES = [end_offset_huge, no_log, bad_chunk, twin_damaged, no_manifest, partition_folder_word]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", SPARK_CASES, ids=[c.__name__ for c in SPARK_CASES])
+def test_spark_agrees_with_scan_log(spark, broker, key, tmp_path, case):
+    """The same damaged bucket gives Spark the rows scan_log gives: with
+    DROPMALFORMED those of on_error="skip"; with FAILFAST, the rows of a
+    plain read or an error naming the object."""
+    mode = "zstd+encrypted"
+    root = tmp_path / "bucket"
+    upload(broker, root, mode, key)
+    damage = case(root, mode, broker, key)
+    keys = {key.key_id: key.private_pem}
+
+    def spark_rows(spark_mode: str) -> list[tuple]:
+        df = (
+            spark.read.format("kafka-log")
+            .option("tieredKeys", json.dumps(keys))
+            .option("mode", spark_mode)
+            .option("maxBytesPerPartition", str(3 * CHUNK))
+            .load(str(root))
+        )
+        return sorted((r.topic, r.partition, r.offset, bytes(r.value)) for r in df.collect())
+
+    def python_rows(**kw) -> list[tuple]:
+        table = kb.scan_log(root, tiered_keys=keys, **kw).read_all()
+        return sorted(zip(table["topic"].to_pylist(), table["partition"].to_pylist(), table["offset"].to_pylist(),
+                          table["value"].to_pylist()))  # fmt: skip
+
+    assert spark_rows("DROPMALFORMED") == python_rows(on_error="skip")
+    try:
+        expected = python_rows()
+    except kb.KafkaBatchError as error:
+        assert damage.named in str(error)
+        with pytest.raises(Exception, match=damage.named.replace("?", r"\?")):
+            spark_rows("FAILFAST")
+    else:
+        assert spark_rows("FAILFAST") == expected

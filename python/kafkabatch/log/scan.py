@@ -395,7 +395,7 @@ def scan_log(
                 if not segment_skippable(group, i, bounds) and not seg_bounds.empty():
                     yield from read_with_twins(
                         seg,
-                        group[i + 1] if i + 1 < len(group) else None,
+                        next_start(group, i),
                         seg_bounds,
                         chunk,
                         transactions,
@@ -505,9 +505,18 @@ def _past_bad_chunk(
     return resume
 
 
+def next_start(group: list[Segment], i: int) -> int | None:
+    """The first offset the segment after ``group[i]`` returns (None for the last)."""
+    if i + 1 >= len(group) or group[i + 1].base_offset is None:
+        return None
+    following = group[i + 1]
+    base = following.base_offset or 0
+    return base if following.floor_offset is None else max(base, following.floor_offset)
+
+
 def read_with_twins(
     seg: Segment,
-    following: Segment | None,
+    following: int | None,
     bounds: Bounds,
     chunk: int,
     transactions: list[Transaction] | None,
@@ -521,8 +530,8 @@ def read_with_twins(
     """:func:`read_segment_range`, and when ``seg`` turns out damaged (a
     :class:`TieredStorageError`) and another copy of its offsets exists
     (``seg.twins``: another upload, a broker folder), the offsets it did not
-    return are read from that copy instead, up to where ``following`` (the
-    partition's next segment) takes over. The damaged segment is counted in
+    return are read from that copy instead, up to ``following`` (where the
+    partition's next segment takes over, see :func:`next_start`). The damaged segment is counted in
     ``result.skipped`` (and warned about), whatever ``on_error`` says: no row
     is lost. Without a twin, the error is raised, or skipped as ``on_error``
     says."""
@@ -543,13 +552,8 @@ def read_with_twins(
     first = (seg.base_offset or 0) if seg.floor_offset is None else max(seg.base_offset or 0, seg.floor_offset)
     start = first if result.last_offset is None else max(first, result.last_offset + 1)
     stop = seg.stop_offset
-    if following is not None and following.base_offset is not None:
-        nxt = (
-            following.base_offset
-            if following.floor_offset is None
-            else max(following.base_offset, following.floor_offset)
-        )
-        stop = nxt if stop is None else min(stop, nxt)
+    if following is not None:
+        stop = following if stop is None else min(stop, following)
     twin_bounds = segment_bounds(replace(seg, floor_offset=start, stop_offset=stop), bounds)
     for twin in seg.twins:
         twin_result = SegmentResult(twin)

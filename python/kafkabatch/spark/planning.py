@@ -22,7 +22,7 @@ from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.index import IndexFileWarning, offset_index_entries
 from kafkabatch.log.listing import Segment, list_segments, open_segment, segment_bounds, sort_key
 from kafkabatch.log.naming import basename
-from kafkabatch.log.scan import seek_position, segment_skippable
+from kafkabatch.log.scan import next_start, seek_position, segment_skippable
 from kafkabatch.log.txn import Transaction
 from kafkabatch.log.windows import batch_length, batch_ranges
 from kafkabatch.spark.options import Options
@@ -42,6 +42,7 @@ class LogSplit(InputPartition):
         transactions: list[Transaction] | None,
         check_start: bool = False,
         work: int | None = None,
+        twin_stop: int | None = None,
     ) -> None:
         super().__init__((segment.path, start, end))
         self.segment = segment
@@ -52,6 +53,8 @@ class LogSplit(InputPartition):
         self.check_start = check_start  # the start came from a .index file: make sure it's a batch
         # Spark's work for these bytes, in bytes of wire data (see estimate_work).
         self.work = end - start if work is None else work
+        # Where the partition's next segment takes over: a damaged segment's twin is read up to there.
+        self.twin_stop = twin_stop
 
 
 class LogSplitGroup(InputPartition):
@@ -195,13 +198,14 @@ def plan_partition(
         if seg.size == 0 or segment_skippable(group, i, bounds) or seg_bounds.empty():
             continue
         txns = None if transactions is None else transactions_for(transactions, group, i)
+        twin_stop = next_start(group, i)
         try:
             source = open_segment(seg)
         except tiered.TieredStorageError:
-            if opts.mode == "FAILFAST":
+            if opts.mode == "FAILFAST" and not seg.twins:
                 raise
-            # One task for the segment: it fails there, and the mode counts it (see reading.read_split).
-            splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, check_start=False, work=None))
+            # One task for the segment: its twin is read there, or the mode counts it (see reading.read_split).
+            splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, twin_stop=twin_stop))
             continue
         try:
             start, end = seek(seg, seg_bounds, source)
@@ -221,6 +225,7 @@ def plan_partition(
                         txns,
                         check_start=from_index and a > 0,
                         work=estimate_work(source, a, b) if local else None,
+                        twin_stop=twin_stop,
                     )
                 )
         finally:
