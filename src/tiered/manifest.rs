@@ -272,6 +272,21 @@ fn overhead_of_encryption() -> u64 {
     (super::transform::IV_SIZE + super::transform::TAG_SIZE) as u64
 }
 
+/// The packed chunk sizes inflate to at most the plugin's own limit
+/// ([`MAX_PACKED_SIZES`](super::chunk_index::MAX_PACKED_SIZES)), not to
+/// `max_decompressed_size`: say so in the error.
+fn packed_cap(e: TieredError) -> TieredError {
+    let blamed = "cap (max_decompressed_size)";
+    if !e.reason.contains(blamed) {
+        return e;
+    }
+    let reason = e.reason.replace(
+        blamed,
+        "cap on the packed chunk sizes (the plugin's own limit on a chunk index)",
+    );
+    TieredError { reason, ..e }
+}
+
 /// Parse a manifest's bytes (UTF-8 JSON). Errors say what is wrong in the
 /// manifest's own vocabulary.
 pub fn parse_manifest(text: &[u8]) -> Result<Manifest, TieredError> {
@@ -307,7 +322,7 @@ pub fn parse_manifest(text: &[u8]) -> Result<Manifest, TieredError> {
             original_chunk_size,
             original_file_size,
             transformed_chunks,
-        } => ChunkIndex::variable(original_chunk_size, original_file_size, &transformed_chunks)?,
+        } => ChunkIndex::variable(original_chunk_size, original_file_size, &transformed_chunks).map_err(packed_cap)?,
     };
     let raw = &v1.segment_indexes;
     let indexes = SegmentIndexes {
@@ -415,6 +430,23 @@ mod tests {
         // Encrypted sizes, the encryption block lost: a hint.
         let err = check(fixed(100, 950, 128, 78, "")).unwrap_err();
         assert!(err.to_string().contains("lost its encryption block"), "{err}");
+    }
+
+    #[test]
+    fn a_packed_size_list_past_the_plugin_limit_is_named() {
+        use base64::Engine;
+        // 11 MiB of zeros as the packed sizes, zstd'd and base64'd.
+        let packed = zstd::bulk::compress(&vec![0u8; 11 << 20], 3).unwrap();
+        let text = plugin_json("", "null").replace(
+            "{\"type\":\"fixed\",\"originalChunkSize\":100,\"originalFileSize\":1000,\"transformedChunkSize\":110,\"finalTransformedChunkSize\":110}",
+            &format!(
+                "{{\"type\":\"variable\",\"originalChunkSize\":100,\"originalFileSize\":1000,\"transformedChunks\":\"{}\"}}",
+                BASE64.encode(packed)
+            ),
+        );
+        let err = parse_manifest(text.as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("cap on the packed chunk sizes"), "{err}");
+        assert!(!err.to_string().contains("max_decompressed_size"), "{err}");
     }
 
     #[test]

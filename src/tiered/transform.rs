@@ -150,6 +150,16 @@ impl Transform {
             data
         };
         crate::compression::zstd::decompress_exact(frame, out).map_err(|e| {
+            if let crate::compression::CodecError::TooLarge { .. } = e {
+                // The bound is the chunk's own size in the index, not a configured cap.
+                return TieredError::chunk(
+                    index,
+                    format!(
+                        "the zstd frame inflates past the {} bytes the chunk index gives the chunk",
+                        chunk.original_size
+                    ),
+                );
+            }
             // Without a cipher, bytes that are no zstd frame at all are most
             // likely ciphertext: the manifest and the object disagree.
             let hint = if self.cipher.is_none() && !frame.starts_with(&ZSTD_MAGIC) {
@@ -530,7 +540,12 @@ mod tests {
         let index = ChunkIndex::from_sizes(1000, 1000, &[bomb.len() as u32]).unwrap();
         let plain = Transform::new(true, None).unwrap();
         let err = detransform_chunks(&bomb, &index, 0, &plain, 1 << 20, 1).unwrap_err();
-        assert!(err.to_string().contains("cap"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("inflates past the 1000 bytes the chunk index gives"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("max_decompressed_size"), "{err}");
         // A chunk index that claims more than the cap allows: refused before anything is allocated.
         let index = ChunkIndex::from_sizes(1 << 30, 1 << 30, &[bomb.len() as u32]).unwrap();
         let err = detransform_chunks(&bomb, &index, 0, &plain, 1 << 20, 1).unwrap_err();
