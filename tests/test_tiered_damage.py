@@ -563,3 +563,28 @@ def test_spark_agrees_with_scan_log(spark, broker, key, tmp_path, case):
             spark_rows("FAILFAST")
     else:
         assert spark_rows("FAILFAST") == expected
+
+
+def test_on_s3_a_missing_index_or_log_is_not_silent(broker, key, moto_s3, tmp_path):
+    """The same on S3 (moto's server): a missing .indexes object reads the
+    segment from its start; a manifest whose .log is gone is an error, or a
+    counted skip naming it."""
+    filesystem, endpoint, _ = moto_s3
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    gone_index, gone_log = _segment(root, 1).with_suffix(".indexes"), _segment(root, 3)
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path not in (gone_index, gone_log):
+            with filesystem.open_output_stream("tiered/" + path.relative_to(root).as_posix()) as f:
+                f.write(path.read_bytes())
+    uri = f"s3://tiered/tiered/?endpoint_override={endpoint}&scheme=http"
+    with pytest.raises(kb.TieredStorageError, match=rf"{gone_log.name}\?.*: the segment's \.log object is missing"):
+        kb.scan_log(uri).read_all()
+    results: list = []
+    start = int(gone_index.name[:20]) + 40
+    with pytest.warns(kb.IndexFileWarning, match="the .indexes object is missing"):
+        got = _rows(kb.scan_log(uri, start_offset=start, on_error="skip", on_segment=results.append).read_all())
+    lost = set(o for o in range(int(gone_log.name[:20]), _last_offset(_logs(broker)[3]) + 1))
+    assert got == [r for r in _rows(kb.scan_log(broker, start_offset=start).read_all()) if r[2] not in lost]
+    [skipped] = [e for r in results for e in r.skipped]
+    assert gone_log.name in str(skipped)
