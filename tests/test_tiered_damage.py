@@ -588,3 +588,19 @@ def test_on_s3_a_missing_index_or_log_is_not_silent(broker, key, moto_s3, tmp_pa
     assert got == [r for r in _rows(kb.scan_log(broker, start_offset=start).read_all()) if r[2] not in lost]
     [skipped] = [e for r in results for e in r.skipped]
     assert gone_log.name in str(skipped)
+
+
+def test_offsets_uploaded_twice_in_other_pieces(broker, key, tmp_path):
+    """Segments 1 and 2 uploaded again as one piece into the same folder (a
+    re-upload cut elsewhere): every offset once, whichever copy is read."""
+    root = tmp_path / "bucket"
+    uploader = upload(broker, root, "zstd", key)
+    logs = _logs(broker)
+    joined = tmp_path / "joined" / logs[1].name
+    joined.parent.mkdir()
+    joined.write_bytes(logs[1].read_bytes() + logs[2].read_bytes())
+    again = tf.Uploader(root, "zstd", CHUNK, prefix="tiered/", seed=5, topic_ids=uploader.topic_ids)
+    again.upload(joined, "orders", 0, end_offset=_last_offset(logs[2]))
+    got = kb.scan_log(root).read_all()
+    assert len(set(got["offset"].to_pylist())) == got.num_rows
+    assert _rows(got) == _rows(kb.scan_log(broker).read_all())

@@ -322,12 +322,16 @@ def _resolve_overlaps(segments: list[Segment]) -> list[Segment]:
             by_folder.setdefault(parent_uri(s.path), []).append(s)
         ends: dict[str, int | None] = {}
         claimed: set[str] = set()  # ends that only a manifest says
+        cut: dict[str, int] = {}  # where a segment that holds more than its end must stop
         for members in by_folder.values():
             members.sort(key=lambda s: s.base_offset or 0)
             for s in members:
                 later = [m.base_offset or 0 for m in members if (m.base_offset or 0) > (s.base_offset or 0)]
                 if later:  # the next segment of its own folder: names, as for broker folders
                     ends[s.path] = min(later) - 1
+                    if s.layout == "aiven" and s.stop_offset is not None and s.stop_offset > min(later):
+                        # It claims more (another upload, cut otherwise): the next segment takes over there.
+                        cut[s.path] = min(later)
                 elif s.layout == "aiven" and s.stop_offset is not None:
                     ends[s.path] = s.stop_offset - 1  # the manifest's end offset: a claim, checked below
                     claimed.add(s.path)
@@ -352,7 +356,8 @@ def _resolve_overlaps(segments: list[Segment]) -> list[Segment]:
             twins = tuple(
                 replace(d, floor_offset=None, stop_offset=None) for d in dropped if _covers(claims[d.path], first)
             )
-            out.append(replace(s, floor_offset=claim.floor, stop_offset=claim.stop, twins=twins))
+            stop = claim.stop if s.path not in cut else min(cut[s.path], claim.stop or cut[s.path])
+            out.append(replace(s, floor_offset=claim.floor, stop_offset=stop, twins=twins))
     return out
 
 
