@@ -340,14 +340,28 @@ def test_bad_input_clear_errors(broker, buckets, keys, tmp_path):
 
 
 def test_log_without_manifest_is_left_out(broker, buckets, tmp_path):
+    """The newest segment of a partition without its manifest is an upload in
+    progress: left out with a warning. An older one is a hole (segments are
+    uploaded in offset order): an error, or with a problems list, one there."""
     partial = _copy(buckets["zstd"], tmp_path / "partial")
-    manifest = _first_manifest(partial)
-    manifest.unlink()
+    newest = sorted(sorted(partial.rglob("*.rsm-manifest"))[0].parent.glob("*.rsm-manifest"))[-1]
+    newest.unlink()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         segments = list_segments(partial)
     assert any(issubclass(w.category, TieredStorageWarning) and "upload in progress" in str(w.message) for w in caught)
     assert len(segments) == len(list_segments(buckets["zstd"])) - 1
+    hole = _first_manifest(partial)
+    hole.unlink()
+    log = str(hole).replace(".rsm-manifest", ".log")
+    with pytest.raises(kb.TieredStorageError, match="manifest .* is missing") as info:
+        list_segments(partial)
+    assert info.value.object == log
+    problems: list = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TieredStorageWarning)
+        assert len(list_segments(partial, problems=problems)) == len(segments) - 1
+    assert [seg.path for seg, _ in problems] == [log]
 
 
 def test_spark_reads_a_bucket(spark, broker, buckets, keys):

@@ -321,14 +321,15 @@ class TieredUploader:
 class TieredStorageError(KafkaBatchError):
     """A remote segment that cannot be read.
 
-    Carries ``kind`` (``"manifest"``, ``"key"``, ``"chunk"`` or
-    ``"truncated"``), ``chunk`` (the chunk's number, or None), ``object``
+    Carries ``kind`` (``"manifest"``, ``"key"``, ``"chunk"``, ``"truncated"``,
+    or ``"layout"`` for an object whose folders fit no layout), ``chunk`` (the chunk's number, or None), ``object``
     (the object's name) and ``reason``.
     """
 
     kind: str
     chunk: int | None
     object: str
+    reason: str
 
 @final
 class TieredKeys:
@@ -395,5 +396,16 @@ class RemoteManifest:
         *,
         max_decompressed_size: int = ...,
         threads: int | None = None,
+        cap_name: str = "max_decompressed_size",
     ) -> bytes: ...
+    def detransform_each(
+        self,
+        data: Buffer,
+        first: int = 0,
+        *,
+        max_decompressed_size: int = ...,
+        threads: int | None = None,
+        cap_name: str = "max_decompressed_size",
+    ) -> tuple[bytes, list[TieredStorageError]]: ...
+    def check_chunk_sizes(self) -> None: ...
     def detransform_index(self, index: str, data: Buffer) -> bytes: ...

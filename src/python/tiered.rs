@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyBaseException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use rsa::RsaPrivateKey;
@@ -12,7 +12,7 @@ use rsa::RsaPrivateKey;
 use super::errors::KafkaBatchError;
 use super::input::Input;
 use crate::decode::{DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
-use crate::tiered::transform::{chunks_of, detransform_into};
+use crate::tiered::transform::{chunks_within, detransform_each_into, detransform_into};
 use crate::tiered::{
     detransform_index, parse_manifest, parse_private_key, unwrap_data_key, ChunkIndex, IndexKind, Manifest,
     TieredError, Transform,
@@ -101,6 +101,65 @@ fn index_kind(kind: &str) -> PyResult<IndexKind> {
 impl RemoteManifest {
     fn err(&self, py: Python<'_>, e: &TieredError) -> PyErr {
         to_py(py, &self.name, e)
+    }
+
+    /// Undo chunks `first..` into a new bytes object, with the GIL released;
+    /// the chunk failures (only the first with `stop_at_first`).
+    #[allow(clippy::too_many_arguments)]
+    fn undo<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        first: usize,
+        max_decompressed_size: usize,
+        threads: Option<usize>,
+        cap_name: &str,
+        stop_at_first: bool,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<PyErr>)> {
+        if max_decompressed_size == 0 || max_decompressed_size > MAX_DECOMPRESSED_SIZE_LIMIT {
+            return Err(PyValueError::new_err(format!(
+                "{cap_name} must be between 1 and {MAX_DECOMPRESSED_SIZE_LIMIT} bytes, not {max_decompressed_size}"
+            )));
+        }
+        let input = Input::new(data)?;
+        let bytes = input.as_slice();
+        let threads = threads.unwrap_or(0);
+        self.manifest.check_chunk_sizes().map_err(|e| self.err(py, &e))?;
+        let chunks = chunks_within(
+            bytes,
+            &self.manifest.chunk_index,
+            first,
+            &self.transform,
+            max_decompressed_size,
+            cap_name,
+        )
+        .map_err(|e| self.err(py, &e))?;
+        let total: u64 = chunks.iter().map(|c| c.original_size).sum();
+        let mut failures = Vec::new();
+        // Chunks are undone straight into the new bytes object, with the GIL released.
+        let out = PyBytes::new_with(py, total as usize, |out| {
+            let result = py.detach(|| {
+                if stop_at_first {
+                    detransform_into(bytes, &chunks, &self.transform, threads, out).map(|()| Vec::new())
+                } else {
+                    detransform_each_into(bytes, &chunks, &self.transform, threads, out)
+                }
+            });
+            match result {
+                Ok(errors) => {
+                    failures = errors;
+                    Ok(())
+                }
+                Err(e) => Err(self.err(py, &e)),
+            }
+        });
+        if stop_at_first {
+            if let Some(e) = failures.first() {
+                return Err(self.err(py, e));
+            }
+        }
+        let out = out?;
+        Ok((out, failures.iter().map(|e| self.err(py, e)).collect()))
     }
 }
 
@@ -294,7 +353,8 @@ impl RemoteManifest {
     }
 
     /// Undo chunks `first..` given their transformed bytes (exactly whole chunks).
-    #[pyo3(signature = (data, first=0, *, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, threads=None))]
+    /// `cap_name` names the per-chunk cap in errors (the caller's word for it).
+    #[pyo3(signature = (data, first=0, *, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, threads=None, cap_name="max_decompressed_size"))]
     fn detransform<'py>(
         &self,
         py: Python<'py>,
@@ -302,29 +362,37 @@ impl RemoteManifest {
         first: usize,
         max_decompressed_size: usize,
         threads: Option<usize>,
+        cap_name: &str,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        if max_decompressed_size == 0 || max_decompressed_size > MAX_DECOMPRESSED_SIZE_LIMIT {
-            return Err(PyValueError::new_err(format!(
-                "max_decompressed_size must be between 1 and {MAX_DECOMPRESSED_SIZE_LIMIT} bytes, not {max_decompressed_size}"
-            )));
+        let (bytes, errors) = self.undo(py, data, first, max_decompressed_size, threads, cap_name, true)?;
+        match errors.into_iter().next() {
+            None => Ok(bytes),
+            Some(e) => Err(e),
         }
-        let input = Input::new(data)?;
-        let bytes = input.as_slice();
-        let threads = threads.unwrap_or(0);
-        let chunks = chunks_of(
-            bytes,
-            &self.manifest.chunk_index,
-            first,
-            &self.transform,
-            max_decompressed_size,
-        )
-        .map_err(|e| self.err(py, &e))?;
-        let total: u64 = chunks.iter().map(|c| c.original_size).sum();
-        // Chunks are undone straight into the new bytes object, with the GIL released.
-        PyBytes::new_with(py, total as usize, |out| {
-            py.detach(|| detransform_into(bytes, &chunks, &self.transform, threads, out))
-                .map_err(|e| self.err(py, &e))
-        })
+    }
+
+    /// Undo chunks `first..` as :meth:`detransform` does, every chunk on its
+    /// own: ``(bytes, errors)``, the bytes of a failed chunk zeroed and its
+    /// :class:`TieredStorageError` (with ``chunk``) in ``errors``, in chunk order.
+    #[pyo3(signature = (data, first=0, *, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, threads=None, cap_name="max_decompressed_size"))]
+    fn detransform_each<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        first: usize,
+        max_decompressed_size: usize,
+        threads: Option<usize>,
+        cap_name: &str,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<Py<PyBaseException>>)> {
+        let (bytes, errors) = self.undo(py, data, first, max_decompressed_size, threads, cap_name, false)?;
+        Ok((bytes, errors.into_iter().map(|e| e.into_value(py)).collect()))
+    }
+
+    /// Without compression, a `TieredStorageError` (kind ``"manifest"``) when
+    /// the chunk index's sizes can't be those of stored chunks (see
+    /// `Manifest::check_chunk_sizes`); checked before a segment is read.
+    fn check_chunk_sizes(&self, py: Python<'_>) -> PyResult<()> {
+        self.manifest.check_chunk_sizes().map_err(|e| self.err(py, &e))
     }
 
     /// Undo one index's slice of the `.indexes` object (decrypt it when

@@ -212,6 +212,81 @@ fn segment_meta(value: Option<&Value>) -> SegmentMeta {
     }
 }
 
+impl Manifest {
+    /// Without compression a chunk is stored as its own bytes (plus the IV
+    /// and tag when encrypted): the chunk index must say so for every chunk,
+    /// or the manifest contradicts itself (an `originalFileSize` that is off,
+    /// a `transformedChunkSize` of 0, an encrypted object described by a
+    /// manifest without its `encryption` block). Checked before a segment's
+    /// bytes are read (a plain segment's bytes are read as they are, so
+    /// nothing later would notice); parsing alone does not check it.
+    pub fn check_chunk_sizes(&self) -> Result<(), TieredError> {
+        if self.compression {
+            return Ok(());
+        }
+        check_uncompressed_sizes(&self.chunk_index, self.encryption.is_some())
+    }
+}
+
+fn check_uncompressed_sizes(index: &ChunkIndex, encrypted: bool) -> Result<(), TieredError> {
+    let overhead = if encrypted { overhead_of_encryption() } else { 0 };
+    let count = index.count();
+    // A fixed index has two sizes: the first chunk's and the last's; a
+    // variable one (unusual without compression) lists every chunk.
+    let to_check: Vec<usize> = match index {
+        ChunkIndex::Fixed { .. } => [0, count.saturating_sub(1)]
+            .into_iter()
+            .filter(|&i| i < count)
+            .collect(),
+        ChunkIndex::Variable { .. } => (0..count).collect(),
+    };
+    for i in to_check {
+        let Some(chunk) = index.chunk(i) else { break };
+        if chunk.transformed_size != chunk.original_size + overhead {
+            let stored = if encrypted {
+                "encrypted without compression, each chunk is stored in its size plus 28 bytes (IV and tag)"
+            } else {
+                "without compression or encryption, each chunk is stored as it is"
+            };
+            let mut reason = format!(
+                "the chunk index is inconsistent: chunk {i} holds {} original bytes (originalChunkSize {}, \
+                 originalFileSize {}) but is stored in {} bytes; {stored}",
+                chunk.original_size,
+                index.original_chunk_size(),
+                index.original_size(),
+                chunk.transformed_size
+            );
+            if !encrypted && chunk.transformed_size == chunk.original_size + overhead_of_encryption() {
+                reason.push_str(
+                    " (28 bytes more, as AES-GCM adds: an encrypted object read with a manifest \
+                     that has lost its encryption block?)",
+                );
+            }
+            return Err(TieredError::manifest(reason));
+        }
+    }
+    Ok(())
+}
+
+fn overhead_of_encryption() -> u64 {
+    (super::transform::IV_SIZE + super::transform::TAG_SIZE) as u64
+}
+
+/// The packed chunk sizes inflate to at most the plugin's own limit
+/// ([`MAX_PACKED_SIZES`](super::chunk_index::MAX_PACKED_SIZES)), not to
+/// `max_decompressed_size`: say so in the error.
+fn packed_cap(e: TieredError) -> TieredError {
+    let blamed = "cap (max_decompressed_size)";
+    if !e.reason.contains(blamed) {
+        return e;
+    }
+    let reason = e.reason.replace(
+        blamed,
+        "cap on the packed chunk sizes (the plugin's own limit on a chunk index)",
+    );
+    TieredError { reason, ..e }
+}
+
 /// Parse a manifest's bytes (UTF-8 JSON). Errors say what is wrong in the
 /// manifest's own vocabulary.
 pub fn parse_manifest(text: &[u8]) -> Result<Manifest, TieredError> {
@@ -247,7 +322,7 @@ pub fn parse_manifest(text: &[u8]) -> Result<Manifest, TieredError> {
             original_chunk_size,
             original_file_size,
             transformed_chunks,
-        } => ChunkIndex::variable(original_chunk_size, original_file_size, &transformed_chunks)?,
+        } => ChunkIndex::variable(original_chunk_size, original_file_size, &transformed_chunks).map_err(packed_cap)?,
     };
     let raw = &v1.segment_indexes;
     let indexes = SegmentIndexes {
@@ -330,6 +405,48 @@ mod tests {
         let bare = ",\"encryption\":{\"aad\":\"CgsMDQ==\"}";
         let err = parse_manifest(plugin_json(bare, "null").as_bytes()).unwrap_err();
         assert!(err.to_string().contains("dataKey"), "{err}");
+    }
+
+    #[test]
+    fn uncompressed_sizes_must_agree() {
+        // The plugin's manifest has 100-byte chunks stored in 110: not possible without compression.
+        let check = |text: String| parse_manifest(text.as_bytes()).and_then(|m| m.check_chunk_sizes());
+        let err = check(plugin_json("", "null")).unwrap_err();
+        assert!(err.to_string().contains("chunk index is inconsistent"), "{err}");
+        let fixed = |ocs: u64, ofs: u64, tcs: u64, fin: u64, enc: &str| {
+            plugin_json(enc, "null").replace(
+                "\"originalChunkSize\":100,\"originalFileSize\":1000,\"transformedChunkSize\":110,\"finalTransformedChunkSize\":110",
+                &format!("\"originalChunkSize\":{ocs},\"originalFileSize\":{ofs},\"transformedChunkSize\":{tcs},\"finalTransformedChunkSize\":{fin}"),
+            )
+        };
+        assert!(check(fixed(100, 950, 100, 50, "")).is_ok());
+        // originalFileSize short, or long, or transformedChunkSize 0.
+        for (ofs, tcs) in [(900, 100), (1000, 100), (1900, 100), (950, 0)] {
+            let err = check(fixed(100, ofs, tcs, 50, "")).unwrap_err();
+            assert_eq!(err.kind, crate::tiered::TieredErrorKind::Manifest, "{ofs} {tcs}");
+        }
+        let enc = ",\"encryption\":{\"aad\":\"CgsMDQ==\",\"dataKey\":\"k:AAECAw==\"}";
+        assert!(check(fixed(100, 950, 128, 78, enc)).is_ok());
+        // Encrypted sizes, the encryption block lost: a hint.
+        let err = check(fixed(100, 950, 128, 78, "")).unwrap_err();
+        assert!(err.to_string().contains("lost its encryption block"), "{err}");
+    }
+
+    #[test]
+    fn a_packed_size_list_past_the_plugin_limit_is_named() {
+        use base64::Engine;
+        // 11 MiB of zeros as the packed sizes, zstd'd and base64'd.
+        let packed = zstd::bulk::compress(&vec![0u8; 11 << 20], 3).unwrap();
+        let text = plugin_json("", "null").replace(
+            "{\"type\":\"fixed\",\"originalChunkSize\":100,\"originalFileSize\":1000,\"transformedChunkSize\":110,\"finalTransformedChunkSize\":110}",
+            &format!(
+                "{{\"type\":\"variable\",\"originalChunkSize\":100,\"originalFileSize\":1000,\"transformedChunks\":\"{}\"}}",
+                BASE64.encode(packed)
+            ),
+        );
+        let err = parse_manifest(text.as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("cap on the packed chunk sizes"), "{err}");
+        assert!(!err.to_string().contains("max_decompressed_size"), "{err}");
     }
 
     #[test]

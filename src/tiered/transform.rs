@@ -27,6 +27,8 @@ use crate::decode::MAX_DECOMPRESSED_SIZE_LIMIT;
 pub const IV_SIZE: usize = 12;
 /// GCM's tag, after the ciphertext.
 pub const TAG_SIZE: usize = 16;
+/// The first bytes of a zstd frame.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// Below this many original bytes, one thread does the work.
 const PARALLEL_MIN: u64 = 512 << 10;
 
@@ -148,9 +150,27 @@ impl Transform {
             data
         };
         crate::compression::zstd::decompress_exact(frame, out).map_err(|e| {
+            if let crate::compression::CodecError::TooLarge { .. } = e {
+                // The bound is the chunk's own size in the index, not a configured cap.
+                return TieredError::chunk(
+                    index,
+                    format!(
+                        "the zstd frame inflates past the {} bytes the chunk index gives the chunk",
+                        chunk.original_size
+                    ),
+                );
+            }
+            // Without a cipher, bytes that are no zstd frame at all are most
+            // likely ciphertext: the manifest and the object disagree.
+            let hint = if self.cipher.is_none() && !frame.starts_with(&ZSTD_MAGIC) {
+                "; the bytes are not a zstd frame: an encrypted object read with a manifest \
+                 that has lost its encryption block?"
+            } else {
+                ""
+            };
             TieredError::chunk(
                 index,
-                format!("{e} (the chunk index gives it {} bytes)", chunk.original_size),
+                format!("{e} (the chunk index gives it {} bytes){hint}", chunk.original_size),
             )
         })
     }
@@ -165,6 +185,26 @@ pub fn chunks_of(
     first: usize,
     transform: &Transform,
     max_decompressed_size: usize,
+) -> Result<Vec<Chunk>, TieredError> {
+    chunks_within(
+        data,
+        index,
+        first,
+        transform,
+        max_decompressed_size,
+        "max_decompressed_size",
+    )
+}
+
+/// [`chunks_of`], the per-chunk cap named `cap_name` in errors (the caller's
+/// word for it: a Python keyword, a CLI flag, a Spark option).
+pub fn chunks_within(
+    data: &[u8],
+    index: &ChunkIndex,
+    first: usize,
+    transform: &Transform,
+    max_decompressed_size: usize,
+    cap_name: &str,
 ) -> Result<Vec<Chunk>, TieredError> {
     let count = index.count();
     if first > count {
@@ -205,7 +245,7 @@ pub fn chunks_of(
             return Err(TieredError::chunk(
                 Some(chunk.index),
                 format!(
-                    "the chunk index gives it {} bytes, past the {max_decompressed_size}-byte cap (max_decompressed_size)",
+                    "the chunk index gives it {} bytes, past the {max_decompressed_size}-byte cap on a chunk ({cap_name})",
                     chunk.original_size
                 ),
             ));
@@ -236,6 +276,38 @@ pub fn detransform_into(
     threads: usize,
     out: &mut [u8],
 ) -> Result<(), TieredError> {
+    match undo_chunks(data, chunks, transform, threads, out, true)?
+        .into_iter()
+        .next()
+    {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+/// [`detransform_into`], every chunk tried: the failures, in chunk order
+/// (the room of a failed chunk is left zeroed; the others are undone).
+/// One bad chunk costs only its own bytes.
+pub fn detransform_each_into(
+    data: &[u8],
+    chunks: &[Chunk],
+    transform: &Transform,
+    threads: usize,
+    out: &mut [u8],
+) -> Result<Vec<TieredError>, TieredError> {
+    undo_chunks(data, chunks, transform, threads, out, false)
+}
+
+/// Undo `chunks` into `out`; the chunk failures (only the first when
+/// `stop_at_first`), sorted by chunk. `Err` when the arguments disagree.
+fn undo_chunks(
+    data: &[u8],
+    chunks: &[Chunk],
+    transform: &Transform,
+    threads: usize,
+    out: &mut [u8],
+    stop_at_first: bool,
+) -> Result<Vec<TieredError>, TieredError> {
     let total: u64 = chunks.iter().map(|c| c.original_size).sum();
     if out.len() as u64 != total {
         return Err(TieredError::truncated(format!(
@@ -244,7 +316,7 @@ pub fn detransform_into(
         )));
     }
     let Some(start) = chunks.first().map(|c| c.transformed_position) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let piece = |c: &Chunk| {
         let at = (c.transformed_position - start) as usize;
@@ -270,11 +342,11 @@ pub fn detransform_into(
     };
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<TieredError>> = Mutex::new(None);
+    let errors: Mutex<Vec<TieredError>> = Mutex::new(Vec::new());
     let work = || {
         let mut scratch = Vec::new();
         loop {
-            if failed.load(Ordering::Relaxed) {
+            if stop_at_first && failed.load(Ordering::Relaxed) {
                 break;
             }
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -286,11 +358,9 @@ pub fn detransform_into(
             };
             if let Err(e) = transform.chunk_into(piece(c), c, &mut place, &mut scratch) {
                 failed.store(true, Ordering::Relaxed);
-                if let Ok(mut kept) = first_error.lock() {
-                    // Chunks are claimed in order: keep the first failing one.
-                    if kept.as_ref().is_none_or(|k| k.chunk > e.chunk) {
-                        *kept = Some(e);
-                    }
+                place.fill(0);
+                if let Ok(mut kept) = errors.lock() {
+                    kept.push(e);
                 }
             }
         }
@@ -298,11 +368,15 @@ pub fn detransform_into(
     if !crate::parallel::run_beside(helpers, &work) {
         return Err(TieredError::chunk(None, "a worker thread panicked"));
     }
-    match first_error.into_inner() {
-        Ok(None) => Ok(()),
-        Ok(Some(e)) => Err(e),
-        Err(_) => Err(TieredError::chunk(None, "a worker thread panicked")),
+    let Ok(mut errors) = errors.into_inner() else {
+        return Err(TieredError::chunk(None, "a worker thread panicked"));
+    };
+    // Chunks are claimed in order: the first failing one leads.
+    errors.sort_by_key(|e| e.chunk);
+    if stop_at_first {
+        errors.truncate(1);
     }
+    Ok(errors)
 }
 
 /// Undo chunks `first..first + n` of a segment, given `data`: exactly the
@@ -394,6 +468,38 @@ mod tests {
     }
 
     #[test]
+    fn each_chunk_on_its_own() {
+        let data = original(2 << 20);
+        let (mut object, sizes) = transform_chunks(&data, 64 << 10, true, true);
+        let index = ChunkIndex::from_sizes(64 << 10, data.len() as u64, &sizes).unwrap();
+        let t = Transform::new(true, Some((KEY.as_slice(), AAD))).unwrap();
+        for bad in [5usize, 20] {
+            let c = index.chunk(bad).unwrap();
+            object[c.transformed_position as usize + 30] ^= 1;
+        }
+        for threads in [1, 2] {
+            let chunks = chunks_of(&object, &index, 0, &t, 1 << 20).unwrap();
+            let mut out = vec![1u8; data.len()];
+            let errors = detransform_each_into(&object, &chunks, &t, threads, &mut out).unwrap();
+            assert_eq!(
+                errors.iter().map(|e| e.chunk).collect::<Vec<_>>(),
+                vec![Some(5), Some(20)]
+            );
+            for c in &chunks {
+                let (a, b) = (
+                    c.original_position as usize,
+                    (c.original_position + c.original_size) as usize,
+                );
+                if c.index == 5 || c.index == 20 {
+                    assert!(out[a..b].iter().all(|&x| x == 0));
+                } else {
+                    assert_eq!(out[a..b], data[a..b], "chunk {}", c.index);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn parallel_path_finds_the_first_bad_chunk() {
         let data = original(4 << 20);
         let (mut object, sizes) = transform_chunks(&data, 64 << 10, true, true);
@@ -434,7 +540,12 @@ mod tests {
         let index = ChunkIndex::from_sizes(1000, 1000, &[bomb.len() as u32]).unwrap();
         let plain = Transform::new(true, None).unwrap();
         let err = detransform_chunks(&bomb, &index, 0, &plain, 1 << 20, 1).unwrap_err();
-        assert!(err.to_string().contains("cap"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("inflates past the 1000 bytes the chunk index gives"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("max_decompressed_size"), "{err}");
         // A chunk index that claims more than the cap allows: refused before anything is allocated.
         let index = ChunkIndex::from_sizes(1 << 30, 1 << 30, &[bomb.len() as u32]).unwrap();
         let err = detransform_chunks(&bomb, &index, 0, &plain, 1 << 20, 1).unwrap_err();
@@ -445,5 +556,10 @@ mod tests {
         assert!(detransform_chunks(&[0u8; 90], &index, 0, &none, 1 << 20, 1).is_err());
         // A short key.
         assert!(Transform::new(false, Some(([1u8; 10].as_slice(), AAD))).is_err());
+        // Encrypted chunks read as compressed ones (a manifest without its encryption block): a hint.
+        let (object, sizes) = transform_chunks(&data, 1000, true, true);
+        let index = ChunkIndex::from_sizes(1000, 5000, &sizes).unwrap();
+        let err = detransform_chunks(&object, &index, 0, &plain, 1 << 20, 1).unwrap_err();
+        assert!(err.to_string().contains("lost its encryption block"), "{err}");
     }
 }

@@ -237,6 +237,8 @@ class SegmentFile:
     partition: int | None
     base_offset: int | None
     size: int
+    #: Other copies of the same offsets (see :attr:`kafkabatch.log.listing.Segment.twins`).
+    twins: tuple[str, ...] = ()
 
 
 def base_offset_of(path: str | os.PathLike[str]) -> int | None:
@@ -274,13 +276,15 @@ def _segment_file(path: str) -> SegmentFile:
     return SegmentFile(path, tp[0] if tp else None, tp[1] if tp else None, base_offset_of(path), os.path.getsize(path))
 
 
-def find_segments(paths: list[str]) -> list[SegmentFile]:
+def find_segments(paths: list[str], keys: Any = (), *, skip: bool = False) -> list[SegmentFile]:
     """Expand files and folders into segment files.
 
     A file is read whatever its name. A folder is a ``<topic>-<partition>``
     folder, a broker log dir of them, or any folder holding ``.log`` files
     (topic and partition then unknown); its ``*.log`` files are taken in
     topic, partition, base offset order (see :func:`kafkabatch.log.list_segments`).
+    ``keys``: the ``--tiered-key`` flags; ``skip`` (``--on-error skip``): a
+    remote object that can't be listed is left to the read, which reports it.
     """
     from kafkabatch.log.listing import list_segments
 
@@ -296,16 +300,22 @@ def find_segments(paths: list[str]) -> list[SegmentFile]:
             raise CliError(f"no such file or folder: {path}")
         if not os.path.isdir(path):
             raise CliError(f"not a file or folder: {path}")
+        problems: list[Any] | None = [] if skip else None
         try:
-            segments = list_segments(path)
+            segments = list_segments(path, tiered_keys=keys, problems=problems)
+        except kb.TieredStorageError:
+            raise  # a remote object that can't be listed: never read the tree some other way
         except ValueError:
             # A folder that isn't named <topic>-<partition>: take its files,
             # topic and partition unknown.
             segments = list_segments(path, topic="", partition=-1)
             found = [_segment_file(s.path) for s in segments]
         else:
-            found = [SegmentFile(s.path, s.topic, s.partition, s.base_offset, s.size) for s in segments]
-        if not found:
+            found = [
+                SegmentFile(s.path, s.topic, s.partition, s.base_offset, s.size, tuple(t.path for t in s.twins))
+                for s in segments
+            ]
+        if not found and not problems:  # (objects that can't be listed: the read reports them)
             raise CliError(f"no .log segment files in {path}")
         out.extend(found)
     return out
@@ -333,17 +343,25 @@ def _remote_segments(uri: str) -> list[SegmentFile]:
 
 
 @contextlib.contextmanager
-def mapped(path: str, keys: Any = ()) -> Iterator[Any]:
+def mapped(path: str, keys: Any = (), max_decompressed_size: int | None = None) -> Iterator[Any]:
     """A segment's bytes: memory-mapped, read through pyarrow.fs for a URI,
     or, for an Aiven tiered-storage segment (its ``.log`` or
-    ``.rsm-manifest``), undone from its chunks."""
+    ``.rsm-manifest``), undone from its chunks. An Aiven ``.log`` without
+    its manifest is a :class:`kafkabatch.TieredStorageError` (its chunks
+    can't be read alone)."""
     from kafkabatch.log.fs import open_source
-    from kafkabatch.log.tiered import MANIFEST, TieredSource, remote_name, sibling
+    from kafkabatch.log.tiered import MANIFEST, TieredSource, missing_manifest_error, remote_name, sibling
 
     name = remote_name(path)
     if is_remote(path):
         aiven = name is not None and name.layout == "aiven" and name.suffix in ("log", "rsm-manifest")
-        source = TieredSource(sibling(path, ".log"), sibling(path, MANIFEST), keys) if aiven else open_source(path)
+        source = (
+            TieredSource(
+                sibling(path, ".log"), sibling(path, MANIFEST), keys, max_decompressed_size, "--max-decompressed-size"
+            )
+            if aiven
+            else open_source(path)
+        )
         try:
             yield source.read(0, source.size)
         finally:
@@ -351,12 +369,17 @@ def mapped(path: str, keys: Any = ()) -> Iterator[Any]:
         return
     manifest = sibling(path, MANIFEST) if name is not None else ""
     if name is not None and name.suffix in ("log", "rsm-manifest") and os.path.isfile(manifest):
-        source = TieredSource(sibling(path, ".log"), manifest, keys)
-        try:
-            yield source.read(0, source.size)
-        finally:
-            source.close()
-        return
+        source = TieredSource(sibling(path, ".log"), manifest, keys, max_decompressed_size, "--max-decompressed-size")
+        if source.manifest.compression or source.manifest.encrypted:
+            try:
+                yield source.read(0, source.size)  # undone bytes of its own: no map to release under a reader
+            finally:
+                source.close()
+            return
+        source.close()  # stored as it is (checked against its manifest): mapped, as a broker segment
+        path = sibling(path, ".log")
+    elif name is not None and name.layout == "aiven" and name.suffix == "log":
+        raise missing_manifest_error(path)
     with mapped_file(path) as data:
         yield data
 

@@ -410,6 +410,11 @@ def value_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def _in_flags(text: str) -> str:
+    """A tiered-storage cap named as the command line spells it."""
+    return text.replace("(max_decompressed_size)", "(--max-decompressed-size)")
+
+
 def run(args: argparse.Namespace) -> int:
     fmt = _output_format(args)
     compression = args.compression or DEFAULT_COMPRESSION[fmt]
@@ -419,7 +424,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"only JSON lines can go to stdout, not {fmt}")
     if (args.topic is None) != (args.partition is None):
         raise CliError("give both --topic and --partition, or neither")
-    segments = find_segments(args.paths)
+    segments = find_segments(args.paths, tiered_keys(args), skip=args.on_error == "skip")
     out_path = Path(args.out) if args.out != "-" else None
     if out_path is not None:
         if out_path.exists() and not args.force:
@@ -493,6 +498,8 @@ def run(args: argparse.Namespace) -> int:
                         sink.write(batch)
                 except kb.ValueDecodeError as error:
                     raise CliError(f"{error} (use --on-value-error null to write null instead)") from error
+                except kb.TieredStorageError as error:
+                    raise CliError(f"{_in_flags(str(error))} (use --on-error skip to leave it out)") from error
                 except kb.KafkaBatchError as error:
                     hint = "--on-error skip to leave corrupt batches out"
                     if isinstance(error, kb.CrcMismatchError):
@@ -515,9 +522,11 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     for result in results:
         if result.skipped or result.trailing_bytes:
-            warn(result.describe())
+            warn(_in_flags(result.describe()))  # a segment lost to a tiered-storage error says so
             for skipped in result.skipped[:5]:
                 print(f"  {skipped}", file=sys.stderr)
+    lost = [r for r in results if r.batches == 0 and any(isinstance(e, kb.TieredStorageError) for e in r.skipped)]
+    results = [r for r in results if r not in lost]
     if not args.quiet:
         read = sum(r.segment.size for r in results)
         speed = read / elapsed / (1 << 20) if elapsed > 0 else float("inf")
@@ -526,7 +535,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"kafkabatch: converted {len(results)} segment{'s' if len(results) != 1 else ''} "
             f"({format_bytes(read)}) to {rows:,} records in {where} ({fmt}{extra}) "
-            f"in {elapsed:.2f} s, {speed:.1f} MiB/s",
+            f"in {elapsed:.2f} s, {speed:.1f} MiB/s"
+            + (f"; {len(lost)} segment{'s' if len(lost) != 1 else ''} not read (see above)" if lost else ""),
             file=sys.stderr,
         )
     return 0

@@ -506,7 +506,7 @@ def _expand(args: argparse.Namespace) -> list[str]:
     paths: list[str] = []
     for name in names:
         if os.path.isdir(name):
-            paths.extend(s.path for s in find_segments([name]))
+            paths.extend(s.path for s in find_segments([name], tiered_keys(args)))
         elif os.path.isfile(name):
             paths.append(name)
         elif os.path.exists(name):

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +25,7 @@ from ._common import (
     positive_size_arg,
     progress_bar,
     tiered_keys,
+    warn,
 )
 
 DESCRIPTION = """\
@@ -228,7 +229,7 @@ def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> 
     decode = not args.headers_only
     if decode:
         st.record_bytes = 0
-    with mapped(seg.path, tiered_keys(args)) as data:
+    with mapped(seg.path, tiered_keys(args), args.max_decompressed_size) as data:
         window_start = 0
         done = 0
 
@@ -297,6 +298,22 @@ def segment_stats(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> 
     return st
 
 
+def _stats_or_twin(seg: SegmentFile, args: argparse.Namespace, progress: Any) -> Stats:
+    """:func:`segment_stats`, or, for a damaged remote segment with another
+    copy of its offsets (another upload), that copy's, with a warning."""
+    try:
+        return segment_stats(seg, args, progress)
+    except kb.TieredStorageError as error:
+        for twin in seg.twins:
+            try:
+                st = segment_stats(replace(seg, path=twin), args, progress)
+            except kb.TieredStorageError:
+                continue
+            warn(f"{error}; counted its other copy {twin} instead")
+            return st
+        raise
+
+
 def _problems(st: Stats) -> str:
     parts = []
     if st.invalid_crc_batches:
@@ -337,12 +354,12 @@ def _partition_label(st: Stats) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    segments = find_segments(args.paths)
+    segments = find_segments(args.paths, tiered_keys(args))
     total_bytes = sum(s.size for s in segments)
     per_segment: list[Stats] = []
     with progress_bar(total_bytes, "stats", enabled=not args.no_progress) as progress:
         for seg in segments:
-            per_segment.append(segment_stats(seg, args, progress))
+            per_segment.append(_stats_or_twin(seg, args, progress))
     partitions: dict[tuple[Any, Any], Stats] = {}
     total = Stats()
     for st in per_segment:

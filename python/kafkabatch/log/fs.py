@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from kafkabatch._util import mapped_file
+from kafkabatch.log.naming import without_query
 
 URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -46,7 +47,8 @@ def resolve_remote(uri: str) -> tuple[Any, str]:
 
 
 def parent_uri(uri: str) -> str:
-    base = uri.split("?", 1)[0]
+    """The folder of a path or URI (a URI's query dropped; a local path keeps a ``?`` in its names)."""
+    base = without_query(uri)
     return base[: base.rstrip("/").rfind("/")]
 
 
@@ -79,7 +81,10 @@ class MappedSource(Source):
     def release(self) -> None:
         """Drop the views handed out so far (the decoder copies what it keeps)."""
         for view in self._views:
-            view.release()
+            # A consumer still holding a buffer of the view (an iterator, a
+            # slice) keeps it alive; it goes when the last user goes.
+            with contextlib.suppress(BufferError):
+                view.release()
         self._views.clear()
 
     def close(self) -> None:

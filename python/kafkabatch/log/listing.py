@@ -51,6 +51,9 @@ class Segment:
     floor_offset: int | None = None
     stop_offset: int | None = None
     keys: tiered.KeySpec = field(default=(), repr=False, compare=False)
+    #: Other copies of this segment's offsets (another upload, a broker folder)
+    #: that the overlap rule left out: read instead when this one turns out damaged.
+    twins: tuple[Segment, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -68,13 +71,16 @@ def sort_key(s: Segment) -> tuple:
     )
 
 
-def open_segment(seg: Segment, max_decompressed_size: int | None = None) -> Any:
+def open_segment(
+    seg: Segment, max_decompressed_size: int | None = None, cap_name: str = "max_decompressed_size"
+) -> Any:
     """Random access to a segment's bytes (a :class:`~kafkabatch.log.fs.Source`):
     memory-mapped, through :mod:`pyarrow.fs`, or, for Aiven remote segments,
     chunk by chunk as their manifest says (each chunk inflating to at most
-    ``max_decompressed_size``, default that of :func:`kafkabatch.decode`)."""
+    ``max_decompressed_size``, default that of :func:`kafkabatch.decode`;
+    ``cap_name`` is the caller's word for that option, in errors)."""
     if seg.layout == "aiven" and seg.manifest is not None:
-        return tiered.TieredSource(seg.path, seg.manifest, seg.keys, max_decompressed_size)
+        return tiered.TieredSource(seg.path, seg.manifest, seg.keys, max_decompressed_size, cap_name)
     return fs.open_source(seg.path)
 
 
@@ -96,6 +102,7 @@ def list_segments(
     topic: str | None = None,
     partition: int | None = None,
     tiered_keys: Any = None,
+    problems: list[tuple[Segment, Exception]] | None = None,
 ) -> list[Segment]:
     """The segment files under ``path_or_glob``, sorted by topic, partition
     and base offset.
@@ -128,6 +135,12 @@ def list_segments(
     :func:`kafkabatch.log.tiered.resolve`). ``tiered_keys`` (key-pair id → PEM
     private key, a path or the text) unlocks encrypted segments.
 
+    A remote segment that can't be listed (a manifest whose ``.log`` object is
+    missing, a file named like a remote segment in folders that fit no
+    layout) is a :class:`TieredStorageError` naming the object; with a
+    ``problems`` list, it is appended there instead, as ``(segment, error)``
+    (what is known of the segment), and listing goes on.
+
     >>> [(s.topic, s.partition, s.base_offset) for s in list_segments("/var/lib/kafka/data")]  # doctest: +SKIP
     [('orders', 0, 0), ('orders', 0, 81234), ('orders', 1, 0), ('payments', 0, 0)]
     """
@@ -142,13 +155,28 @@ def list_segments(
     else:
         found, explicit = _list_local(local_path(path))
     keys = tiered.resolve_keys(tiered_keys)
-    manifests = {p for _, p, _ in found if p.split("?", 1)[0].endswith(tiered.MANIFEST)}
+    manifests = {p for _, p, _ in found if tiered.is_manifest(p)}
+    listed_paths = {p for _, p, _ in found}
     segments: dict[str, Segment] = {}
+    unmanifested: list[tuple[str, tiered.RemoteName]] = []  # Aiven .log objects without their manifest
+
+    def problem(seg: Segment, error: Exception) -> None:
+        if problems is None:
+            raise error
+        problems.append((seg, error))
+
     for folder, file_path, size in found:
         if TRANSIENT_FOLDER.search(basename(folder)) and file_path not in explicit:
             continue
         if file_path in manifests:
             if file_path not in explicit:
+                log_path = tiered.sibling(file_path, ".log")
+                if log_path not in listed_paths:  # a manifest whose segment is gone: never silently
+                    name = tiered.remote_name(log_path)
+                    problem(
+                        _placeholder(log_path, name, file_path, topic, partition),
+                        tiered.missing_object_error(log_path, file_path),
+                    )
                 continue  # found with its .log
             # A manifest named directly stands for its segment.
             file_path = tiered.sibling(file_path, ".log")
@@ -163,13 +191,51 @@ def list_segments(
                 file_path, seg_topic, seg_partition, segment_base_offset(basename(file_path)), size
             )
             continue
-        segment = _remote_segment(file_path, size, name, manifests, topic, partition, keys)
+        try:
+            segment = _remote_segment(
+                file_path, size, name, manifests, topic, partition, keys, explicit=file_path in explicit
+            )
+        except tiered.TieredStorageError as error:
+            problem(_placeholder(file_path, name, None, topic, partition), error)
+            continue
         if segment is not None:
             segments[file_path] = segment
+        elif name.layout == "aiven":
+            unmanifested.append((file_path, name))
+    for file_path, name in unmanifested:
+        folder = parent_uri(file_path)
+        if any(parent_uri(s.path) == folder and (s.base_offset or 0) > name.base_offset for s in segments.values()):
+            # Segments are uploaded in offset order: a later one is complete, so this is a hole, not an upload.
+            problem(_placeholder(file_path, name, None, topic, partition), tiered.missing_manifest_error(file_path))
+            continue
+        warnings.warn(
+            f"{file_path}: no {tiered.MANIFEST} beside it (an upload in progress or abandoned); left out",
+            tiered.TieredStorageWarning,
+            stacklevel=2,
+        )
     listed = sorted(segments.values(), key=sort_key)
     if any(s.layout != "broker" for s in listed):
         listed = sorted(_resolve_overlaps(listed), key=sort_key)
     return listed
+
+
+def _placeholder(
+    path: str, name: tiered.RemoteName | None, manifest: str | None, topic: str | None, partition: int | None
+) -> Segment:
+    """What is known of a remote segment that can't be read, for reporting it."""
+    seg_topic = topic if topic is not None else (name.topic if name is not None else None)
+    seg_partition = partition if partition is not None else (name.partition if name is not None else None)
+    return Segment(
+        path,
+        "" if seg_topic is None else seg_topic,
+        -1 if seg_partition is None else seg_partition,
+        None if name is None else name.base_offset,
+        0,
+        "aiven" if manifest is not None else (name.layout if name is not None and name.layout else "aiven"),
+        manifest,
+        None if name is None else name.segment_id,
+        None if name is None else name.topic_id,
+    )
 
 
 def _is_listed(name: str) -> bool:
@@ -196,9 +262,11 @@ def _remote_segment(
     topic: str | None,
     partition: int | None,
     keys: tiered.KeySpec,
+    *,
+    explicit: bool = False,
 ) -> Segment | None:
     """A remote segment from its names, or None (with a warning) for a ``.log``
-    whose manifest is missing."""
+    whose manifest is missing (an error for a ``.log`` named directly)."""
     seg_topic = topic if topic is not None else name.topic
     seg_partition = partition if partition is not None else name.partition
     if seg_topic is None or seg_partition is None:
@@ -213,14 +281,14 @@ def _remote_segment(
                 name.segment_id, name.topic_id, keys=keys,
             )  # fmt: skip
     elif manifest not in manifests and _size_of(manifest) is None:
-        warnings.warn(
-            f"{file_path}: no {tiered.MANIFEST} beside it (an upload in progress or abandoned); left out",
-            tiered.TieredStorageWarning,
-            stacklevel=3,
-        )
-        return None
+        if explicit:
+            raise tiered.missing_manifest_error(file_path)
+        return None  # decided once the folder is listed (see list_segments)
     facts = tiered.manifest_facts(manifest)
     original = facts["original_size"]
+    if topic is None and facts["topic"] and seg_topic != facts["topic"] and seg_topic.endswith(facts["topic"]):
+        # A key prefix without a trailing "/" ("v1.2_") is glued to the topic folder: the manifest names the topic.
+        seg_topic = facts["topic"]
     return Segment(
         file_path,
         seg_topic,
@@ -253,21 +321,49 @@ def _resolve_overlaps(segments: list[Segment]) -> list[Segment]:
         for s in group:
             by_folder.setdefault(parent_uri(s.path), []).append(s)
         ends: dict[str, int | None] = {}
+        claimed: set[str] = set()  # ends that only a manifest says
+        cut: dict[str, int] = {}  # where a segment that holds more than its end must stop
         for members in by_folder.values():
             members.sort(key=lambda s: s.base_offset or 0)
             for s in members:
-                if s.layout == "aiven" and s.stop_offset is not None:
-                    ends[s.path] = s.stop_offset - 1  # the manifest's end offset
+                later = [m.base_offset or 0 for m in members if (m.base_offset or 0) > (s.base_offset or 0)]
+                if later:  # the next segment of its own folder: names, as for broker folders
+                    ends[s.path] = min(later) - 1
+                    if s.layout == "aiven" and s.stop_offset is not None and s.stop_offset > min(later):
+                        # It claims more (another upload, cut otherwise): the next segment takes over there.
+                        cut[s.path] = min(later)
+                elif s.layout == "aiven" and s.stop_offset is not None:
+                    ends[s.path] = s.stop_offset - 1  # the manifest's end offset: a claim, checked below
+                    claimed.add(s.path)
                 else:
-                    later = [m.base_offset or 0 for m in members if (m.base_offset or 0) > (s.base_offset or 0)]
-                    ends[s.path] = min(later) - 1 if later else None
+                    ends[s.path] = None
+        for s in group:
+            claimed_end = ends[s.path]
+            if s.path not in claimed or claimed_end is None:
+                continue
+            folder = parent_uri(s.path)
+            base = s.base_offset or 0
+            if any(parent_uri(o.path) != folder and base <= (o.base_offset or 0) <= claimed_end for o in group):
+                # The claim would hide offsets of another copy: trusted only as far as the bytes confirm it.
+                ends[s.path] = tiered.held_last_offset(s.path, s.manifest or "", s.keys, base)
         claims = {s.path: tiered.Claim(s.base_offset or 0, ends[s.path], _RANK.get(s.layout, 3), s.path) for s in group}
         tiered.resolve(list(claims.values()))
-        for s in group:
+        kept = [s for s in group if not claims[s.path].dropped]
+        dropped = [s for s in group if claims[s.path].dropped]
+        for s in kept:
             claim = claims[s.path]
-            if not claim.dropped:
-                out.append(replace(s, floor_offset=claim.floor, stop_offset=claim.stop))
+            first = claim.base if claim.floor is None else max(claim.base, claim.floor)
+            twins = tuple(
+                replace(d, floor_offset=None, stop_offset=None) for d in dropped if _covers(claims[d.path], first)
+            )
+            stop = claim.stop if s.path not in cut else min(cut[s.path], claim.stop or cut[s.path])
+            out.append(replace(s, floor_offset=claim.floor, stop_offset=stop, twins=twins))
     return out
+
+
+def _covers(claim: tiered.Claim, offset: int) -> bool:
+    """Whether a segment's claim reaches from at or before ``offset`` to at or past it."""
+    return claim.base <= offset and (claim.end is None or claim.end >= offset)
 
 
 def _list_local(path: str) -> tuple[list[tuple[str, str, int]], set[str]]:

@@ -13,12 +13,20 @@ from kafkabatch._util import topic_partition_of_folder
 TRANSIENT_FOLDER = re.compile(r"\.[0-9a-fA-F]{32}-(delete|future|stray)$")
 
 
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def without_query(path: str) -> str:
+    """A URI without its ``?query``; a local path as it is (``?`` is a character of its names)."""
+    return path.split("?", 1)[0] if _URI.match(path) else path
+
+
 def basename(path: str) -> str:
-    return re.split(r"[\\/]", path.split("?", 1)[0].rstrip("/\\"))[-1]
+    return re.split(r"[\\/]", without_query(path).rstrip("/\\"))[-1]
 
 
 def parent_name(path: str) -> str:
-    parts = re.split(r"[\\/]", path.split("?", 1)[0].rstrip("/\\"))
+    parts = re.split(r"[\\/]", without_query(path).rstrip("/\\"))
     return parts[-2] if len(parts) >= 2 else ""
 
 

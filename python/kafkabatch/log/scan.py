@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+import warnings
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -51,6 +52,8 @@ class SegmentResult:
     status: str = "clean"
     pruned_bytes: int = 0  # batches left undecoded: their headers show they hold no record in the bounds
     end_error: Exception | None = None
+    position: int = 0  # where the windows decoded so far end
+    last_offset: int | None = None  # the largest offset of the rows returned
 
     @property
     def problems(self) -> bool:
@@ -58,21 +61,34 @@ class SegmentResult:
 
     def describe(self) -> str:
         """One line, for logs."""
+        lost = [e for e in self.skipped if isinstance(e, TieredStorageError)]
+        if lost and self.batches == 0 and self.rows == 0:
+            reason = getattr(lost[0], "reason", None) or lost[0]
+            return f"{self.segment.path}: not read: {reason}"
         where = (
             self.segment.path
             if (self.start, self.end) == (0, self.segment.size)
             else (f"{self.segment.path} [bytes {self.start}-{self.end}]")
         )
-        text = (
-            f"{where}: {self.rows} rows; skipped {len(self.skipped)} corrupt "
-            f"batch{'es' if len(self.skipped) != 1 else ''} ({self.skipped_bytes} bytes)"
-        )
+        batches = len(self.skipped) - len(lost)
+        text = f"{where}: {self.rows} rows"
+        if batches or not lost:
+            text += f"; skipped {batches} corrupt batch{'es' if batches != 1 else ''} ({self.skipped_bytes} bytes)"
+        for error in lost:
+            text += f"; skipped {_lost_part(error)}"
         if self.trailing_bytes:
             text += f"; {self.trailing_bytes} trailing bytes ({self.status})"
         if self.end_error is not None:
             reason = getattr(self.end_error, "reason", None) or self.end_error
             text += f" from byte {getattr(self.end_error, 'batch_position', '?')}: {reason}"
         return text
+
+
+def _lost_part(error: Exception) -> str:
+    """What a tiered-storage error cost, for :meth:`SegmentResult.describe`."""
+    chunk = getattr(error, "chunk", None)
+    reason = getattr(error, "reason", None) or error
+    return f"chunk {chunk} ({reason})" if chunk is not None else f"the rest of the segment ({reason})"
 
 
 def seek_position(
@@ -174,6 +190,7 @@ def decode_range(
     if result is None:
         result = SegmentResult(segment)
     result.start, result.end = start, end
+    result.position = start
     if bounds.empty():
         return
     read_committed = options.get("isolation") == "read_committed"
@@ -186,6 +203,7 @@ def decode_range(
     json_columns = [spec.column for spec in value_specs if spec.format == "json"]
     warned = set() if warned is None else warned
     for a, b, _last in prune_windows(source, windows, bounds, result, keep_control):
+        result.position = a
         data = source.read(a, b - a)
         kwargs = {"on_error": "raise", **options}  # decode_report's default is to skip
         if read_committed and transactions is not None and "aborted_transactions" not in options:
@@ -224,6 +242,8 @@ def decode_range(
                         batch = batch.filter(mask) if kept else batch.slice(0, 0)
             if batch.num_rows:
                 result.rows += batch.num_rows
+                last = batch.column(batch.schema.get_field_index("offset"))[-1].as_py()
+                result.last_offset = last if result.last_offset is None else max(result.last_offset, last)
                 if value_specs and not parsed:  # only the records in bounds are parsed
                     out = apply_all(pa.Table.from_batches([batch]), value_specs, options.get("threads")).to_batches()
                 else:
@@ -232,6 +252,7 @@ def decode_range(
                     if json_columns:
                         warn_unmatched(batch, json_columns, segment.topic, warned)
                     yield batch
+        result.position = b
 
 
 def prune_windows(
@@ -338,7 +359,9 @@ def scan_log(
     >>> reader.read_all().num_rows                                                         # doctest: +SKIP
     1000
     """
-    segments = list_segments(path, topic=topic, partition=partition, tiered_keys=tiered_keys)
+    skip = decode_options.get("on_error", "raise") != "raise"
+    problems: list[tuple[Segment, Exception]] | None = [] if skip else None
+    segments = list_segments(path, topic=topic, partition=partition, tiered_keys=tiered_keys, problems=problems)
     if where is not None:
         segments = [s for s in segments if where.keeps(s.topic, s.partition)]
     chunk = parse_size(max_chunk_bytes)
@@ -367,6 +390,10 @@ def scan_log(
     warned: Warned = set()  # topics whose JSON values match no field of the schema, warned once
 
     def batches() -> Iterator[pa.RecordBatch]:
+        for seg, error in problems or ():  # segments that could not even be listed: counted, named
+            log.warning("skipped %s", error)
+            if on_segment is not None:
+                on_segment(SegmentResult(seg, skipped=[error]))
         for group in by_partition(segments):
             tp_topic, tp_partition = group[0].topic, group[0].partition
             bounds = Bounds(
@@ -379,29 +406,25 @@ def scan_log(
                 bounds = where.bounds(bounds)
             transactions = None
             if options.get("isolation") == "read_committed" and "aborted_transactions" not in options:
-                transactions = partition_transactions(group, seek_position)
+                transactions = partition_transactions(group, seek_position, skip=skip)
             for i, seg in enumerate(group):
                 result = SegmentResult(seg)
                 seg_bounds = segment_bounds(seg, bounds)
                 if not segment_skippable(group, i, bounds) and not seg_bounds.empty():
-                    try:
-                        yield from read_segment_range(
-                            seg,
-                            seg_bounds,
-                            chunk,
-                            transactions,
-                            max_records_per_batch,
-                            result,
-                            value_specs,
-                            options,
-                            keep_control=transactions is None and options.get("isolation") == "read_committed",
-                            warned=warned,
-                        )
-                    except TieredStorageError as error:
-                        if options.get("on_error", "raise") == "raise":
-                            raise
-                        result.skipped.append(error)
-                        log.warning("skipped %s", error)
+                    yield from read_with_twins(
+                        seg,
+                        next_start(group, i),
+                        seg_bounds,
+                        chunk,
+                        transactions,
+                        max_records_per_batch,
+                        result,
+                        value_specs,
+                        options,
+                        keep_control=transactions is None and options.get("isolation") == "read_committed",
+                        on_segment=on_segment,
+                        warned=warned,
+                    )
                 if on_segment is not None:
                     on_segment(result)
 
@@ -422,15 +445,21 @@ def read_segment_range(
 ) -> Iterator[pa.RecordBatch]:
     """Open one segment, seek to ``bounds`` and decode it window by window
     (``keep_control``: keep transaction markers that a header walk could prune,
-    when no pre-pass collected the partition's transactions)."""
+    when no pre-pass collected the partition's transactions).
+
+    With ``on_error="skip"``, a remote chunk that can't be undone (a GCM tag,
+    a frame) costs the batches that overlap it and no more: it is counted in
+    ``result.skipped`` and the read goes on at the first batch after it
+    (unless the segment has a twin to read instead, see :func:`read_with_twins`)."""
     source = open_segment(seg, options.get("max_decompressed_size"))
     try:
         seek_start, seek_end = seek_position(seg, bounds, source, keep_control=keep_control)
-        yield from decode_range(
+        yield from decode_around_bad_chunks(
             source,
             seg,
             start=seek_start,
             end=seek_end,
+            skip_chunks=options.get("on_error", "raise") != "raise" and not seg.twins,
             max_chunk_bytes=chunk,
             bounds=bounds,
             transactions=transactions,
@@ -442,6 +471,138 @@ def read_segment_range(
         )
     finally:
         source.close()
+
+
+def decode_around_bad_chunks(
+    source: Any,
+    seg: Segment,
+    *,
+    start: int,
+    end: int | None,
+    skip_chunks: bool,
+    result: SegmentResult,
+    **decode_range_options: Any,
+) -> Iterator[pa.RecordBatch]:
+    """:func:`decode_range` over ``[start, end)``; with ``skip_chunks``, a
+    remote chunk that can't be undone (a GCM tag, a frame) costs the batches
+    that overlap it and no more: it is counted in ``result.skipped`` and the
+    read goes on at the first batch after it."""
+    position: int | None = start
+    while position is not None:
+        try:
+            yield from decode_range(source, seg, start=position, end=end, result=result, **decode_range_options)
+            break
+        except TieredStorageError as error:
+            if not skip_chunks or error.chunk is None or not isinstance(source, tiered.TieredSource):
+                raise
+            position = yield from _past_bad_chunk(source, seg, error, result, end, decode_range_options)
+    result.start, result.end = start, source.size if end is None else min(end, source.size)
+
+
+def _past_bad_chunk(
+    source: tiered.TieredSource,
+    seg: Segment,
+    error: TieredStorageError,
+    result: SegmentResult,
+    end: int | None,
+    decode_range_options: dict[str, Any],
+) -> Generator[pa.RecordBatch, None, int | None]:
+    """After ``error`` (a chunk that can't be undone): decode the whole
+    batches before the chunk not decoded yet, count the loss, and return
+    where to go on (None: nothing after it)."""
+    assert error.chunk is not None
+    bad_start, bad_end = source.chunk_range(error.chunk)
+    done = result.position
+    good_end = tiered.whole_batches_end(source, done, bad_start) if done < bad_start else done
+    if good_end > done:
+        yield from decode_range(source, seg, start=done, end=good_end, result=result, **decode_range_options)
+    resume = tiered.resume_after(source, max(bad_end, good_end), tiered.sibling(seg.path, ".indexes"), seg.base_offset)
+    stop = source.size if end is None else min(end, source.size)
+    result.skipped.append(error)
+    result.skipped_bytes += (stop if resume is None else min(resume, stop)) - good_end
+    log.warning("skipped %s", error)
+    if resume is None or resume >= stop:
+        return None
+    return resume
+
+
+def next_start(group: list[Segment], i: int) -> int | None:
+    """The first offset the segment after ``group[i]`` returns (None for the last)."""
+    if i + 1 >= len(group) or group[i + 1].base_offset is None:
+        return None
+    following = group[i + 1]
+    base = following.base_offset or 0
+    return base if following.floor_offset is None else max(base, following.floor_offset)
+
+
+def read_with_twins(
+    seg: Segment,
+    following: int | None,
+    bounds: Bounds,
+    chunk: int,
+    transactions: list[Transaction] | None,
+    max_records_per_batch: int | None,
+    result: SegmentResult,
+    value_specs: Sequence[ValueSpec],
+    options: Mapping[str, Any],
+    keep_control: bool = False,
+    on_segment: Callable[[SegmentResult], None] | None = None,
+    warned: Warned | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """:func:`read_segment_range`, and when ``seg`` turns out damaged (a
+    :class:`TieredStorageError`) and another copy of its offsets exists
+    (``seg.twins``: another upload, a broker folder), the offsets it did not
+    return are read from that copy instead, up to ``following`` (where the
+    partition's next segment takes over, see :func:`next_start`). The damaged segment is counted in
+    ``result.skipped`` (and warned about), whatever ``on_error`` says: no row
+    is lost. Without a twin, the error is raised, or skipped as ``on_error``
+    says."""
+    try:
+        yield from read_segment_range(
+            seg, bounds, chunk, transactions, max_records_per_batch, result, value_specs, options, keep_control, warned
+        )
+        return
+    except TieredStorageError as error:
+        if not seg.twins:
+            if options.get("on_error", "raise") == "raise":
+                raise
+            result.skipped.append(error)
+            log.warning("skipped %s", error)
+            return
+        result.skipped.append(error)
+        damaged = error
+    first = (seg.base_offset or 0) if seg.floor_offset is None else max(seg.base_offset or 0, seg.floor_offset)
+    start = first if result.last_offset is None else max(first, result.last_offset + 1)
+    stop = seg.stop_offset
+    if following is not None:
+        stop = following if stop is None else min(stop, following)
+    twin_bounds = segment_bounds(replace(seg, floor_offset=start, stop_offset=stop), bounds)
+    for twin in seg.twins:
+        twin_result = SegmentResult(twin)
+        try:
+            batches = list(
+                read_segment_range(
+                    twin, twin_bounds, chunk, transactions, max_records_per_batch, twin_result, value_specs, options,
+                    keep_control, warned,
+                )
+            )  # fmt: skip
+        except TieredStorageError as error:
+            twin_result.skipped.append(error)
+            if on_segment is not None:
+                on_segment(twin_result)
+            continue
+        warnings.warn(
+            f"{damaged}; read offsets {start}..{'' if stop is None else stop - 1} from {twin.path} instead",
+            tiered.TieredStorageWarning,
+            stacklevel=2,
+        )
+        log.warning("read %s instead of %s: %s", twin.path, seg.path, damaged)
+        if on_segment is not None:
+            on_segment(twin_result)
+        yield from batches
+        return
+    if options.get("on_error", "raise") == "raise":
+        raise damaged
 
 
 def typed_schema(schema: pa.Schema, value_specs: Iterable[ValueSpec]) -> pa.Schema:

@@ -42,8 +42,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import kafkabatch.log.fs as fs
+from kafkabatch._decode import iter_batches
 from kafkabatch._kafkabatch import RemoteManifest, TieredKeys, TieredStorageError
 from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
+from kafkabatch.log.naming import basename, without_query
 from kafkabatch.log.windows import batch_length
 
 #: A Kafka ``Uuid`` as text: 16 bytes of URL-safe base64 without padding.
@@ -51,6 +53,7 @@ _ID = r"[A-Za-z0-9_-]{22}"
 REMOTE_FILE = re.compile(rf"^(?P<offset>\d+)-(?P<segment_id>{_ID})\.(?P<suffix>log|indexes|rsm-manifest)$")
 AIVEN_TOPIC_FOLDER = re.compile(rf"^(?P<topic>.+)-(?P<topic_id>{_ID})$")
 LOCAL_TIERED_FOLDER = re.compile(rf"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>{_ID})$")
+PARTITION_FOLDER = re.compile(r"^[0-9]+$")  # ASCII digits only: "²".isdigit() is True
 MANIFEST = ".rsm-manifest"
 
 #: The keyword (Python), option (Spark) and flag (CLI) that give the keys.
@@ -77,8 +80,14 @@ class RemoteName:
     suffix: str
 
 
+def _split_query(path: str) -> tuple[str, str]:
+    """``(path, "?query")`` of a URI; a local path keeps a ``?`` as part of its names."""
+    base = without_query(path)
+    return base, path[len(base) :]
+
+
 def _parts(path: str) -> list[str]:
-    return re.split(r"[\\/]", path.split("?", 1)[0].rstrip("/\\"))
+    return re.split(r"[\\/]", _split_query(path)[0].rstrip("/\\"))
 
 
 def remote_name(path: str) -> RemoteName | None:
@@ -99,7 +108,7 @@ def remote_name(path: str) -> RemoteName | None:
     grand = parts[-3] if len(parts) >= 3 else ""
     offset, segment_id, suffix = int(match["offset"]), match["segment_id"], match["suffix"]
     topic_folder = AIVEN_TOPIC_FOLDER.match(grand)
-    if parent.isdigit() and topic_folder is not None:
+    if PARTITION_FOLDER.match(parent) and topic_folder is not None:
         return RemoteName(
             "aiven", topic_folder["topic"], int(parent), topic_folder["topic_id"], segment_id, offset, suffix
         )
@@ -111,19 +120,49 @@ def remote_name(path: str) -> RemoteName | None:
     return RemoteName("", None, None, None, segment_id, offset, suffix)
 
 
-def layout_error(path: str) -> ValueError:
-    return ValueError(
-        f"{path!r} is named like a remote segment (<offset>-<segment id>.log) but its folders fit no "
-        "known layout: Aiven's tiered storage keeps {topic}-{topicId}/{partition}/ and Kafka's "
-        "LocalTieredStorage {topic}-{partition}-{topicId}/; give topic= and partition= to read it anyway"
+def layout_error(path: str) -> TieredStorageError:
+    """A remote segment's object whose folders fit no layout (a :class:`TieredStorageError`, so a
+    :class:`ValueError` too, of kind ``"layout"``)."""
+    parts = _parts(path)
+    folder = parts[-2] if len(parts) >= 2 else ""
+    hint = ""
+    if len(parts) >= 3 and AIVEN_TOPIC_FOLDER.match(parts[-3]) and not PARTITION_FOLDER.match(folder):
+        hint = f" (the partition folder {folder!r} is not a number)"
+    return _error(
+        path,
+        "layout",
+        "named like a remote segment (<offset>-<segment id>.log) but its folders fit no known layout"
+        f"{hint}: Aiven's tiered storage keeps {{topic}}-{{topicId}}/{{partition}}/ and Kafka's "
+        "LocalTieredStorage {topic}-{partition}-{topicId}/; give topic= and partition= to read it anyway",
+    )
+
+
+def is_manifest(path: str) -> bool:
+    return _split_query(path)[0].endswith(MANIFEST)
+
+
+def missing_object_error(log_path: str, manifest_path: str) -> TieredStorageError:
+    """A manifest whose ``.log`` object is not there: its segment can't be read."""
+    return _error(
+        log_path, "truncated", f"the segment's .log object is missing (its manifest {basename(manifest_path)} is there)"
+    )
+
+
+def missing_manifest_error(log_path: str) -> TieredStorageError:
+    """An Aiven remote ``.log`` named directly without its manifest: its bytes are chunks that can't be read alone."""
+    return _error(
+        log_path,
+        "manifest",
+        f"its manifest {basename(sibling(log_path, MANIFEST))} is missing (an upload in progress or abandoned?); "
+        "the object is stored in chunks (compressed or encrypted) that can't be read without it",
     )
 
 
 def sibling(path: str, suffix: str) -> str:
     """The object beside ``path`` (same stem) with another suffix (``.rsm-manifest``, ``.indexes``...)."""
-    base, sep, query = path.partition("?")
+    base, query = _split_query(path)
     stem = base[: base.rfind(".")]
-    return stem + suffix + (sep + query if sep else "")
+    return stem + suffix + query
 
 
 # --------------------------------------------------------------------------
@@ -215,28 +254,37 @@ def _read_object(path: str, position: int | None = None, length: int | None = No
         return f.read(length)
 
 
-_FACTS: dict[str, tuple[int, int | None]] = {}
+_FACTS: dict[str, dict[str, Any]] = {}
+_NO_FACTS: dict[str, Any] = {"original_size": None, "end_offset": None, "topic": None, "partition": None}
 
 
 def manifest_facts(path: str) -> dict[str, Any]:
-    """What listing wants from a manifest without keys: ``original_size`` and
-    ``end_offset`` (either None when the manifest can't say; reading the
-    segment then reports why). Kept once read whole (a manifest is written
-    once; a stream lists again at each trigger)."""
+    """What listing wants from a manifest without keys: ``original_size``,
+    ``end_offset`` and the ``topic`` and ``partition`` the broker gave
+    (each None when the manifest can't say; reading the segment then reports
+    why). Kept once read whole (a manifest is written once; a stream lists
+    again at each trigger)."""
     if path not in _FACTS:
         try:
             manifest = json.loads(_read_object(path))
             size = manifest["chunkIndex"]["originalFileSize"]
-            end = (manifest.get("remoteLogSegmentMetadata") or {}).get("endOffset")
+            meta = manifest.get("remoteLogSegmentMetadata") or {}
+            end = meta.get("endOffset")
+            tp = ((meta.get("remoteLogSegmentId") or {}).get("topicIdPartition") or {}).get("topicPartition") or {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return {"original_size": None, "end_offset": None}
+            return dict(_NO_FACTS)
         if not isinstance(size, int) or size < 0:
-            return {"original_size": None, "end_offset": None}
+            return dict(_NO_FACTS)
         if len(_FACTS) > 8192:
             _FACTS.clear()
-        _FACTS[path] = (size, end if isinstance(end, int) else None)
-    size, end = _FACTS[path]
-    return {"original_size": size, "end_offset": end}
+        topic, partition = tp.get("topic"), tp.get("partition")
+        _FACTS[path] = {
+            "original_size": size,
+            "end_offset": end if isinstance(end, int) and not isinstance(end, bool) else None,
+            "topic": topic if isinstance(topic, str) and topic else None,
+            "partition": partition if isinstance(partition, int) and not isinstance(partition, bool) else None,
+        }
+    return dict(_FACTS[path])
 
 
 @functools.lru_cache(maxsize=1024)
@@ -269,50 +317,80 @@ class TieredSource(fs.Source):
     ``requested`` counts the object bytes fetched."""
 
     def __init__(
-        self, log_path: str, manifest_path: str, keys: KeySpec = (), max_decompressed_size: int | None = None
+        self,
+        log_path: str,
+        manifest_path: str,
+        keys: KeySpec = (),
+        max_decompressed_size: int | None = None,
+        cap_name: str = "max_decompressed_size",
     ) -> None:
         self.path = log_path
         self._max_decompressed_size = max_decompressed_size
+        self._cap_name = cap_name
         self.manifest = load_manifest(manifest_path, keys)
-        self._raw = fs.open_source(log_path)
+        self.manifest.check_chunk_sizes()
+        try:
+            self._raw = fs.open_source(log_path)
+        except FileNotFoundError:
+            raise missing_object_error(log_path, manifest_path) from None
         if self._raw.size != self.manifest.transformed_size:
             self._raw.close()
+            described = self.manifest.transformed_size
+            if self._raw.size < described:
+                raise _error(
+                    log_path,
+                    "truncated",
+                    f"the object has {self._raw.size} bytes, fewer than the {described} its manifest describes "
+                    "(a truncated object, or a manifest whose chunk index does not fit it)",
+                )
             raise _error(
-                log_path,
-                "truncated",
-                f"the object has {self._raw.size} bytes, its manifest describes {self.manifest.transformed_size}",
+                manifest_path,
+                "manifest",
+                f"the manifest is inconsistent with its object: its chunk index describes {described} bytes, "
+                f"the object {basename(log_path)} has {self._raw.size}",
             )
         self.size = self.manifest.original_size
         self.requested = 0
         self._identity = not self.manifest.compression and not self.manifest.encrypted
         # Undone chunks by number (views into what one fetch returned), most recent last.
         self._chunks: dict[int, memoryview] = {}
+        # Chunks that failed to undo (a GCM tag, a frame): reading their bytes raises this.
+        self.bad_chunks: dict[int, TieredStorageError] = {}
         self._keep = max(4, (64 << 20) // max(self.manifest.original_chunk_size, 1))
         self._joined: tuple[int, int, memoryview] = (0, 0, memoryview(b""))
 
     def _fetch(self, first: int, last: int) -> None:
-        """Fetch and undo chunks ``first..last`` (one ranged read)."""
+        """Fetch and undo chunks ``first..last`` (one ranged read), each on its
+        own: a chunk that fails is remembered in ``bad_chunks``, the others kept."""
         t_start, t_end = self.manifest.transformed_range(first, last)
         raw = self._raw.read(t_start, t_end - t_start)
         self.requested += t_end - t_start
+        kwargs: dict[str, Any] = {"cap_name": self._cap_name}
+        if self._max_decompressed_size is not None:
+            kwargs["max_decompressed_size"] = self._max_decompressed_size
         try:
-            if self._max_decompressed_size is None:
-                data = memoryview(self.manifest.detransform(raw, first))
-            else:
-                data = memoryview(
-                    self.manifest.detransform(raw, first, max_decompressed_size=self._max_decompressed_size)
-                )
+            undone, failures = self.manifest.detransform_each(raw, first, **kwargs)
         except TieredStorageError as e:  # named after the object that holds the chunk
             raise _error(self.path, e.kind, e.reason, e.chunk) from None
         finally:
             del raw
             self._raw.release()
+        data = memoryview(undone)
+        for failure in failures:
+            if failure.chunk is not None:
+                self.bad_chunks[failure.chunk] = _error(self.path, failure.kind, failure.reason, failure.chunk)
         base = self.manifest.original_range(first, last)[0]
         for i in range(first, last):
+            if i in self.bad_chunks:
+                continue
             a, b = self.manifest.original_range(i, i + 1)
             self._chunks[i] = data[a - base : b - base]
         while len(self._chunks) > self._keep:
             del self._chunks[next(iter(self._chunks))]
+
+    def chunk_range(self, chunk: int) -> tuple[int, int]:
+        """Original bytes ``(start, end)`` of chunk ``chunk``."""
+        return self.manifest.original_range(chunk, chunk + 1)
 
     def read(self, position: int, length: int) -> Any:
         end = min(position + max(length, 0), self.size)
@@ -325,9 +403,13 @@ class TieredSource(fs.Source):
         if a <= position and end <= b:
             return joined[position - a : end - a]
         first, last = self.manifest.chunks_for(position, end)
-        missing = [i for i in range(first, last) if i not in self._chunks]
+        missing = [i for i in range(first, last) if i not in self._chunks and i not in self.bad_chunks]
         if missing:
             self._fetch(missing[0], missing[-1] + 1)
+        for i in range(first, last):
+            if i in self.bad_chunks:
+                bad = self.bad_chunks[i]
+                raise _error(self.path, bad.kind, bad.reason, bad.chunk)
         start = self.manifest.original_range(first, first + 1)[0]
         if last - first == 1:
             return self._chunks[first][position - start : end - start]
@@ -352,7 +434,11 @@ class TieredSource(fs.Source):
         if where is None or where[1] == 0:
             return None
         position, size = where
-        data = _read_object(indexes_path, position, size)
+        try:
+            data = _read_object(indexes_path, position, size)
+        except OSError as e:  # a missing .indexes object: no index, as for a local segment without one
+            reason = "the .indexes object is missing" if isinstance(e, FileNotFoundError) else f"can't read it: {e}"
+            raise InvalidIndexError(reason) from None
         if len(data) != size:
             raise _error(
                 indexes_path,
@@ -361,6 +447,106 @@ class TieredSource(fs.Source):
             )
         self.requested += size
         return self.manifest.detransform_index(name, data)
+
+
+def held_last_offset(log_path: str, manifest_path: str, keys: KeySpec, base_offset: int) -> int | None:
+    """The last offset a remote segment's bytes really hold (its last batch
+    header's), walked from the last offset-index entry (or the start); None
+    when the segment can't be read. Used to check a manifest's end offset
+    before it hides another copy's offsets."""
+    try:
+        source = TieredSource(log_path, manifest_path, keys)
+    except (TieredStorageError, OSError, ValueError):
+        return None
+    try:
+        starts = [0]
+        try:
+            raw = source.index("offset", sibling(log_path, ".indexes"))
+            if raw:
+                positions = [p for p in offset_index_entries(raw, base_offset)[1] if 0 < p < source.size]
+                starts = positions[-1:] + starts
+        except (TieredStorageError, OSError, ValueError):
+            pass
+        for pos in starts:
+            last = None
+            while pos + 27 <= source.size:
+                header = bytes(source.read(pos, 27))
+                length = batch_length(header[:12])
+                if length is None or length < 27 or pos + length > source.size or header[16] > 2:
+                    break
+                base = int.from_bytes(header[:8], "big", signed=True)
+                last = base + int.from_bytes(header[23:27], "big", signed=True) if header[16] == 2 else base
+                pos += length
+            if last is not None:
+                return last
+        return None
+    except (TieredStorageError, OSError, ValueError):
+        return None
+    finally:
+        source.close()
+
+
+# --------------------------------------------------------------------------
+# going on past a chunk that can't be undone
+# --------------------------------------------------------------------------
+
+#: How far past a failed chunk a batch start is looked for when no offset
+#: index entry bounds the search.
+RESYNC_LIMIT = 1 << 20
+
+
+def whole_batches_end(source: Any, start: int, limit: int) -> int:
+    """Where the last whole batch walked from ``start`` ends at or before ``limit``."""
+    pos = start
+    while pos + 12 <= limit:
+        length = batch_length(bytes(source.read(pos, 12)))
+        if length is None or pos + length > limit:
+            break
+        pos += length
+    return pos
+
+
+def _chain_reaches(source: Any, position: int, target: int) -> bool:
+    """Whether batches walked from ``position`` end exactly at ``target``, the
+    first one whole and valid (its CRC checked)."""
+    pos, first = position, True
+    try:
+        while pos < target:
+            header = bytes(source.read(pos, 17))
+            if len(header) < 17 or header[16] > 2:
+                return False
+            length = batch_length(header[:12])
+            if length is None or length < 17 or pos + length > target:
+                return False
+            if first:
+                batch = next(iter(iter_batches(source.read(pos, length), validate_crc=True, on_error="keep")), None)
+                if batch is None or not batch.is_valid or not batch.crc_valid:
+                    return False
+                first = False
+            pos += length
+    except TieredStorageError:
+        return False
+    return pos == target
+
+
+def resume_after(source: TieredSource, position: int, indexes_path: str, base_offset: int | None) -> int | None:
+    """The first batch start at or after original byte ``position`` (the end
+    of a chunk that can't be undone), or None when none is found: a position
+    from which batches run exactly to the next offset-index entry (or to the
+    end of the segment), the first with a valid CRC."""
+    target = source.size
+    if base_offset is not None:
+        try:
+            raw = source.index("offset", indexes_path)
+            if raw:
+                after = [p for p in offset_index_entries(raw, base_offset)[1] if position <= p < source.size]
+                target = after[0] if after else target
+        except (InvalidIndexError, TieredStorageError, OSError):
+            pass
+    for candidate in range(position, min(target, position + RESYNC_LIMIT) + 1):
+        if candidate == target or _chain_reaches(source, candidate, target):
+            return candidate if candidate < source.size else None
+    return None
 
 
 # --------------------------------------------------------------------------

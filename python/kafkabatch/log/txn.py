@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import kafkabatch.log.tiered as tiered
+from kafkabatch._kafkabatch import TieredStorageError
 from kafkabatch._kafkabatch import transaction_pass as _transaction_pass
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.listing import Segment, open_segment, segment_bounds
@@ -32,6 +34,7 @@ def hidden_transactions(
     *,
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     spans: Iterable[tuple[int, int | None, Bounds]] | None = None,
+    segments: Iterable[Segment | None] | None = None,
 ) -> list[Transaction]:
     """Aborted and still-open transactions of one topic-partition, found by
     walking the batch headers of its segments (open sources, in log order).
@@ -45,16 +48,37 @@ def hidden_transactions(
     ``spans`` (one per source: start byte, end byte or None, offset bounds)
     restricts each source to the offsets it is read for, when segments from
     several places overlap: each batch is then seen once.
+
+    ``segments`` (one per source, or None): with them, a remote chunk that
+    can't be undone is walked around (its batches are lost to the read too,
+    which counts them), as ``on_error="skip"`` reads do.
     """
     open_txns: dict[int, int] = {}
     done: list[Transaction] = []
     sources = list(sources)
     span_list = list(spans) if spans is not None else [(0, None, Bounds())] * len(sources)
-    for source, (start, end, bounds) in zip(sources, span_list):
+    seg_list = list(segments) if segments is not None else [None] * len(sources)
+    for source, (start, end, bounds), seg in zip(sources, span_list, seg_list):
         stop = source.size if end is None else min(end, source.size)
-        for a, b, _last in batch_windows(source, start, stop, max_chunk_bytes, bounds):
-            _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
-            source.release()
+        position: int | None = start
+        while position is not None and position < stop:
+            walked = position
+            try:
+                for a, b, _last in batch_windows(source, walked, stop, max_chunk_bytes, bounds):
+                    _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
+                    source.release()
+                    walked = b
+                break
+            except TieredStorageError as error:
+                if seg is None or error.chunk is None or not isinstance(source, tiered.TieredSource):
+                    raise
+                bad_start, bad_end = source.chunk_range(error.chunk)
+                good = tiered.whole_batches_end(source, walked, bad_start) if walked < bad_start else walked
+                for a, b, _last in batch_windows(source, walked, good, max_chunk_bytes, bounds):
+                    _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
+                    source.release()
+                indexes = tiered.sibling(seg.path, ".indexes")
+                position = tiered.resume_after(source, max(bad_end, good), indexes, seg.base_offset)
     done.extend(Transaction(pid, first, None) for pid, first in open_txns.items())
     return sorted(done, key=lambda t: (t.first_offset, t.producer_id))
 
@@ -83,23 +107,38 @@ def aborted_for(transactions: list[Transaction], first_offset: int) -> list[tupl
 
 
 def partition_transactions(
-    group: list[Segment], seek: Callable[[Segment, Bounds, Any], tuple[int, int | None]] | None = None
+    group: list[Segment],
+    seek: Callable[[Segment, Bounds, Any], tuple[int, int | None]] | None = None,
+    *,
+    skip: bool = False,
 ) -> list[Transaction]:
     """The pre-pass over one partition's segments, each walked only over the
     offsets the overlap rule leaves to it (see :func:`kafkabatch.log.listing.segment_bounds`);
-    ``seek`` (:func:`kafkabatch.log.scan.seek_position`) skips to them."""
+    ``seek`` (:func:`kafkabatch.log.scan.seek_position`) skips to them.
+    ``skip`` (``on_error="skip"``): a remote segment that can't be opened is
+    left out here, and a chunk that can't be undone walked around (the read
+    that follows counts both)."""
     sources = []
     spans: list[tuple[int, int | None, Bounds]] = []
+    kept: list[Segment] = []
     try:
         for seg in group:
-            source = open_segment(seg)
-            sources.append(source)
-            bounds = segment_bounds(seg, Bounds())
-            start, end = 0, None
-            if bounds.offsets and seek is not None:
-                start, end = seek(seg, bounds, source)
+            try:
+                source = open_segment(seg)
+                sources.append(source)
+                bounds = segment_bounds(seg, Bounds())
+                start, end = 0, None
+                if bounds.offsets and seek is not None:
+                    start, end = seek(seg, bounds, source)
+            except TieredStorageError:
+                if not skip:
+                    raise
+                if len(sources) > len(kept):
+                    sources.pop().close()
+                continue
             spans.append((start, end, bounds))
-        return hidden_transactions(sources, spans=spans)
+            kept.append(seg)
+        return hidden_transactions(sources, spans=spans, segments=kept if skip else None)
     finally:
         for source in sources:
             source.close()

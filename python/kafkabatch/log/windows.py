@@ -22,7 +22,9 @@ LOG_OVERHEAD = 12  # base offset int64 + length int32
 
 def batch_length(header: Any) -> int | None:
     """The size of the batch starting ``header`` (>= 12 bytes), or None if its
-    length field is impossible."""
+    length field is impossible (or ``header`` is too short to hold it)."""
+    if len(header) < 12:
+        return None
     (length,) = struct.unpack_from(">i", header, 8)
     return LOG_OVERHEAD + length if length >= 0 else None
 

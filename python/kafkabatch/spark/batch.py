@@ -55,7 +55,7 @@ class KafkaLogReader(DataSourceReader):
                 continue
             transactions = None
             if opts.isolation == "read_committed":
-                transactions = partition_transactions(group, seek_position)
+                transactions = partition_transactions(group, seek_position, skip=opts.mode != "FAILFAST")
             splits.extend(plan_partition(opts, group, bounds, transactions))
         if not where.empty or log.isEnabledFor(logging.DEBUG):
             log_plan(where, groups, kept, splits)

@@ -9,6 +9,7 @@ Shared by the batch reader and the stream reader's micro-batches.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -21,10 +22,12 @@ from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.index import IndexFileWarning, offset_index_entries
 from kafkabatch.log.listing import Segment, list_segments, open_segment, segment_bounds, sort_key
 from kafkabatch.log.naming import basename
-from kafkabatch.log.scan import seek_position, segment_skippable
+from kafkabatch.log.scan import next_start, seek_position, segment_skippable
 from kafkabatch.log.txn import Transaction
 from kafkabatch.log.windows import batch_length, batch_ranges
 from kafkabatch.spark.options import Options
+
+log = logging.getLogger("kafkabatch.spark")
 
 
 class LogSplit(InputPartition):
@@ -39,6 +42,7 @@ class LogSplit(InputPartition):
         transactions: list[Transaction] | None,
         check_start: bool = False,
         work: int | None = None,
+        twin_stop: int | None = None,
     ) -> None:
         super().__init__((segment.path, start, end))
         self.segment = segment
@@ -49,6 +53,8 @@ class LogSplit(InputPartition):
         self.check_start = check_start  # the start came from a .index file: make sure it's a batch
         # Spark's work for these bytes, in bytes of wire data (see estimate_work).
         self.work = end - start if work is None else work
+        # Where the partition's next segment takes over: a damaged segment's twin is read up to there.
+        self.twin_stop = twin_stop
 
 
 class LogSplitGroup(InputPartition):
@@ -162,13 +168,16 @@ def list_source_segments(options: Options) -> list[Segment]:
     """The segments under the ``path``/``paths`` options (see :func:`kafkabatch.list_segments`),
     filtered by ``pathGlobFilter``, in topic, partition, offset order."""
     segments: dict[str, Segment] = {}
+    problems: list[tuple[Segment, Exception]] | None = None if options.mode == "FAILFAST" else []
     for path in options.paths:
         for seg in list_segments(
-            path, topic=options.topic, partition=options.partition, tiered_keys=options.tiered_keys
+            path, topic=options.topic, partition=options.partition, tiered_keys=options.tiered_keys, problems=problems
         ):
             if options.path_glob_filter and not fnmatch.fnmatchcase(basename(seg.path), options.path_glob_filter):
                 continue  # as Spark's pathGlobFilter: a glob on file names only
             segments.setdefault(seg.path, seg)
+    for _seg, error in problems or ():  # mode DROPMALFORMED/PERMISSIVE: left out, and said
+        log.warning("kafka-log %s: skipped %s", options.mode, error)
     return sorted(segments.values(), key=sort_key)
 
 
@@ -189,7 +198,15 @@ def plan_partition(
         if seg.size == 0 or segment_skippable(group, i, bounds) or seg_bounds.empty():
             continue
         txns = None if transactions is None else transactions_for(transactions, group, i)
-        source = open_segment(seg)
+        twin_stop = next_start(group, i)
+        try:
+            source = open_segment(seg)
+        except tiered.TieredStorageError:
+            if opts.mode == "FAILFAST" and not seg.twins:
+                raise
+            # One task for the segment: its twin is read there, or the mode counts it (see reading.read_split).
+            splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, twin_stop=twin_stop))
+            continue
         try:
             start, end = seek(seg, seg_bounds, source)
             # Remote objects: a read per split would cost a request each; count wire bytes.
@@ -208,6 +225,7 @@ def plan_partition(
                         txns,
                         check_start=from_index and a > 0,
                         work=estimate_work(source, a, b) if local else None,
+                        twin_stop=twin_stop,
                     )
                 )
         finally:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from kafkabatch._decode import iter_batches, valid_bytes
 from kafkabatch._kafkabatch import CorruptBatchError, TieredStorageError
 from kafkabatch.log.listing import Segment, open_segment
-from kafkabatch.log.scan import SegmentResult, decode_range
+from kafkabatch.log.scan import SegmentResult, decode_around_bad_chunks, read_with_twins
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_length
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import LogSplit
@@ -51,15 +51,41 @@ def _read_split(
     arrow_schema: Any,
 ) -> Iterator[pa.RecordBatch]:
     seg = partition.segment
-    source = open_segment(seg, opts.max_decompressed_size)
+    if seg.twins and partition.start == 0 and partition.end >= seg.size:
+        # A whole segment with another copy of its offsets: read that copy if this one is damaged.
+        batches = read_with_twins(
+            seg,
+            partition.twin_stop,
+            partition.bounds,
+            DEFAULT_MAX_CHUNK_BYTES,
+            partition.transactions,
+            opts.max_records_per_batch,
+            result,
+            () if values is None else values.specs,
+            opts.decode_options(),
+        )
+        for batch in batches:
+            yield (
+                to_spark_arrow(batch)
+                if values is None or arrow_schema is None
+                else values.to_spark(batch, arrow_schema)
+            )
+        return
+    source = open_segment(seg, opts.max_decompressed_size, "maxDecompressedSize")
     try:
         if partition.check_start:
-            check_batch_start(source, seg, partition.start)
-        for batch in decode_range(
+            try:
+                check_batch_start(source, seg, partition.start)
+            except TieredStorageError as error:
+                if opts.mode == "FAILFAST" or error.chunk is None:
+                    raise
+                # The split starts in a chunk that can't be undone: the read below goes on past it.
+        for batch in decode_around_bad_chunks(
             source,
             seg,
             start=partition.start,
             end=partition.end,
+            skip_chunks=opts.mode != "FAILFAST",
             max_chunk_bytes=min(DEFAULT_MAX_CHUNK_BYTES, max(partition.end - partition.start, 1)),
             bounds=partition.bounds,
             transactions=partition.transactions,
