@@ -1326,7 +1326,7 @@ def cluster_metadata_log_events() -> list[Event]:
     meta(
         17,
         2,
-        {"BrokerId": 3, "BrokerEpoch": 13, "Fenced": 0, "InControlledShutdown": 1, "LogDirs": [DIR_B]},
+        {"BrokerId": 3, "BrokerEpoch": 13, "Fenced": -1, "InControlledShutdown": 1, "LogDirs": [DIR_B]},
         T0 + 2 * HOUR + 3,
     )
     meta(1, 0, {"BrokerId": 4, "BrokerEpoch": 14}, T0 + 2 * HOUR + 4)
@@ -1677,7 +1677,8 @@ def replay_cluster(events: list[Event], time: int | None = None) -> dict:
             brokers[v["Id"]]["Fenced"] = e.record_type == "FenceBrokerRecord"
         elif e.record_type == "BrokerRegistrationChangeRecord":
             b = brokers[v["BrokerId"]]
-            if v.get("Fenced") in (0, 1):
+            # BrokerRegistrationFencingChange: 1 fence, -1 unfence, 0 (the default) no change
+            if v.get("Fenced") in (1, -1):
                 b["Fenced"] = v["Fenced"] == 1
             if v.get("InControlledShutdown") == 1:
                 b["InControlledShutdown"] = True
