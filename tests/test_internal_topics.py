@@ -31,7 +31,13 @@ def logs(tmp_path_factory):
 
 
 def snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    """A record type's column name: snake_case, ``KRaft`` as one word."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.replace("KRaft", "Kraft")).lower()
+
+
+def camel(name: str) -> str:
+    """A definition's field name as the tables name it (Kafka's JSON converters' camelCase)."""
+    return name[:1].lower() + name[1:]
 
 
 def uuid_bytes(value) -> bytes:
@@ -56,6 +62,7 @@ def check(actual, expected, where: str) -> None:
     if isinstance(expected, dict):
         assert isinstance(actual, dict), f"{where}: {actual!r} is not a struct"
         for name, value in expected.items():
+            name = camel(name)
             assert name in actual, f"{where}: no field {name!r} (fields: {sorted(actual)})"
             check(actual[name], value, f"{where}.{name}")
         return
@@ -269,10 +276,10 @@ def test_classic_member_metadata_tagged_struct(logs):
     table = kb.scan_log(logs.root / "__consumer_offsets-1", internal="auto").read_all()
     members = table.filter(pc.equal(table["record_type"], "ConsumerGroupMemberMetadata"))
     values = pc.struct_field(members["consumer_group_member_metadata"], "value").to_pylist()
-    classic = [v["ClassicMemberMetadata"] for v in values]
+    classic = [v["classicMemberMetadata"] for v in values]
     assert classic[0] is None
-    assert classic[1]["SessionTimeoutMs"] == 10000
-    assert classic[1]["SupportedProtocols"][0]["Name"] == "range"
+    assert classic[1]["sessionTimeoutMs"] == 10000
+    assert classic[1]["supportedProtocols"][0]["name"] == "range"
 
 
 # --------------------------------------------------------------------------
@@ -338,7 +345,7 @@ def test_hostile_metadata_frames(tmp_path):
     errors = table["error"].to_pylist()
     assert errors[0] is None and errors[-1] is None
     assert all(isinstance(e, str) and e for e in errors[1:-1]), errors
-    assert table["feature_level_record"][0].as_py()["Name"] == "f"
+    assert table["feature_level_record"][0].as_py()["name"] == "f"
 
 
 # --------------------------------------------------------------------------

@@ -291,109 +291,109 @@ class _Image:
             handler(r)
 
     def _topic_record(self, r: dict[str, Any]) -> None:
-        self.topics[_key(r["TopicId"])] = {"name": r["Name"], "id": r["TopicId"], "partitions": {}}
+        self.topics[_key(r["topicId"])] = {"name": r["name"], "id": r["topicId"], "partitions": {}}
 
     def _partition_record(self, r: dict[str, Any]) -> None:
-        topic = self.topics.get(_key(r["TopicId"]))
+        topic = self.topics.get(_key(r["topicId"]))
         if topic is None:
             return
-        topic["partitions"][r["PartitionId"]] = {
-            "replicas": list(r.get("Replicas") or []),
-            "isr": list(r.get("Isr") or []),
-            "removing_replicas": list(r.get("RemovingReplicas") or []),
-            "adding_replicas": list(r.get("AddingReplicas") or []),
-            "leader": r["Leader"],
-            "leader_epoch": r["LeaderEpoch"],
-            "partition_epoch": r["PartitionEpoch"],
-            "leader_recovery_state": r.get("LeaderRecoveryState") or 0,
-            "eligible_leader_replicas": list(r.get("EligibleLeaderReplicas") or []),
-            "last_known_elr": list(r.get("LastKnownElr") or []),
-            "directories": [kafka_uuid(d) for d in r.get("Directories") or []],
+        topic["partitions"][r["partitionId"]] = {
+            "replicas": list(r.get("replicas") or []),
+            "isr": list(r.get("isr") or []),
+            "removing_replicas": list(r.get("removingReplicas") or []),
+            "adding_replicas": list(r.get("addingReplicas") or []),
+            "leader": r["leader"],
+            "leader_epoch": r["leaderEpoch"],
+            "partition_epoch": r["partitionEpoch"],
+            "leader_recovery_state": r.get("leaderRecoveryState") or 0,
+            "eligible_leader_replicas": list(r.get("eligibleLeaderReplicas") or []),
+            "last_known_elr": list(r.get("lastKnownElr") or []),
+            "directories": [kafka_uuid(d) for d in r.get("directories") or []],
         }
 
     def _partition_change_record(self, r: dict[str, Any]) -> None:
-        topic = self.topics.get(_key(r["TopicId"]))
-        p = None if topic is None else topic["partitions"].get(r["PartitionId"])
+        topic = self.topics.get(_key(r["topicId"]))
+        p = None if topic is None else topic["partitions"].get(r["partitionId"])
         if p is None:
             return
         for field, name in (
-            ("Replicas", "replicas"),
-            ("Isr", "isr"),
-            ("RemovingReplicas", "removing_replicas"),
-            ("AddingReplicas", "adding_replicas"),
-            ("EligibleLeaderReplicas", "eligible_leader_replicas"),
-            ("LastKnownElr", "last_known_elr"),
+            ("replicas", "replicas"),
+            ("isr", "isr"),
+            ("removingReplicas", "removing_replicas"),
+            ("addingReplicas", "adding_replicas"),
+            ("eligibleLeaderReplicas", "eligible_leader_replicas"),
+            ("lastKnownElr", "last_known_elr"),
         ):
             if r.get(field) is not None:
                 p[name] = list(r[field])
-        if r.get("Directories") is not None:
-            p["directories"] = [kafka_uuid(d) for d in r["Directories"]]
-        leader = r.get("Leader")
+        if r.get("directories") is not None:
+            p["directories"] = [kafka_uuid(d) for d in r["directories"]]
+        leader = r.get("leader")
         if leader is not None and leader != _NO_LEADER_CHANGE:
             p["leader"] = leader
             p["leader_epoch"] += 1
-        recovery = r.get("LeaderRecoveryState")
+        recovery = r.get("leaderRecoveryState")
         if recovery is not None and recovery != _NO_RECOVERY_CHANGE:
             p["leader_recovery_state"] = recovery
         p["partition_epoch"] += 1
 
     def _remove_topic_record(self, r: dict[str, Any]) -> None:
-        topic = self.topics.pop(_key(r["TopicId"]), None)
+        topic = self.topics.pop(_key(r["topicId"]), None)
         if topic is not None:  # a deleted topic's configs go with it
             for key in [k for k in self.configs if k[0] == 2 and k[1] == topic["name"]]:
                 del self.configs[key]
 
     def _config_record(self, r: dict[str, Any]) -> None:
-        key = (r["ResourceType"], r["ResourceName"], r["Name"])
-        if r.get("Value") is None:
+        key = (r["resourceType"], r["resourceName"], r["name"])
+        if r.get("value") is None:
             self.configs.pop(key, None)
         else:
-            self.configs[key] = r["Value"]
+            self.configs[key] = r["value"]
 
     def _register_broker_record(self, r: dict[str, Any]) -> None:
-        self.brokers[r["BrokerId"]] = {
-            "broker_id": r["BrokerId"],
-            "broker_epoch": r["BrokerEpoch"],
-            "incarnation_id": kafka_uuid(r.get("IncarnationId")),
-            "rack": r.get("Rack"),
-            "fenced": bool(r.get("Fenced", True)) if r.get("Fenced") is not None else True,
-            "in_controlled_shutdown": bool(r.get("InControlledShutdown") or False),
-            "is_migrating_zk_broker": bool(r.get("IsMigratingZkBroker") or False),
+        self.brokers[r["brokerId"]] = {
+            "broker_id": r["brokerId"],
+            "broker_epoch": r["brokerEpoch"],
+            "incarnation_id": kafka_uuid(r.get("incarnationId")),
+            "rack": r.get("rack"),
+            "fenced": bool(r.get("fenced", True)) if r.get("fenced") is not None else True,
+            "in_controlled_shutdown": bool(r.get("inControlledShutdown") or False),
+            "is_migrating_zk_broker": bool(r.get("isMigratingZkBroker") or False),
             "endpoints": [
-                {"name": e["Name"], "host": e["Host"], "port": e["Port"], "security_protocol": e["SecurityProtocol"]}
-                for e in r.get("EndPoints") or []
+                {"name": e["name"], "host": e["host"], "port": e["port"], "security_protocol": e["securityProtocol"]}
+                for e in r.get("endPoints") or []
             ],
-            "log_dirs": [kafka_uuid(d) for d in r.get("LogDirs") or []],
+            "log_dirs": [kafka_uuid(d) for d in r.get("logDirs") or []],
         }
 
     def _unregister_broker_record(self, r: dict[str, Any]) -> None:
-        self.brokers.pop(r["BrokerId"], None)
+        self.brokers.pop(r["brokerId"], None)
 
     def _fence_broker_record(self, r: dict[str, Any]) -> None:
-        if r["Id"] in self.brokers:
-            self.brokers[r["Id"]]["fenced"] = True
+        if r["id"] in self.brokers:
+            self.brokers[r["id"]]["fenced"] = True
 
     def _unfence_broker_record(self, r: dict[str, Any]) -> None:
-        if r["Id"] in self.brokers:
-            self.brokers[r["Id"]]["fenced"] = False
+        if r["id"] in self.brokers:
+            self.brokers[r["id"]]["fenced"] = False
 
     def _broker_registration_change_record(self, r: dict[str, Any]) -> None:
-        b = self.brokers.get(r["BrokerId"])
+        b = self.brokers.get(r["brokerId"])
         if b is None:
             return
-        fenced = r.get("Fenced")  # 1 fence, -1 unfence, 0 no change
+        fenced = r.get("fenced")  # 1 fence, -1 unfence, 0 no change
         if fenced in (1, -1):
             b["fenced"] = fenced == 1
-        if r.get("InControlledShutdown") == 1:
+        if r.get("inControlledShutdown") == 1:
             b["in_controlled_shutdown"] = True
-        if r.get("LogDirs"):
-            b["log_dirs"] = [kafka_uuid(d) for d in r["LogDirs"]]
+        if r.get("logDirs"):
+            b["log_dirs"] = [kafka_uuid(d) for d in r["logDirs"]]
 
     def _feature_level_record(self, r: dict[str, Any]) -> None:
-        if r["FeatureLevel"] == 0:
-            self.features.pop(r["Name"], None)
+        if r["featureLevel"] == 0:
+            self.features.pop(r["name"], None)
         else:
-            self.features[r["Name"]] = r["FeatureLevel"]
+            self.features[r["name"]] = r["featureLevel"]
 
     def tables(self) -> dict[str, pa.Table]:
         topics = sorted(self.topics.values(), key=lambda t: t["name"])
@@ -513,7 +513,7 @@ def cluster_image_at(
         if not header:
             warnings.warn(f"{snap_path}: no SnapshotHeader first; snapshot left out", stacklevel=2)
             continue
-        if header[0][1]["LastContainedLogTimestamp"] > time_ms:  # type: ignore[index]
+        if header[0][1]["lastContainedLogTimestamp"] > time_ms:  # type: ignore[index]
             continue
         for column, record, _offset, error in _records(table):
             if error is not None:
