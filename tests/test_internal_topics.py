@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import re
 import shutil
 import struct
@@ -538,3 +539,106 @@ def test_at_time_tables_go_to_spark_shapes(logs):
         assert len(frame) == table.num_rows
         for f in table.schema:
             assert not pa.types.is_unsigned_integer(f.type), f
+
+
+# --------------------------------------------------------------------------
+# command line
+# --------------------------------------------------------------------------
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from kafkabatch.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_dump_offsets_decoder(logs, capsys):
+    """kafka-dump-log's --offsets-decoder: each record's key and payload as JSON, <DELETE> for a tombstone."""
+    path = logs.root / "__consumer_offsets-0" / f"{0:020d}.log"
+    code, out, _ = _cli(capsys, "dump", "--offsets-decoder", str(path))
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.startswith("| offset: ")]
+    events = [e for e in logs.consumer_offsets if e.partition_folder == "__consumer_offsets-0"]
+    events = [e for e in events if e.offset < len(lines)]
+    assert len(lines) == len(events) > 10
+    for line, e in zip(lines, events):
+        key_text = line.split(" key: ", 1)[1].split(" payload: ", 1)[0]
+        key = json.loads(key_text)
+        assert key["type"] == str(e.key_version)
+        check(key["data"], e.expected_key(), f"line {line[:30]}")
+        payload = line.split(" payload: ", 1)[1]
+        if e.value is None:
+            assert payload == "<DELETE>"
+        else:
+            value = json.loads(payload)
+            assert value["version"] == str(e.value_version)
+            assert (
+                value["data"]["offset" if e.record_type == "OffsetCommit" else "generation"]
+                == e.value["offset" if e.record_type == "OffsetCommit" else "generation"]
+            )
+
+
+def test_cli_dump_json_cluster_metadata(logs, capsys):
+    path = logs.root / "__cluster_metadata-0" / f"{0:020d}.log"
+    code, out, _ = _cli(capsys, "dump", "--json", "--include-control", "--cluster-metadata-decoder", str(path))
+    assert code == 0
+    objs = [json.loads(line) for line in out.splitlines()]
+    events = {e.offset: e for e in logs.cluster_metadata}
+    assert len(objs) == sum(1 for e in logs.cluster_metadata if e.offset < 14)
+    for obj in objs:
+        e = events[obj["offset"]]
+        assert obj["decode_error"] is None
+        assert obj["decoded_key"] is None
+        assert obj["decoded_value"]["version"] == e.value_version
+        if e.record_type == "TopicRecord":
+            assert obj["decoded_value"]["data"]["name"] == e.value["Name"]
+            assert uuid_bytes(obj["decoded_value"]["data"]["topicId"]) == K._uuid_bytes(e.value["TopicId"])
+
+
+def test_cli_decoder_errors(logs, capsys):
+    path = logs.root / "__cluster_metadata-0" / f"{0:020d}.log"
+    code, _, err = _cli(capsys, "dump", "--decoder", "cluster_metdata", str(path))
+    assert code != 0 and "did you mean 'cluster_metadata'" in err
+    code, _, err = _cli(capsys, "dump", "--definitions", str(logs.root), str(path))
+    assert code != 0 and "--definitions needs --decoder" in err
+
+
+def test_cli_convert_decoder_parquet(logs, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "offsets.parquet"
+    code, _, _ = _cli(capsys, "convert", "-q", "--decoder", "auto", str(logs.root / "__transaction_state-0"), str(out))
+    assert code == 0
+    written = pq.read_table(out)
+    expected = kb.scan_log(logs.root / "__transaction_state-0", internal="auto").read_all()
+    assert written.column_names == expected.column_names
+    assert written["transaction_log"].to_pylist() == expected["transaction_log"].to_pylist()
+    assert written["record_type"].to_pylist() == ["TransactionLog"] * len(logs.transaction_state)
+
+
+# --------------------------------------------------------------------------
+# Spark
+# --------------------------------------------------------------------------
+
+
+def test_spark_internal_topic_option(logs, spark):
+    df = spark.read.format("kafka-log").option("internalTopic", "auto").load(str(logs.root / "__consumer_offsets-1"))
+    names = df.schema.fieldNames()
+    assert names[:8] == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    assert {"record_type", "consumer_group_member_metadata", "error"} <= set(names)
+    rows = df.where("record_type = 'ConsumerGroupMemberMetadata'").orderBy("offset").collect()
+    expected = [e for e in logs.consumer_offsets if e.record_type == "ConsumerGroupMemberMetadata"]
+    assert len(rows) == len(expected)
+    for row, e in zip(rows, expected):
+        check(row["consumer_group_member_metadata"]["key"].asDict(recursive=True), e.expected_key(), "spark key")
+        check(row["consumer_group_member_metadata"]["value"].asDict(recursive=True), e.expected_value(), "spark value")
+    # SQL on the typed columns, no JSON parsing
+    df.createOrReplaceTempView("co")
+    groups = spark.sql(
+        "SELECT DISTINCT consumer_group_member_metadata.key.groupId AS g FROM co WHERE consumer_group_member_metadata IS NOT NULL"
+    )
+    assert [r.g for r in groups.collect()] == ["modern"]
+    with pytest.raises(Exception, match="did you mean 'internalTopic'"):
+        spark.read.format("kafka-log").option("internalTopics", "auto").load(str(logs.root / "__consumer_offsets-1"))

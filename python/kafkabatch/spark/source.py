@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 import kafkabatch.spark.values as spark_values
 from kafkabatch.log.listing import Segment
 from kafkabatch.spark.batch import KafkaLogPushdownReader, KafkaLogReader
+from kafkabatch.spark.internal import internal_columns
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import list_source_segments
 from kafkabatch.spark.pushdown import planning_without_pushdown
@@ -45,9 +46,10 @@ class KafkaLogDataSource(DataSource):
         # Spark's file sources do).
         self._segments = self._list()
         # valueFormat/keyFormat: schemas fetched here, on the driver, once.
-        self._values = spark_values.value_columns(
-            self._options.value_options, sorted({s.topic for s in self._segments})
-        )
+        topics = sorted({s.topic for s in self._segments})
+        self._values: Any = spark_values.value_columns(self._options.value_options, topics)
+        if self._options.internal is not None:  # internalTopic: decoded columns where typed values would be
+            self._values = internal_columns(self._options.internal, topics)
 
     @classmethod
     def name(cls) -> str:
