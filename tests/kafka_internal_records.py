@@ -922,7 +922,7 @@ def consumer_offsets_events() -> list[Event]:
                 "billing",
                 "orders",
                 0,
-                100 * (h + 1),
+                90 * h + 10,
                 ts + 1,
                 key_version=kv,
                 value_version=vv,
@@ -931,7 +931,7 @@ def consumer_offsets_events() -> list[Event]:
                 unknown_tags=unknown,
             )
         )
-        ev.append(_offset_commit("billing", "orders", 1, 90 * (h + 1), ts + 2, value_version=vv, epoch=h))
+        ev.append(_offset_commit("billing", "orders", 1, 80 * h + 5, ts + 2, value_version=vv, epoch=h))
         if h % 6 == 0:
             ev.append(_offset_commit("audit", "payments", 0, 7 * (h + 1), ts + 3, value_version=4, metadata="ü✓"))
     # audit gives up payments-0 at hour 20: a tombstone deletes its offset

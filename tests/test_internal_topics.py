@@ -642,3 +642,30 @@ def test_spark_internal_topic_option(logs, spark):
     assert [r.g for r in groups.collect()] == ["modern"]
     with pytest.raises(Exception, match="did you mean 'internalTopic'"):
         spark.read.format("kafka-log").option("internalTopics", "auto").load(str(logs.root / "__consumer_offsets-1"))
+
+
+# --------------------------------------------------------------------------
+# the docs' example
+# --------------------------------------------------------------------------
+
+
+def test_docs_lag_example(logs, capsys):
+    """docs/internal-topics.md's lag example, run on the fixture log dir, against a replay of the events."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "internal-topics.md").read_text()
+    section = text[text.index("### Example: a group's lag over a day") :]
+    code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    scope: dict = {}
+    exec(compile(code.replace('"/tmp/kafka-internal"', repr(str(logs.root))), "internal-topics.md", "exec"), scope)
+    printed = capsys.readouterr().out
+    lag = scope["lag"].to_pylist()
+    assert len(lag) == 48
+    for row in lag:
+        at_ms = int(row["at"].timestamp() * 1000)
+        committed = K.replay_offsets(logs.consumer_offsets, at_ms)[("billing", "orders", row["partition"])]["offset"]
+        n = logs.orders_end_offsets[row["partition"]]
+        end = (at_ms - K.T0) // (24 * K.HOUR // n) + 1  # the fixture writes record i at T0 + i * (day // n)
+        assert (row["committed"], row["end"], row["lag"]) == (committed, end, end - committed)
+    shown = re.findall(r"```text\n(.*?)```", section, re.S)[-1]
+    assert printed.split() == shown.split()

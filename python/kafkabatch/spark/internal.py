@@ -25,7 +25,7 @@ def internal_option(options: Mapping[str, Any]) -> Internal | None:
     """``internalTopic`` (``auto``, a kind, or a JSON object ``{topic: kind}``)
     and ``definitions`` from the (lower-cased) options, checked."""
     value = options.get("internaltopic")
-    definitions = options.get("definitions")
+    definitions = options.get("definitions") or None
     if value is None or str(value).strip() == "":
         if definitions is not None:
             raise ValueError("kafka-log option 'definitions' needs option 'internalTopic' (auto or a kind)")
