@@ -667,9 +667,11 @@ def write_struct(
 
 
 def field_bytes_tagged(field: Field, value: Any, version: int) -> bytes:
-    # a tagged struct is written without the nullable presence byte: the tag's presence says it
+    # a tagged struct: Kafka's generated writer puts an unsigned varint 1 (present)
+    # before it in its nullable versions (a null one is left out, as its default)
     if field.is_struct and field.element is None:
-        return write_struct(field.fields, value, version, True)
+        body = write_struct(field.fields, value, version, True)
+        return (uvarint(1) + body) if _within(version, field.nullable) else body
     return _write_field(field, value, version, True)
 
 

@@ -249,9 +249,9 @@ def test_remote_log_metadata_every_field(logs):
 
 
 def test_group_members_consumer_protocol(logs):
-    """The member bytes come back as written: kafka-python and aiokafka read them as they wrote them."""
-    from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
-    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+    """Member bytes come back as written, and decoded as kafka-python and aiokafka decode them."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
     table = kb.scan_log(logs.root / "__consumer_offsets-0", internal="auto").read_all()
     groups = table.filter(pc.and_(pc.equal(table["record_type"], "GroupMetadata"), pc.invert(table["tombstone"])))
@@ -266,10 +266,31 @@ def test_group_members_consumer_protocol(logs):
     for m in members:
         assert m["subscription"] == written[m["memberId"]]["subscription"]
         assert m["assignment"] == written[m["memberId"]]["assignment"]
-        ours = ConsumerProtocolSubscription.decode(m["subscription"])
-        if struct.unpack_from(">h", m["subscription"])[0] == 0:
-            theirs = ConsumerProtocolMemberMetadata.decode(m["subscription"])
-            assert list(theirs.subscription) == list(ours.topics)
+        # the decoded subscription and assignment, as kafka-python (and aiokafka for v0) read the same bytes
+        version = struct.unpack_from(">h", m["subscription"])[0]
+        theirs = ConsumerProtocolSubscription.decode(m["subscription"])
+        ours = m["consumerProtocolSubscription"]
+        assert ours["topics"] == list(theirs.topics)
+        assert ours["userData"] == theirs.user_data
+        if version >= 1:
+            owned = [{"topic": tp.topic, "partitions": list(tp.partitions)} for tp in theirs.owned_partitions]
+            assert ours["ownedPartitions"] == owned
+        if version >= 2:
+            assert ours["generationId"] == theirs.generation_id
+        if version >= 3:
+            assert ours["rackId"] == theirs.rack_id
+        assignment = ConsumerProtocolAssignment.decode(m["assignment"])
+        assigned = [{"topic": tp.topic, "partitions": list(tp.partitions)} for tp in assignment.assigned_partitions]
+        assert m["consumerProtocolAssignment"]["assignedPartitions"] == assigned
+        assert m["consumerProtocolAssignment"]["userData"] == assignment.user_data
+        if version == 0:
+            aio = ConsumerProtocolMemberMetadata.decode(m["subscription"])
+            assert ours["topics"] == list(aio.subscription)
+            assert ours["userData"] == aio.user_data
+            aio_assignment = ConsumerProtocolMemberAssignment.decode(m["assignment"])
+            assert [(a["topic"], a["partitions"]) for a in assigned] == [
+                (t, list(p)) for t, p in aio_assignment.assignment
+            ]
 
 
 def test_classic_member_metadata_tagged_struct(logs):
