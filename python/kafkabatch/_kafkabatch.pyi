@@ -393,7 +393,9 @@ class InternalTable:
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 def decode_internal(
-    kind: Literal["consumer_offsets", "transaction_state", "share_group_state", "cluster_metadata", "remote_log_metadata"],
+    kind: Literal[
+        "consumer_offsets", "transaction_state", "share_group_state", "cluster_metadata", "remote_log_metadata"
+    ],
     keys: object,
     values: object,
     *,

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkabatch import _kafkabatch as _native
-from kafkabatch.internal.kinds import Internal
+from kafkabatch.internal.kinds import Internal, Kind
 
 #: Kinds whose partitions can hold transaction markers (transactional offset commits).
 _MARKER_KINDS = ("consumer_offsets", "share_group_state")
@@ -28,7 +28,7 @@ _Tabular = TypeVar("_Tabular", pa.Table, pa.RecordBatch)
 
 
 @functools.lru_cache(maxsize=64)
-def _kind_schema(kind: str, definitions: str | None, json: bool) -> pa.Schema:
+def _kind_schema(kind: Kind, definitions: str | None, json: bool) -> pa.Schema:
     empty = pa.array([], pa.binary())
     return pa.table(
         _native.decode_internal(kind, empty, empty, control=None, definitions=definitions, json=json)
@@ -51,7 +51,7 @@ def internal_schema(kinds: Any, internal: Internal) -> pa.Schema:
     return pa.schema([*fields.values(), *tail.values()])
 
 
-def control_mask(kind: str, keys: pa.Array) -> pa.Array | None:
+def control_mask(kind: Kind, keys: pa.Array) -> pa.Array | None:
     """Which rows are control records, judged by their keys.
 
     Metadata records have no key and KRaft control records have one, so in

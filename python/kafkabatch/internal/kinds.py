@@ -12,10 +12,12 @@ import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
+
+Kind = Literal["consumer_offsets", "transaction_state", "share_group_state", "cluster_metadata", "remote_log_metadata"]
 
 #: The kinds of internal topic whose records kafkabatch decodes.
-KINDS: tuple[str, ...] = (
+KINDS: tuple[Kind, ...] = (
     "consumer_offsets",
     "transaction_state",
     "share_group_state",
@@ -24,7 +26,7 @@ KINDS: tuple[str, ...] = (
 )
 
 #: Kafka's topic names for them (how ``internal="auto"`` recognises a topic).
-INTERNAL_TOPICS: dict[str, str] = {
+INTERNAL_TOPICS: dict[str, Kind] = {
     "__consumer_offsets": "consumer_offsets",
     "__transaction_state": "transaction_state",
     "__share_group_state": "share_group_state",
@@ -46,26 +48,26 @@ for every topic read, or a mapping ``{topic: kind}`` added to the names
 class Internal:
     """A resolved ``internal=`` option: the kind for every topic, or a topic → kind map."""
 
-    kind: str | None = None
-    topics: Mapping[str, str] = field(default_factory=dict)
+    kind: Kind | None = None
+    topics: Mapping[str, Kind] = field(default_factory=dict)
     definitions: str | None = None
     json: bool = False
 
-    def kind_for(self, topic: str | None) -> str | None:
+    def kind_for(self, topic: str | None) -> Kind | None:
         """The kind of ``topic``'s records, or None when it is not decoded."""
         if self.kind is not None:
             return self.kind
         return None if topic is None else self.topics.get(topic)
 
 
-def _kind(value: Any, what: str) -> str | None:
+def _kind(value: Any, what: str) -> Kind | None:
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
     name = value.strip().lower().replace("-", "_")
     if name == "none":
         return None
     if name in KINDS:
-        return name
+        return cast(Kind, name)
     if name in INTERNAL_TOPICS:
         return INTERNAL_TOPICS[name]
     if ("__" + name) in INTERNAL_TOPICS:
@@ -127,7 +129,7 @@ def pop_internal(options: dict[str, Any]) -> Internal | None:
     return resolved
 
 
-def kind_of_topic(topic: str) -> str | None:
+def kind_of_topic(topic: str) -> Kind | None:
     """The kind of one of Kafka's internal topics by its name, else None.
 
     >>> kind_of_topic("__cluster_metadata"), kind_of_topic("orders")
