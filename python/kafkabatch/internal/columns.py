@@ -63,13 +63,34 @@ def control_mask(kind: Kind, keys: pa.Array) -> pa.Array | None:
     if kind == "cluster_metadata":
         return pc.is_valid(keys)
     if kind in _MARKER_KINDS:
-        return pc.fill_null(pc.is_in(keys, value_set=pa.array([b"\0\0\0\0", b"\0\0\0\1"], keys.type)), False)
+        short = pc.fill_null(pc.equal(pc.binary_length(keys), 4), False)
+        if not pc.any(short).as_py():  # no key could be a marker's (the common case: a cheap length check)
+            return None
+        markers = pc.is_in(keys, value_set=pa.array([b"\0\0\0\0", b"\0\0\0\1"], keys.type))
+        return pc.fill_null(pc.and_(short, markers), False)
     return None
 
 
+def _single(col: Any) -> pa.Array:
+    """One array of a column (no copy when it is one chunk already)."""
+    if not isinstance(col, pa.ChunkedArray):
+        return col
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
 def _column(data: _Tabular, name: str) -> pa.Array:
-    col = data.column(name)
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return _single(data.column(name))
+
+
+def _topics(column: Any) -> list[str]:
+    """The topics of a column that normally holds one (checked without a hash of every row)."""
+    valid = column.drop_null()
+    if len(valid) == 0:
+        return []
+    first = valid[0].as_py()
+    if pc.all(pc.equal(valid, first)).as_py():
+        return [first]
+    return sorted(pc.unique(valid).to_pylist())
 
 
 def decode_internal_columns(data: _Tabular, internal: Internal, schema: pa.Schema | None = None) -> _Tabular:
@@ -78,7 +99,7 @@ def decode_internal_columns(data: _Tabular, internal: Internal, schema: pa.Schem
     the columns of other kinds, or all of them for a topic that is not
     decoded, are null). Without ``schema``, a topic that is not decoded
     comes back unchanged."""
-    topics = pc.unique(_column(data, "topic")).drop_null().to_pylist() if data.num_rows else []
+    topics = _topics(data.column("topic"))
     kinds = {internal.kind_for(t) for t in topics} if topics else {internal.kind_for(None)}
     if len(kinds) > 1:
         raise ValueError(f"internal: one table holds topics of several kinds ({', '.join(map(str, sorted(topics)))})")
@@ -101,7 +122,7 @@ def decode_internal_columns(data: _Tabular, internal: Internal, schema: pa.Schem
         )
         if decoded.num_rows != data.num_rows:
             raise RuntimeError(f"decode_internal gave {decoded.num_rows} rows for {data.num_rows}")
-        columns = {name: decoded.column(name).combine_chunks() for name in decoded.column_names}
+        columns = {name: _single(decoded.column(name)) for name in decoded.column_names}
         if schema is None:
             schema = decoded.schema
     arrays = [columns.get(f.name, pa.nulls(data.num_rows, f.type)) for f in schema]
