@@ -690,3 +690,44 @@ def test_docs_lag_example(logs, capsys):
         assert (row["committed"], row["end"], row["lag"]) == (committed, end, end - committed)
     shown = re.findall(r"```text\n(.*?)```", section, re.S)[-1]
     assert printed.split() == shown.split()
+
+
+def test_user_definitions_replace_the_built_in_ones(tmp_path):
+    """definitions=: Kafka's JSON format (comments included) for a newer OffsetCommitValue whose
+    tagged field 9 the built-in definition doesn't know: it decodes by name instead of as an unknown tag."""
+    folder = tmp_path / "message"
+    folder.mkdir()
+    (folder / "OffsetCommitValue.json").write_text(
+        """// Licensed to the Apache Software Foundation (ASF) under one or more contributor license agreements.
+{
+  "type": "data",
+  "name": "OffsetCommitValue",
+  // a version 5 with a tagged field, as a newer Kafka could ship
+  "validVersions": "0-5",
+  "flexibleVersions": "4+",
+  "fields": [
+    { "name": "offset", "type": "int64", "versions": "0+" },
+    { "name": "leaderEpoch", "type": "int32", "versions": "3+", "default": -1, "ignorable": true},
+    { "name": "metadata", "type": "string", "versions": "0+" },
+    { "name": "commitTimestamp", "type": "int64", "versions": "0+" },
+    { "name": "expireTimestamp", "type": "int64", "versions": "1", "default": -1, "ignorable": true},
+    { "name": "topicId", "type": "uuid", "versions": "5+", "taggedVersions": "5+", "tag": 9 }
+  ]
+}
+"""
+    )
+    topic_id = uuid.UUID("6f1c3b0a-54d2-4e0b-9a43-0c1d2e3f4a5b").bytes
+    value = K.write_message(
+        K.OFFSET_COMMIT_VALUE, {"offset": 7, "leaderEpoch": 1, "metadata": "m", "commitTimestamp": K.T0}, 4
+    )
+    value = value[:-1] + b"\x01\x09\x10" + topic_id  # the tagged field, as version 5 writes it
+    key = struct.pack(">h", 1) + K.write_message(K.OFFSET_COMMIT_KEY, {"group": "g", "topic": "t", "partition": 0}, 1)
+    path = tmp_path / "__consumer_offsets-0" / f"{0:020d}.log"
+    kb.write_segment(path, [{"key": key, "value": struct.pack(">h", 5) + value, "timestamp": K.T0}])
+    builtin = kb.read_segment(path, internal="auto")
+    assert builtin["error"][0].as_py()  # version 5 is past the built-in definition's versions
+    loaded = kb.read_segment(path, internal="auto", definitions=folder)
+    assert loaded["error"][0].as_py() is None
+    decoded = loaded["offset_commit"][0].as_py()["value"]
+    assert (decoded["offset"], decoded["metadata"], uuid_bytes(decoded["topicId"])) == (7, "m", topic_id)
+    assert decoded["_unknown_tagged_fields"] == []
