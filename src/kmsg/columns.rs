@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, ListArray,
-    StringArray, StructArray, UInt16Array, UInt32Array,
+    ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array,
+    Int8Array, ListArray, StringArray, StructArray, UInt16Array, UInt32Array,
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields};
@@ -28,7 +28,8 @@ pub fn data_type(reg: &Registry, ty: &FieldType, flexible: bool) -> DataType {
             Prim::Uint32 => DataType::UInt32,
             Prim::Int64 => DataType::Int64,
             Prim::Float64 => DataType::Float64,
-            Prim::String | Prim::Uuid => DataType::Utf8,
+            Prim::String => DataType::Utf8,
+            Prim::Uuid => DataType::FixedSizeBinary(16),
             Prim::Bytes | Prim::Records => DataType::Binary,
         },
         FieldType::Struct(s) => DataType::Struct(struct_fields(reg, *s, flexible)),
@@ -215,6 +216,8 @@ pub enum Col {
     U32(PrimCol<u32>),
     I64(PrimCol<i64>),
     F64(PrimCol<f64>),
+    /// UUIDs: `fixed_size_binary(16)`.
+    Uuid(PrimCol<[u8; 16]>),
     Str(BinCol),
     Bin(BinCol),
     List(Box<ListCol>),
@@ -233,6 +236,7 @@ impl Col {
             DataType::Int64 => Col::I64(PrimCol::new()),
             DataType::Float64 => Col::F64(PrimCol::new()),
             DataType::Utf8 => Col::Str(BinCol::new()),
+            DataType::FixedSizeBinary(16) => Col::Uuid(PrimCol::new()),
             DataType::List(item) => Col::List(Box::new(ListCol {
                 offsets: vec![0],
                 nulls: NullBufferBuilder::new(0),
@@ -255,6 +259,7 @@ impl Col {
             Col::U32(c) => c.vals.len(),
             Col::I64(c) => c.vals.len(),
             Col::F64(c) => c.vals.len(),
+            Col::Uuid(c) => c.vals.len(),
             Col::Str(c) | Col::Bin(c) => c.offsets.len() - 1,
             Col::List(c) => c.offsets.len() - 1,
             Col::Struct(c) => c.len,
@@ -276,6 +281,7 @@ impl Col {
             Col::U32(c) => &c.nulls,
             Col::I64(c) => &c.nulls,
             Col::F64(c) => &c.nulls,
+            Col::Uuid(c) => &c.nulls,
             Col::Str(c) | Col::Bin(c) => &c.nulls,
             Col::List(c) => &c.nulls,
             Col::Struct(c) => &c.nulls,
@@ -306,6 +312,7 @@ impl Col {
             Col::U32(c) => prim!(c),
             Col::I64(c) => prim!(c),
             Col::F64(c) => prim!(c),
+            Col::Uuid(c) => prim!(c),
             Col::Str(c) | Col::Bin(c) => {
                 let end = c.end();
                 c.offsets.resize(c.offsets.len() + n, end);
@@ -341,6 +348,7 @@ impl Col {
             Col::U32(c) => prim!(c),
             Col::I64(c) => prim!(c),
             Col::F64(c) => prim!(c),
+            Col::Uuid(c) => prim!(c),
             Col::Str(c) | Col::Bin(c) => {
                 c.offsets.truncate(n + 1);
                 c.data.truncate(c.end() as usize);
@@ -372,6 +380,11 @@ impl Col {
             Col::U32(c) => prim!(UInt32Array, c),
             Col::I64(c) => prim!(Int64Array, c),
             Col::F64(c) => prim!(Float64Array, c),
+            Col::Uuid(c) => {
+                let vals = std::mem::take(&mut c.vals);
+                let bytes = Buffer::from_vec(vals.as_flattened().to_vec());
+                Arc::new(FixedSizeBinaryArray::new(16, bytes, c.nulls.finish()))
+            }
             Col::Str(c) => {
                 let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
                 let data = Buffer::from_vec(std::mem::take(&mut c.data));

@@ -153,6 +153,7 @@ fn write_value(reg: &Registry, ty: Option<&FieldType>, v: i16, col: &Col, i: usi
                 write_str(&x.to_string(), out);
             }
         }
+        Col::Uuid(c) => write_str(&super::read::uuid_text(&c.vals[i]), out),
         Col::Str(c) => {
             let bytes = &c.data[c.offsets[i] as usize..c.offsets[i + 1] as usize];
             write_str(&String::from_utf8_lossy(bytes), out);

@@ -15,18 +15,9 @@ use super::columns::{BinCol, Col, StructCol};
 use super::model::{FieldDef, FieldType, MessageDef, Prim, Registry};
 use crate::varint::read_zigzag;
 
-/// Why a message could not be read, and where (byte position in its bytes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadError {
-    pub at: usize,
-    pub reason: String,
-}
-
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "at byte {}: {}", self.at, self.reason)
-    }
-}
+/// Why a message could not be read, and where (`at`: byte position in the
+/// bytes being read): the crate's error for a slice (kind `Corrupt`).
+pub use crate::error::LocalError as ReadError;
 
 type Result<T> = std::result::Result<T, ReadError>;
 
@@ -40,10 +31,7 @@ impl<'a> Cur<'a> {
         Cur { b, pos: 0 }
     }
     fn err<T>(&self, reason: impl Into<String>) -> Result<T> {
-        Err(ReadError {
-            at: self.pos,
-            reason: reason.into(),
-        })
+        Err(ReadError::corrupt(self.pos, reason.into()))
     }
     pub fn left(&self) -> usize {
         self.b.len() - self.pos
@@ -96,7 +84,7 @@ pub fn uuid_text(bytes: &[u8]) -> String {
 
 #[inline]
 fn push_bytes(col: &mut BinCol, v: &[u8], cur: &Cur<'_>) -> Result<()> {
-    col.push(v).map_err(|reason| ReadError { at: cur.pos, reason })
+    col.push(v).map_err(|reason| ReadError::corrupt(cur.pos, reason))
 }
 
 /// Append a string: Java decodes invalid UTF-8 with replacement characters, so do we.
@@ -119,10 +107,10 @@ pub fn read_message(
     col: &mut StructCol,
 ) -> Result<usize> {
     if !msg.valid.contains(version) {
-        return Err(ReadError {
-            at: 0,
-            reason: format!("{} version {version} is not one of {}", msg.name, msg.valid),
-        });
+        return Err(ReadError::corrupt(
+            0,
+            format!("{} version {version} is not one of {}", msg.name, msg.valid),
+        ));
     }
     let mut cur = Cur::new(bytes);
     let flexible = msg.flexible.contains(version);
@@ -140,7 +128,7 @@ fn read_struct(reg: &Registry, id: usize, v: i16, flex: bool, cur: &mut Cur<'_>,
         } else if flex && f.is_tagged_in(v) {
             has_tagged = true;
         } else {
-            read_field(reg, f, &f.ty, v, flex, cur, child)?;
+            read_field(reg, f, &f.ty, v, flex, false, cur, child)?;
         }
     }
     let n = def.fields.len();
@@ -168,10 +156,8 @@ fn read_struct(reg: &Registry, id: usize, v: i16, flex: bool, cur: &mut Cur<'_>,
                         return cur.err(format!("tag {tag} ({}) appears twice", f.name));
                     }
                     let mut sub = Cur::new(data);
-                    read_field(reg, f, &f.ty, v, true, &mut sub, &mut col.children[i]).map_err(|e| ReadError {
-                        at: cur.pos - size + e.at,
-                        reason: format!("{}: {}", f.name, e.reason),
-                    })?;
+                    read_field(reg, f, &f.ty, v, true, true, &mut sub, &mut col.children[i])
+                        .map_err(|e| ReadError::corrupt(cur.pos - size + e.at, format!("{}: {}", f.name, e.reason)))?;
                     if sub.left() != 0 {
                         return cur.err(format!("tagged field {} has {} bytes left over", f.name, sub.left()));
                     }
@@ -192,7 +178,7 @@ fn read_struct(reg: &Registry, id: usize, v: i16, flex: bool, cur: &mut Cur<'_>,
             }
         }
         if let Col::List(list) = &mut col.children[n] {
-            list.close().map_err(|reason| ReadError { at: cur.pos, reason })?;
+            list.close().map_err(|reason| ReadError::corrupt(cur.pos, reason))?;
         }
         if has_tagged {
             for (i, f) in def.fields.iter().enumerate() {
@@ -225,12 +211,14 @@ fn length(cur: &mut Cur<'_>, flex: bool, wide: bool, what: &str) -> Result<Optio
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn read_field(
     reg: &Registry,
     f: &FieldDef,
     ty: &FieldType,
     v: i16,
     flex: bool,
+    tagged: bool,
     cur: &mut Cur<'_>,
     col: &mut Col,
 ) -> Result<()> {
@@ -246,9 +234,15 @@ fn read_field(
     match (ty, col) {
         (FieldType::Prim(p), col) => read_prim(*p, f, nullable, flex, cur, col),
         (FieldType::Struct(s), Col::Struct(sc)) => {
+            // A nullable struct has a presence marker: int8 (-1 null, 1
+            // present), or as a tagged field an unsigned varint (0 null).
             if nullable {
-                let marker = cur.i8(&f.name)?;
-                if marker < 0 {
+                let null = if tagged {
+                    cur.uvarint(&f.name)? == 0
+                } else {
+                    cur.i8(&f.name)? < 0
+                };
+                if null {
                     sc.append_nulls(1);
                     return Ok(());
                 }
@@ -281,7 +275,7 @@ fn read_field(
                     FieldType::Array(_) => return cur.err("arrays of arrays are not part of the format"),
                 }
             }
-            list.close().map_err(|reason| ReadError { at: cur.pos, reason })
+            list.close().map_err(|reason| ReadError::corrupt(cur.pos, reason))
         }
         _ => cur.err("column does not match the definitions"),
     }
@@ -303,10 +297,7 @@ fn read_prim(p: Prim, f: &FieldDef, nullable: bool, flex: bool, cur: &mut Cur<'_
         (Prim::Uint32, Col::U32(c)) => c.push(u32::from_be_bytes(cur.fixed(name)?)),
         (Prim::Int64, Col::I64(c)) => c.push(i64::from_be_bytes(cur.fixed(name)?)),
         (Prim::Float64, Col::F64(c)) => c.push(f64::from_be_bytes(cur.fixed(name)?)),
-        (Prim::Uuid, Col::Str(c)) => {
-            let b = cur.take(16, name)?;
-            push_bytes(c, uuid_text(b).as_bytes(), cur)?;
-        }
+        (Prim::Uuid, Col::Uuid(c)) => c.push(cur.fixed(name)?),
         (Prim::String, Col::Str(c)) => match length(cur, flex, false, name)? {
             Some(n) => {
                 let b = cur.take(n, name)?;
@@ -381,9 +372,7 @@ pub(crate) fn push_default(reg: &Registry, f: &FieldDef, ty: &FieldType, v: i16,
             (Prim::String, Col::Str(c)) => {
                 let _ = c.push(d.unwrap_or("").as_bytes());
             }
-            (Prim::Uuid, Col::Str(c)) => {
-                let _ = c.push(uuid_text(&[0u8; 16]).as_bytes());
-            }
+            (Prim::Uuid, Col::Uuid(c)) => c.push([0; 16]),
             (Prim::Bytes, Col::Bin(c)) => {
                 let _ = c.push(&[]);
             }

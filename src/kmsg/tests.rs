@@ -3,8 +3,8 @@
 //! the message, and hostile input.
 
 use arrow_array::{
-    Array, BinaryArray, BooleanArray, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, ListArray,
-    RecordBatch, StringArray, StructArray, UInt16Array, UInt32Array,
+    Array, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array,
+    Int8Array, ListArray, RecordBatch, StringArray, StructArray, UInt16Array, UInt32Array,
 };
 use arrow_schema::DataType;
 use base64::Engine;
@@ -42,6 +42,9 @@ pub(crate) fn row_json(a: &dyn Array, i: usize) -> Value {
     num!(Float64Array);
     num!(BooleanArray);
     num!(StringArray);
+    if let Some(x) = any.downcast_ref::<FixedSizeBinaryArray>() {
+        return json!(super::read::uuid_text(x.value(i)));
+    }
     if let Some(x) = any.downcast_ref::<BinaryArray>() {
         return json!(b64(x.value(i)));
     }
@@ -347,6 +350,57 @@ fn tagged_fields_known_default_and_unknown() {
             "{name}: {got}"
         );
     }
+}
+
+/// A nullable struct sent as a tagged field carries an unsigned varint
+/// presence marker inside the tagged field (Kafka's MessageDataGenerator:
+/// size + 1, then 1; null is the marker 0).
+#[test]
+fn tagged_nullable_struct_marker() {
+    let defs = Definitions::builtin();
+    let reg = &defs.reg;
+    let msg = reg.message("ConsumerGroupMemberMetadataValue").unwrap();
+    let mut value = vec![0, 0, 0, 0, 2, b'c', 2, b'h', 1, 0];
+    value.extend_from_slice(&30_000i32.to_be_bytes());
+    value.push(0); // ServerAssignor null
+    let mut classic = vec![1]; // present
+    classic.extend_from_slice(&45_000i32.to_be_bytes());
+    classic.extend_from_slice(&[2, 2, b'r', 2, 9, 0, 0]);
+    value.extend_from_slice(&[1, 0, classic.len() as u8]);
+    value.extend_from_slice(&classic);
+    let key = coordinator_key(
+        reg,
+        reg.message("ConsumerGroupMemberMetadataKey").unwrap(),
+        5,
+        &json!({"groupId": "g", "memberId": "m"}),
+    )
+    .unwrap();
+    let batch = decode_one(&defs, Kind::ConsumerOffsets, Some(&key), Some(&value), false);
+    assert!(
+        column(&batch, "error").is_null(0),
+        "{:?}",
+        row_json(column(&batch, "error"), 0)
+    );
+    let got = row_json(column(&batch, "consumer_group_member_metadata"), 0)["value"].clone();
+    assert_eq!(
+        got["classicMemberMetadata"],
+        json!({"sessionTimeoutMs": 45_000, "supportedProtocols": [{"name": "r", "metadata": b64(&[9]),
+            "_unknown_tagged_fields": []}], "_unknown_tagged_fields": []})
+    );
+    let mut again = Vec::new();
+    encode_message(reg, msg, 0, &got, &mut again).unwrap();
+    assert_eq!(again, value[2..]);
+    // An explicit null (marker 0) reads as null.
+    let mut null_value = value[..value.len() - classic.len() - 3].to_vec();
+    null_value.extend_from_slice(&[1, 0, 1, 0]);
+    let batch = decode_one(&defs, Kind::ConsumerOffsets, Some(&key), Some(&null_value), false);
+    assert!(
+        column(&batch, "error").is_null(0),
+        "{:?}",
+        row_json(column(&batch, "error"), 0)
+    );
+    let got = row_json(column(&batch, "consumer_group_member_metadata"), 0)["value"].clone();
+    assert!(got["classicMemberMetadata"].is_null());
 }
 
 fn metadata_record(defs: &Definitions, name: &str, version: i16, obj: &Value) -> Vec<u8> {

@@ -49,7 +49,7 @@ pub fn snake_case(name: &str) -> String {
     out
 }
 
-/// The record types of one topic, in definition order.
+/// The record types of one topic, by record type id.
 pub fn record_types(defs: &Definitions, kind: Kind) -> Vec<RecordType> {
     let mut out = Vec::new();
     for (i, m) in defs.messages_of(kind) {
@@ -85,6 +85,12 @@ pub fn record_types(defs: &Definitions, kind: Kind) -> Vec<RecordType> {
             });
         }
     }
+    // Columns in Kafka's record type order (control records last).
+    out.sort_by_key(|t| match (t.key, t.control) {
+        (Some(k), _) => key_ids(&defs.reg.messages[k]).first().map_or(i32::MAX, |&i| i as i32),
+        (None, Some(c)) => i16::MAX as i32 + c as i32,
+        (None, None) => defs.reg.messages[t.value].api_key.map_or(i32::MAX, i32::from),
+    });
     out
 }
 
@@ -190,10 +196,7 @@ struct RowHead {
 }
 
 fn err_at<T>(at: usize, reason: impl Into<String>) -> Result<T, ReadError> {
-    Err(ReadError {
-        at,
-        reason: reason.into(),
-    })
+    Err(ReadError::corrupt(at, reason))
 }
 
 impl<'d> TableDecoder<'d> {
@@ -350,10 +353,10 @@ impl<'d> TableDecoder<'d> {
             };
         };
         head.name = Some(self.types[t].name.clone());
-        let value = value.ok_or(ReadError {
-            at: 0,
-            reason: format!("{} control record without a value", self.types[t].name),
-        })?;
+        let value = value.ok_or(ReadError::corrupt(
+            0,
+            format!("{} control record without a value", self.types[t].name),
+        ))?;
         let msg = &self.defs.reg.messages[self.types[t].value];
         // Kafka writes these at their current version, with no version prefix.
         let v = msg.valid.lo;
@@ -371,10 +374,7 @@ impl<'d> TableDecoder<'d> {
         value: Option<&[u8]>,
         head: &mut RowHead,
     ) -> Result<(), ReadError> {
-        let key = key.ok_or(ReadError {
-            at: 0,
-            reason: "a record without a key".into(),
-        })?;
+        let key = key.ok_or(ReadError::corrupt(0, "a record without a key"))?;
         let mut k = Cur::new(key);
         let rtype = k.i16("record type")?;
         head.id = Some(rtype);
@@ -401,10 +401,8 @@ impl<'d> TableDecoder<'d> {
             [Col::Struct(a), Col::Struct(b)] => (a, b),
             _ => return err_at(0, "column does not match the definitions"),
         };
-        read_message(&defs.reg, key_msg, kv, &key[2..], key_col).map_err(|e| ReadError {
-            at: e.at + 2,
-            reason: format!("key: {}", e.reason),
-        })?;
+        read_message(&defs.reg, key_msg, kv, &key[2..], key_col)
+            .map_err(|e| ReadError::corrupt(e.at + 2, format!("key: {}", e.reason)))?;
         match value {
             None => {
                 head.tombstone = true;
@@ -415,10 +413,8 @@ impl<'d> TableDecoder<'d> {
                 let vv = c.i16("value version")?;
                 head.value_version = Some(vv);
                 let before = value_col.len;
-                read_message(&defs.reg, value_msg, vv, &value[2..], value_col).map_err(|e| ReadError {
-                    at: e.at + 2,
-                    reason: format!("value: {}", e.reason),
-                })?;
+                read_message(&defs.reg, value_msg, vv, &value[2..], value_col)
+                    .map_err(|e| ReadError::corrupt(e.at + 2, format!("value: {}", e.reason)))?;
                 if is_group {
                     if let Some(cp) = cp {
                         consumer_protocol(defs, cp, value_col, before)?;
@@ -432,21 +428,13 @@ impl<'d> TableDecoder<'d> {
     }
 
     fn push_metadata(&mut self, value: Option<&[u8]>, head: &mut RowHead) -> Result<(), ReadError> {
-        let value = value.ok_or(ReadError {
-            at: 0,
-            reason: "a metadata record without a value".into(),
-        })?;
+        let value = value.ok_or(ReadError::corrupt(0, "a metadata record without a value"))?;
         let mut pos = 0;
         let mut uv = |what: &str| -> Result<i16, ReadError> {
             let at = pos;
-            let v = read_zigzag(value, &mut pos).ok_or(ReadError {
-                at,
-                reason: format!("{what}: bad or cut unsigned varint"),
-            })?;
-            i16::try_from(v).map_err(|_| ReadError {
-                at,
-                reason: format!("{what} {v} does not fit in 16 bits"),
-            })
+            let v = read_zigzag(value, &mut pos)
+                .ok_or_else(|| ReadError::corrupt(at, format!("{what}: bad or cut unsigned varint")))?;
+            i16::try_from(v).map_err(|_| ReadError::corrupt(at, format!("{what} {v} does not fit in 16 bits")))
         };
         let frame = uv("frame version")?;
         let api_key = uv("record type")?;
@@ -464,10 +452,8 @@ impl<'d> TableDecoder<'d> {
         head.type_index = Some(t);
         let msg = &defs.reg.messages[self.types[t].value];
         let col = self.column(t);
-        let used = read_message(&defs.reg, msg, version, &value[pos..], col).map_err(|e| ReadError {
-            at: e.at + pos,
-            reason: e.reason,
-        })?;
+        let used = read_message(&defs.reg, msg, version, &value[pos..], col)
+            .map_err(|e| ReadError::corrupt(e.at + pos, e.reason))?;
         if pos + used != value.len() {
             return err_at(
                 pos + used,
@@ -597,10 +583,10 @@ fn consumer_protocol(
                     });
                     if let Err(e) = read {
                         out.truncate(m);
-                        return Err(ReadError {
-                            at: 0,
-                            reason: format!("value: member {}'s {what}: {}", m - start, e),
-                        });
+                        return Err(ReadError::corrupt(
+                            0,
+                            format!("value: member {}'s {what}: at byte {}: {}", m - start, e.at, e.reason),
+                        ));
                     }
                 }
             }

@@ -42,13 +42,13 @@ fn write_struct(reg: &Registry, id: usize, v: i16, flex: bool, obj: &Value, out:
                     continue;
                 }
                 let mut data = Vec::new();
-                write_field(reg, f, &f.ty, v, true, given, &mut data)?;
+                write_field(reg, f, &f.ty, v, true, true, given, &mut data)?;
                 tagged.push((tag, data));
             }
             continue;
         }
         match given {
-            Some(g) => write_field(reg, f, &f.ty, v, flex, g, out)?,
+            Some(g) => write_field(reg, f, &f.ty, v, flex, false, g, out)?,
             None => write_default(reg, f, &f.ty, v, flex, out)?,
         }
     }
@@ -143,12 +143,14 @@ fn int_of(f: &FieldDef, v: &Value) -> Result<i64> {
         .ok_or_else(|| format!("{} must be an integer, not {v}", f.name))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_field(
     reg: &Registry,
     f: &FieldDef,
     ty: &FieldType,
     v: i16,
     flex: bool,
+    tagged: bool,
     val: &Value,
     out: &mut Vec<u8>,
 ) -> Result<()> {
@@ -159,7 +161,7 @@ fn write_field(
             FieldType::Prim(Prim::String) if nullable => write_len(out, flex, false, None),
             FieldType::Prim(Prim::Bytes) | FieldType::Array(_) if nullable => write_len(out, flex, true, None),
             FieldType::Struct(_) if nullable => {
-                out.push(0xff);
+                out.push(if tagged { 0 } else { 0xff });
                 Ok(())
             }
             _ => Err(format!("{} is not nullable in version {v}", f.name)),
@@ -204,7 +206,7 @@ fn write_field(
         },
         FieldType::Struct(s) => {
             if nullable {
-                out.push(1);
+                out.push(1); // int8 1, or as a tagged field the unsigned varint 1
             }
             write_struct(reg, *s, v, flex, val, out)?;
         }
@@ -219,7 +221,7 @@ fn write_field(
                             nullable: super::model::Versions::NONE,
                             ..f.clone()
                         };
-                        write_field(reg, &plain, other, v, flex, item, out)?
+                        write_field(reg, &plain, other, v, flex, false, item, out)?
                     }
                 }
             }
@@ -231,7 +233,7 @@ fn write_field(
 fn write_default(reg: &Registry, f: &FieldDef, ty: &FieldType, v: i16, flex: bool, out: &mut Vec<u8>) -> Result<()> {
     let d = f.default.as_deref();
     if d == Some("null") {
-        return write_field(reg, f, ty, v, flex, &Value::Null, out);
+        return write_field(reg, f, ty, v, flex, false, &Value::Null, out);
     }
     let value = match ty {
         FieldType::Prim(Prim::Bool) => Value::Bool(d == Some("true")),
@@ -244,7 +246,7 @@ fn write_default(reg: &Registry, f: &FieldDef, ty: &FieldType, v: i16, flex: boo
         FieldType::Array(_) => Value::Array(Vec::new()),
         FieldType::Struct(_) => Value::Object(Default::default()),
     };
-    write_field(reg, f, ty, v, flex, &value, out)
+    write_field(reg, f, ty, v, flex, false, &value, out)
 }
 
 /// Encode a coordinator record: key = int16 record type + key message (read
