@@ -731,3 +731,38 @@ def test_user_definitions_replace_the_built_in_ones(tmp_path):
     decoded = loaded["offset_commit"][0].as_py()["value"]
     assert (decoded["offset"], decoded["metadata"], uuid_bytes(decoded["topicId"])) == (7, "m", topic_id)
     assert decoded["_unknown_tagged_fields"] == []
+
+
+def test_consumer_offsets_at_counts_committed_transactions_only(tmp_path):
+    """sendOffsetsToTransaction: offsets of an aborted transaction never count, a committed one's do."""
+    commits = [
+        K._offset_commit("tx-group", "orders", 0, 10, K.T0),  # a plain commit
+        K._offset_commit("tx-group", "orders", 0, 20, K.T0 + 1),  # in a transaction, then aborted
+        K._offset_commit("tx-group", "orders", 0, 30, K.T0 + 3),  # in a transaction, then committed
+    ]
+    data = kb.encode(K._records(commits[:1]))
+    data += kb.encode(
+        K._records(commits[1:2]), base_offset=1, producer_id=9, producer_epoch=0, base_sequence=0, transactional=True
+    )
+    data += kb.control_batch("abort", producer_id=9, producer_epoch=0, base_offset=2, timestamp=K.T0 + 2)
+    data += kb.encode(
+        K._records(commits[2:]), base_offset=3, producer_id=9, producer_epoch=1, base_sequence=0, transactional=True
+    )
+    data += kb.control_batch("commit", producer_id=9, producer_epoch=1, base_offset=4, timestamp=K.T0 + 4)
+    path = tmp_path / "__consumer_offsets-0" / f"{0:020d}.log"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    assert kb.consumer_offsets_at(tmp_path, K.T0 + 2)["offset"].to_pylist() == [10]
+    assert kb.consumer_offsets_at(tmp_path, K.T0 + 9)["offset"].to_pylist() == [30]
+    # the markers are control records: with include_control they decode as such, not as broken keys
+    rows = kb.read_segment(path, internal="auto", include_control=True)
+    assert rows["error"].null_count == rows.num_rows
+    assert rows["record_type"].to_pylist() == ["OffsetCommit", "OffsetCommit", "Abort", "OffsetCommit", "Commit"]
+
+
+def test_cluster_image_tables_by_name(logs):
+    image = kb.cluster_image_at(logs.root, K.T0 + 9 * K.HOUR)
+    assert image["partitions"] is image.partitions
+    assert list(image.tables()) == ["topics", "partitions", "configs", "brokers", "features"]
+    with pytest.raises(KeyError, match="holds topics"):
+        image["acls"]

@@ -100,7 +100,11 @@ def consumer_offsets_at(
     loading them at ``time``: per (group, topic, partition), the last
     OffsetCommit record at or before ``time`` (by record timestamp, in offset
     order), unless that record is a tombstone, which deletes the offset (a
-    group deleted, an offset expired or removed). ``time`` is epoch
+    group deleted, an offset expired or removed). Offsets committed in a
+    transaction (``sendOffsetsToTransaction``) count once it commits: those
+    of aborted transactions, and of transactions with no marker in the log,
+    never do (a transaction committed after ``time`` counts from its
+    records' own timestamps). ``time`` is epoch
     milliseconds, ISO-8601 text or a datetime.
 
     One row per live offset: ``group``, ``topic``, ``partition``, ``offset``
@@ -124,6 +128,7 @@ def consumer_offsets_at(
         path,
         where=RecordFilter.where("topic", "in", names),
         end_timestamp=_until(time_us),
+        isolation="read_committed",  # offsets of aborted (and still open) transactions never count
         internal=internal.kind,
         definitions=internal.definitions,
     ).read_all()
@@ -274,6 +279,20 @@ class ClusterImage:
     snapshot: str | None
     last_offset: int
     skipped: int = 0
+
+    #: the names of the five tables
+    TABLES = ("topics", "partitions", "configs", "brokers", "features")
+
+    def __getitem__(self, name: str) -> pa.Table:
+        """``image["partitions"]``: one of :attr:`TABLES` by name."""
+        if name not in self.TABLES:
+            raise KeyError(f"{name!r}: a ClusterImage holds {', '.join(self.TABLES)}")
+        table: pa.Table = getattr(self, name)
+        return table
+
+    def tables(self) -> dict[str, pa.Table]:
+        """The five tables by name."""
+        return {name: self[name] for name in self.TABLES}
 
 
 class _Image:
