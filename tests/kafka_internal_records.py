@@ -324,6 +324,62 @@ TXN_VALUE = M(
 )
 TRANSACTION_STATE_TYPES = {0: ("TransactionLog", TXN_KEY, TXN_VALUE)}
 
+# __share_group_state (share-coordinator), keyed by record type
+_STATE_BATCH = F(
+    "StateBatches",
+    "[]StateBatch",
+    "0",
+    fields=[
+        F("FirstOffset", "int64", "0"),
+        F("LastOffset", "int64", "0"),
+        F("DeliveryState", "int8", "0"),
+        F("DeliveryCount", "int16", "0"),
+    ],
+)
+SHARE_GROUP_STATE_TYPES = {
+    0: (
+        "ShareSnapshot",
+        M(
+            "ShareSnapshotKey",
+            "0",
+            "none",
+            [F("GroupId", "string", "0"), F("TopicId", "uuid", "0"), F("Partition", "int32", "0")],
+        ),
+        M(
+            "ShareSnapshotValue",
+            "0",
+            "0+",
+            [
+                F("SnapshotEpoch", "uint16", "0"),
+                F("StateEpoch", "int32"),
+                F("LeaderEpoch", "int32"),
+                F("StartOffset", "int64", "0"),
+                _STATE_BATCH,
+            ],
+        ),
+    ),
+    1: (
+        "ShareUpdate",
+        M(
+            "ShareUpdateKey",
+            "1",
+            "none",
+            [F("GroupId", "string", "1"), F("TopicId", "uuid", "1"), F("Partition", "int32", "1")],
+        ),
+        M(
+            "ShareUpdateValue",
+            "0",
+            "0+",
+            [
+                F("SnapshotEpoch", "uint16", "0"),
+                F("LeaderEpoch", "int32"),
+                F("StartOffset", "int64", "0"),
+                _STATE_BATCH,
+            ],
+        ),
+    ),
+}
+
 # __cluster_metadata (metadata), keyed by api key
 _ELR = dict(nullable="2+", tagged="2+", default="null")
 METADATA: dict[int, Message] = {
@@ -1341,6 +1397,24 @@ def cluster_metadata_log_events() -> list[Event]:
 SNAPSHOT_BEFORE = T0 + 2 * HOUR
 
 
+def share_group_state_events() -> list[Event]:
+    """``__share_group_state``: a share group's snapshot of a partition's delivery state, then an update."""
+    key = {"GroupId": "sharers", "TopicId": TOPIC_ORDERS, "Partition": 0}
+    batches = [
+        {"FirstOffset": 0, "LastOffset": 9, "DeliveryState": 2, "DeliveryCount": 1},
+        {"FirstOffset": 10, "LastOffset": 14, "DeliveryState": 0, "DeliveryCount": 3},
+    ]
+    snapshot = {"SnapshotEpoch": 65535, "StateEpoch": 4, "LeaderEpoch": 2, "StartOffset": 0, "StateBatches": batches}
+    update = {"SnapshotEpoch": 1, "LeaderEpoch": 3, "StartOffset": 10, "StateBatches": batches[1:]}
+    return [
+        coordinator_event("share_group_state", SHARE_GROUP_STATE_TYPES, 0, key, 0, snapshot, T0 + 70),
+        coordinator_event(
+            "share_group_state", SHARE_GROUP_STATE_TYPES, 1, key, 0, update, T0 + 71, unknown_tags=((4, b"\x2a"),)
+        ),
+        coordinator_event("share_group_state", SHARE_GROUP_STATE_TYPES, 1, key, None, None, T0 + 72),
+    ]
+
+
 def remote_log_metadata_events() -> list[Event]:
     ev: list[Event] = []
     tip = {"Name": "orders", "Id": TOPIC_ORDERS, "Partition": 0}
@@ -1470,6 +1544,7 @@ class InternalLogs:
     snapshot_end_offset: int
     snapshot_epoch: int
     remote_log_metadata: list[Event]
+    share_group_state: list[Event]
     orders_end_offsets: dict[int, int]
 
 
@@ -1531,6 +1606,11 @@ def build(root: str | Path) -> InternalLogs:
         '{"leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,"currentVoters":[],"data_version":0}'
     )
 
+    sg = share_group_state_events()
+    for n, e in enumerate(sg):
+        e.offset, e.partition_folder = n, "__share_group_state-0"
+    kb.write_segment(root / "__share_group_state-0" / f"{0:020d}.log", _records(sg), compression="lz4")
+
     rl = remote_log_metadata_events()
     for n, e in enumerate(rl):
         e.offset, e.partition_folder = n, "__remote_log_metadata-0"
@@ -1545,7 +1625,7 @@ def build(root: str | Path) -> InternalLogs:
             compression="lz4",
             records_per_batch=500,
         )
-    return InternalLogs(root, co, ts, log, snap, covered, epoch, rl, ends)
+    return InternalLogs(root, co, ts, log, snap, covered, epoch, rl, sg, ends)
 
 
 def snapshot_events(log_prefix: list[Event]) -> list[Event]:

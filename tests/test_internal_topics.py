@@ -766,3 +766,11 @@ def test_cluster_image_tables_by_name(logs):
     assert list(image.tables()) == ["topics", "partitions", "configs", "brokers", "features"]
     with pytest.raises(KeyError, match="holds topics"):
         image["acls"]
+
+
+def test_share_group_state_every_field(logs):
+    table = kb.read_segment(logs.root / "__share_group_state-0" / f"{0:020d}.log", internal="auto")
+    rows = rows_by_offset(table)
+    assert len(rows) == len(logs.share_group_state)
+    for e in logs.share_group_state:
+        check_event(rows[(e.partition_folder, e.offset)], e)
