@@ -774,3 +774,13 @@ def test_share_group_state_every_field(logs):
     assert len(rows) == len(logs.share_group_state)
     for e in logs.share_group_state:
         check_event(rows[(e.partition_folder, e.offset)], e)
+
+
+def test_cli_dump_snapshot_checkpoint(logs, capsys):
+    """kafka-dump-log reads a KRaft snapshot (.checkpoint) as batches; so does dump."""
+    (path,) = (logs.root / "__cluster_metadata-0").glob("*.checkpoint")
+    code, out, err = _cli(capsys, "dump", "--cluster-metadata-decoder", str(path))
+    assert code == 0 and "Ignoring" not in err
+    lines = [line for line in out.splitlines() if line.startswith("| offset: ")]
+    assert len(lines) == len(logs.snapshot)
+    assert '"type":"TOPIC_RECORD"' in out or '"type": "TOPIC_RECORD"' in out

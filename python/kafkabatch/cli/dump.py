@@ -15,6 +15,7 @@ from typing import Any
 
 import kafkabatch as kb
 from kafkabatch.log.errors import guess_content
+from kafkabatch.log.naming import snapshot_id
 
 from ._common import (
     TIMESTAMP_TYPE_NAMES,
@@ -544,7 +545,7 @@ def run(args: argparse.Namespace) -> int:
             dumper.dump_time_index(path)
         elif suffix == ".txnindex":
             dumper.dump_txn_index(path)
-        elif suffix in _IGNORED_SUFFIXES:
+        elif suffix in _IGNORED_SUFFIXES and snapshot_id(Path(path).name) is None:  # KRaft snapshots are batches
             print(f"Ignoring unknown file {path}", file=sys.stderr)
         else:
             dumper.dump_log(path)
