@@ -35,6 +35,14 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     (
         "consumer_offsets",
+        include_str!("definitions/consumer_offsets/ConsumerGroupRegularExpressionKey.json"),
+    ),
+    (
+        "consumer_offsets",
+        include_str!("definitions/consumer_offsets/ConsumerGroupRegularExpressionValue.json"),
+    ),
+    (
+        "consumer_offsets",
         include_str!("definitions/consumer_offsets/ConsumerGroupTargetAssignmentMemberKey.json"),
     ),
     (
@@ -160,6 +168,10 @@ pub const FILES: &[(&str, &str)] = &[
     (
         "cluster_metadata",
         include_str!("definitions/cluster_metadata/BrokerRegistrationChangeRecord.json"),
+    ),
+    (
+        "cluster_metadata",
+        include_str!("definitions/cluster_metadata/ClearElrRecord.json"),
     ),
     (
         "cluster_metadata",

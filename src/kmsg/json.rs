@@ -1,6 +1,8 @@
 //! The JSON-text form of a decoded row, as kafka-dump-log's decoders print
 //! it: Kafka's JSON converters' field names (camelCase), only the fields of
 //! the record's version, bytes in base64, UUIDs in Kafka's base64 form.
+//! A consumer group member's `subscription` and `assignment` are printed
+//! decoded when they are (as kafka-dump-log's offsets decoder does).
 //! Coordinator records: `{"key":{"type":"1","data":{..}},"payload":{"version":"3","data":{..}}}`
 //! (`"payload":null` for a tombstone); metadata and control records:
 //! `{"type":"TOPIC_RECORD","version":0,"data":{..}}`.
@@ -11,7 +13,7 @@ use base64::Engine;
 
 use super::columns::{camel_case, Col, StructCol, UNKNOWN_TAGS};
 use super::model::{FieldType, Registry};
-use super::topics::TableDecoder;
+use super::topics::{TableDecoder, ASSIGNMENT_COLUMN, SUBSCRIPTION_COLUMN};
 
 pub struct Head {
     pub key_version: Option<i16>,
@@ -100,22 +102,22 @@ fn write_struct(reg: &Registry, id: usize, v: i16, col: &StructCol, i: usize, ou
             out.push(',');
         }
         first = false;
-        write_str(&camel_case(&f.name), out);
+        let name = camel_case(&f.name);
+        write_str(&name, out);
         out.push(':');
-        write_value(reg, Some(&f.ty), v, &col.children[fi], i, out);
-    }
-    // Columns beyond the definition's (the decoded consumer protocol): when set.
-    for (ci, field) in col.fields.iter().enumerate().skip(def.fields.len()) {
-        if field.name() == UNKNOWN_TAGS || col.children[ci].is_null_at(i) {
-            continue;
+        // A consumer group member's subscription and assignment: decoded, as
+        // kafka-dump-log prints them (the bytes when they are not decoded).
+        let decoded = match name.as_str() {
+            "subscription" => Some(SUBSCRIPTION_COLUMN),
+            "assignment" => Some(ASSIGNMENT_COLUMN),
+            _ => None,
         }
-        if !first {
-            out.push(',');
+        .and_then(|extra| col.fields.iter().position(|x| x.name() == extra))
+        .filter(|&ci| !col.children[ci].is_null_at(i));
+        match decoded {
+            Some(ci) => write_value(reg, None, v, &col.children[ci], i, out),
+            None => write_value(reg, Some(&f.ty), v, &col.children[fi], i, out),
         }
-        first = false;
-        write_str(field.name(), out);
-        out.push(':');
-        write_value(reg, None, v, &col.children[ci], i, out);
     }
     out.push('}');
 }

@@ -828,7 +828,7 @@ fn group_metadata_members_consumer_protocol() {
         assert!(
             text.as_str()
                 .unwrap()
-                .contains(r#""consumerProtocolSubscription":{"topics":["orders"]"#),
+                .contains(r#""subscription":{"topics":["orders"]"#),
             "{text}"
         );
     }

@@ -188,7 +188,8 @@ pub struct TableDecoder<'d> {
 #[derive(Default)]
 struct RowHead {
     type_index: Option<usize>,
-    name: Option<String>,
+    /// The row's name when it has no record type (control markers).
+    name: Option<&'static str>,
     id: Option<i16>,
     key_version: Option<i16>,
     value_version: Option<i16>,
@@ -306,7 +307,8 @@ impl<'d> TableDecoder<'d> {
             (None, Some(_), Some(t)) => Some(json::row_json(self, t, &head_json(&head))),
             _ => None,
         };
-        push_opt_str(&mut self.record_type, head.name.as_deref());
+        let name = head.type_index.map(|t| self.types[t].name.as_str()).or(head.name);
+        push_opt_str(&mut self.record_type, name);
         push_opt_i16(&mut self.record_type_id, head.id);
         push_opt_i16(&mut self.key_version, head.key_version);
         push_opt_i16(&mut self.value_version, head.value_version);
@@ -337,14 +339,11 @@ impl<'d> TableDecoder<'d> {
         let ctype = k.i16("control record type")?;
         head.key_version = Some(version);
         head.id = Some(ctype);
-        head.name = Some(
-            match ctype {
-                0 => "Abort",
-                1 => "Commit",
-                _ => "Control",
-            }
-            .to_string(),
-        );
+        head.name = Some(match ctype {
+            0 => "Abort",
+            1 => "Commit",
+            _ => "Control",
+        });
         let Some(&t) = self.by_control.get(&ctype) else {
             return if ctype <= 1 {
                 Ok(())
@@ -352,7 +351,6 @@ impl<'d> TableDecoder<'d> {
                 err_at(2, format!("control record type {ctype} has no definition"))
             };
         };
-        head.name = Some(self.types[t].name.clone());
         let value = value.ok_or(ReadError::corrupt(
             0,
             format!("{} control record without a value", self.types[t].name),
@@ -383,7 +381,6 @@ impl<'d> TableDecoder<'d> {
         };
         let defs = self.defs;
         let rt = &self.types[t];
-        head.name = Some(rt.name.clone());
         head.type_index = Some(t);
         let key_msg = &defs.reg.messages[rt.key.unwrap_or(rt.value)];
         let value_msg = &defs.reg.messages[rt.value];
@@ -448,7 +445,6 @@ impl<'d> TableDecoder<'d> {
             return err_at(0, format!("unknown record type {api_key}"));
         };
         let defs = self.defs;
-        head.name = Some(self.types[t].name.clone());
         head.type_index = Some(t);
         let msg = &defs.reg.messages[self.types[t].value];
         let col = self.column(t);
