@@ -488,6 +488,7 @@ METADATA: dict[int, Message] = {
             api_key=17,
         ),
         M("NoOpRecord", "0", "0+", [], api_key=20),
+        M("ClearElrRecord", "0", "0+", [F("TopicName", "string")], api_key=28),
     ]
 }
 
@@ -1389,6 +1390,7 @@ def cluster_metadata_log_events() -> list[Event]:
     )
     meta(1, 0, {"BrokerId": 4, "BrokerEpoch": 14}, T0 + 2 * HOUR + 4)
     meta(12, 0, {"Name": "group.version", "FeatureLevel": 1}, T0 + 2 * HOUR + 5)
+    meta(28, 0, {"TopicName": "orders"}, T0 + 2 * HOUR + 6)
     meta(9, 0, {"TopicId": TOPIC_PAYMENTS}, T0 + 3 * HOUR)
     return ev
 
@@ -1739,6 +1741,15 @@ def replay_cluster(events: list[Event], time: int | None = None) -> dict:
             if v.get("LeaderRecoveryState", -1) != -1:
                 p["LeaderRecoveryState"] = v["LeaderRecoveryState"]
             p["PartitionEpoch"] += 1
+        elif e.record_type == "ClearElrRecord":
+            # as a PartitionChangeRecord setting both lists empty, on partitions that have either
+            for t in topics.values():
+                if v["TopicName"] not in ("", t["name"]):
+                    continue
+                for p in t["partitions"].values():
+                    if p["EligibleLeaderReplicas"] or p["LastKnownElr"]:
+                        p["EligibleLeaderReplicas"], p["LastKnownElr"] = [], []
+                        p["PartitionEpoch"] += 1
         elif e.record_type == "RemoveTopicRecord":
             gone = topics.pop(_uuid_bytes(v["TopicId"]))
             for key in [k for k in configs if k[0] == 2 and k[1] == gone["name"]]:

@@ -356,6 +356,18 @@ class _Image:
             p["leader_recovery_state"] = recovery
         p["partition_epoch"] += 1
 
+    def _clear_elr_record(self, r: dict[str, Any]) -> None:
+        # as a PartitionChangeRecord emptying both lists, on each partition that has either
+        # (of the named topic, or of every topic when the name is empty)
+        name = r.get("topicName") or ""
+        for topic in self.topics.values():
+            if name not in ("", topic["name"]):
+                continue
+            for p in topic["partitions"].values():
+                if p["eligible_leader_replicas"] or p["last_known_elr"]:
+                    p["eligible_leader_replicas"], p["last_known_elr"] = [], []
+                    p["partition_epoch"] += 1
+
     def _remove_topic_record(self, r: dict[str, Any]) -> None:
         topic = self.topics.pop(_key(r["topicId"]), None)
         if topic is not None:  # a deleted topic's configs go with it
