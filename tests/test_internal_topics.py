@@ -784,3 +784,20 @@ def test_cli_dump_snapshot_checkpoint(logs, capsys):
     lines = [line for line in out.splitlines() if line.startswith("| offset: ")]
     assert len(lines) == len(logs.snapshot)
     assert '"type":"TOPIC_RECORD"' in out or '"type": "TOPIC_RECORD"' in out
+
+
+def test_cluster_image_from_a_snapshot_alone(logs, tmp_path):
+    """A folder holding only a .checkpoint: the image is the snapshot's state."""
+    folder = tmp_path / "__cluster_metadata-0"
+    folder.mkdir()
+    (snapshot,) = (logs.root / "__cluster_metadata-0").glob("*.checkpoint")
+    shutil.copy(snapshot, folder / snapshot.name)
+    covered = logs.cluster_metadata[: logs.snapshot_end_offset]
+    image = kb.cluster_image_at(folder, K.T0 + 30 * K.HOUR)
+    assert image.snapshot == str(folder / snapshot.name)
+    assert image.last_offset == logs.snapshot_end_offset - 1
+    assert _image_got(image) == _image_expected(K.replay_cluster(covered))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="no __cluster_metadata log or snapshot"):
+        kb.cluster_image_at(empty, K.T0)
