@@ -661,6 +661,18 @@ def test_spark_internal_topic_option(logs, spark):
         "SELECT DISTINCT consumer_group_member_metadata.key.groupId AS g FROM co WHERE consumer_group_member_metadata IS NOT NULL"
     )
     assert [r.g for r in groups.collect()] == ["modern"]
+    # unsigned ints widened and UUIDs as binary, as Spark takes them
+    meta = (
+        spark.read.format("kafka-log")
+        .option("internalTopic", "cluster_metadata")
+        .load(str(logs.root / "__cluster_metadata-0"))
+    )
+    brokers = meta.where("record_type = 'RegisterBrokerRecord'").orderBy("offset").collect()
+    written = [e for e in logs.cluster_metadata if e.record_type == "RegisterBrokerRecord"]
+    assert [b["register_broker_record"]["endPoints"][1]["port"] for b in brokers] == [65535] * len(written)
+    assert [bytes(b["register_broker_record"]["incarnationId"]) for b in brokers] == [
+        K._uuid_bytes(e.value["IncarnationId"]) for e in written
+    ]
     with pytest.raises(Exception, match="did you mean 'internalTopic'"):
         spark.read.format("kafka-log").option("internalTopics", "auto").load(str(logs.root / "__consumer_offsets-1"))
 
