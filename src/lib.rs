@@ -12,6 +12,7 @@ pub mod decode;
 pub mod encode;
 pub mod error;
 pub mod generate;
+pub mod kmsg;
 pub mod legacy;
 pub mod memory;
 mod parallel;

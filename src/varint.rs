@@ -112,8 +112,10 @@ pub fn write_varlong(out: &mut Vec<u8>, value: i64) {
     write_unsigned(out, ((value << 1) ^ (value >> 63)) as u64);
 }
 
+/// Append `v` as an unsigned varint (Kafka's `writeUnsignedVarint` for
+/// values below 2^32; the message format's compact lengths and tags).
 #[inline]
-fn write_unsigned(out: &mut Vec<u8>, mut v: u64) {
+pub fn write_unsigned(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;

@@ -86,6 +86,8 @@ SAMPLE_VALUES = {
     "schemaRegistry.basic.auth.user.info": "user:password",
     "schemaRegistry.bearer.auth.token": "t0k3n",
     "onValueError": "null",
+    "internalTopic": "none",  # neutral: no internal-topic columns
+    "definitions": "",
     "tieredKeys": f"key-1={Path(__file__).parent / 'data' / 'tiered-aiven' / 'private-key.pem'}",
 }
 

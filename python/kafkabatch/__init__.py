@@ -36,6 +36,7 @@ from kafkabatch._kafkabatch import (
     __version__,
 )
 from kafkabatch.generate import GenerateSummary, TopicSpec, TopicSummary, generate
+from kafkabatch.internal.at_time import ClusterImage, cluster_image_at, consumer_offsets_at
 from kafkabatch.log import (
     IndexFileWarning,
     TieredStorageWarning,
@@ -55,6 +56,7 @@ __all__ = [
     "VIEW_SCHEMA",
     "Batch",
     "BatchIterator",
+    "ClusterImage",
     "ControlRecord",
     "CorruptBatchError",
     "CrcMismatchError",
@@ -73,6 +75,8 @@ __all__ = [
     "UnsupportedFormatError",
     "ValueDecodeError",
     "__version__",
+    "cluster_image_at",
+    "consumer_offsets_at",
     "control_batch",
     "decode",
     "decode_report",

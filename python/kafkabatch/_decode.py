@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import suggest_keywords
+from kafkabatch.internal import InternalOption, decode_internal_columns, resolve_internal
 from kafkabatch.values.mismatch import warn_unmatched
 from kafkabatch.values.spec import (
     OnValueError,
@@ -258,6 +259,9 @@ def decode(
     key_schema: Any = None,
     schema_registry: Any = None,
     on_value_error: OnValueError = "raise",
+    internal: InternalOption = None,
+    definitions: str | None = None,
+    internal_json: bool = False,
 ) -> pa.Table:
     """Decode Kafka batches (any magic, any codec, mixed) into a :class:`pyarrow.Table`.
 
@@ -307,11 +311,46 @@ def decode(
     :class:`ValueDecodeError` naming its topic, partition and offset, or
     with ``on_value_error="null"`` becomes null.
 
+    ``internal`` decodes the records of Kafka's own topics with Kafka's
+    message definitions and appends their columns (see
+    ``docs/internal-topics.md``): ``"auto"`` by ``topic``
+    (``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``,
+    ``__cluster_metadata``, ``__remote_log_metadata``), a kind
+    (``"consumer_offsets"``, ...) whatever the topic, or ``{topic: kind}``
+    for copies under other names. ``definitions`` is a folder of Kafka's
+    own ``*.json`` message definitions that replace the built-in ones of
+    the same name (a newer Kafka's records); ``internal_json=True`` adds a
+    ``json`` column in kafka-dump-log's form. A record that does not decode
+    gets its reason in the ``error`` column; the other rows are unharmed.
+
     >>> import kafkabatch as kb
     >>> table = kb.decode(open("00000000000000000000.log", "rb").read(), topic="orders", partition=0)  # doctest: +SKIP
     >>> table.column_names
     ['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'headers']
     """
+    if internal is not None or definitions is not None or internal_json:
+        resolved = resolve_internal(internal, definitions, internal_json)
+        if resolved is not None:
+            if value_format != "binary" or key_format != "binary":
+                raise ValueError("internal= decodes the raw key and value: leave value_format and key_format binary")
+            if binary_view:
+                raise ValueError("internal= takes binary columns: leave binary_view False")
+            table = decode(
+                data,
+                topic=topic,
+                partition=partition,
+                validate_crc=validate_crc,
+                include_control=include_control,
+                isolation=isolation,
+                on_error=on_error,
+                max_decompressed_size=max_decompressed_size,
+                aborted_transactions=aborted_transactions,
+                hide_open_transactions=hide_open_transactions,
+                threads=threads,
+            )
+            return decode_internal_columns(table, resolved)
+        if definitions is not None or internal_json:
+            raise ValueError("definitions= and internal_json= need internal= ('auto' or a kind)")
     value_options = typed_options(
         {
             "value_format": value_format,

@@ -409,3 +409,27 @@ class RemoteManifest:
     ) -> tuple[bytes, list[TieredStorageError]]: ...
     def check_chunk_sizes(self) -> None: ...
     def detransform_index(self, index: str, data: Buffer) -> bytes: ...
+
+@final
+class InternalTable:
+    """A decoded internal-topic table; read once through ``__arrow_c_stream__``."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+def decode_internal(
+    kind: Literal[
+        "consumer_offsets", "transaction_state", "share_group_state", "cluster_metadata", "remote_log_metadata"
+    ],
+    keys: object,
+    values: object,
+    *,
+    control: object | None = None,
+    definitions: str | None = None,
+    json: bool = False,
+) -> InternalTable:
+    """Decode the ``key``/``value`` columns (Arrow binary arrays) of one of Kafka's internal topics.
+
+    One row per record: ``record_type``, ``record_type_id``, ``key_version``,
+    ``value_version``, ``tombstone``, one struct column per record type,
+    ``error`` (per row) and, with ``json=True``, ``json``.
+    """

@@ -10,6 +10,7 @@ mod encode;
 mod errors;
 mod generate;
 mod input;
+mod kmsg;
 mod tiered;
 mod values;
 
@@ -96,5 +97,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     generate::register(m)?;
     values::register(m)?;
     tiered::register(m)?;
+    kmsg::register(m)?;
     Ok(())
 }

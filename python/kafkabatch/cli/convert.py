@@ -30,6 +30,7 @@ from ._common import (
     tiered_keys,
     warn,
 )
+from ._internal import add_decoder_options, internal_of, scan_options
 
 FORMATS = {
     ".parquet": "parquet",
@@ -171,6 +172,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     group.add_argument("--header-format", choices=BYTE_FORMATS, default="utf8", help="as --value-format, for headers")
     add_decode_options(p)
     add_tiered_option(p)
+    add_decoder_options(p, dump=False)
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     p.add_argument(
         "--no-progress", action="store_true", help="no progress bar (there is none unless stderr is a terminal)"
@@ -257,6 +259,7 @@ class _JsonSink:
             for name in ("key", "value", "topic", "partition", "offset", "timestampType", "headers")
         }
         typed = [name for name in ("key", "value") if not pa.types.is_binary(batch.schema.field(name).type)]
+        extra = {name: batch.column(name).to_pylist() for name in batch.schema.names if name not in kb.SCHEMA.names}
         lines = []
         for i, micros in enumerate(ts.to_pylist()):
             headers = [(h["key"], h["value"]) for h in columns["headers"][i]]
@@ -274,6 +277,9 @@ class _JsonSink:
             for name in typed:  # parsed: the value itself, as JSON
                 obj[name] = columns[name][i]
                 obj[f"{name}_encoding"] = None if obj[name] is None else "parsed"
+            for name, values in extra.items():  # decoded internal-topic columns: those that are set
+                if values[i] is not None:
+                    obj[name] = values[i]
             lines.append(json.dumps(obj, ensure_ascii=False, default=_json_default))
         if lines:
             self._file.write("\n".join(lines) + "\n")
@@ -451,6 +457,10 @@ def run(args: argparse.Namespace) -> int:
         decode_options.update(value_options(args))
     except (ValueError, TypeError, kb.SchemaRegistryError) as error:
         raise CliError(str(error)) from error
+    internal = internal_of(args)
+    if internal is not None and ("value_format" in decode_options or "key_format" in decode_options):
+        raise CliError("--decoder reads the raw key and value: leave --value-format and --key-format out")
+    decode_options.update(scan_options(internal))
     results: list[Any] = []
     temp = None if out_path is None else out_path.with_name(f".{out_path.name}.partial-{os.getpid()}")
     target = "-" if temp is None else str(temp)

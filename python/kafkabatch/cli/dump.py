@@ -15,6 +15,7 @@ from typing import Any
 
 import kafkabatch as kb
 from kafkabatch.log.errors import guess_content
+from kafkabatch.log.naming import snapshot_id
 
 from ._common import (
     TIMESTAMP_TYPE_NAMES,
@@ -31,6 +32,7 @@ from ._common import (
     tiered_keys,
     warn,
 )
+from ._internal import Decoded, add_decoder_options, internal_of
 
 DESCRIPTION = """\
 Print the batches of Kafka log segments (and the entries of .index,
@@ -126,6 +128,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--include-control", action="store_true", help="with --json: include control records (transaction markers)"
     )
     add_format_options(p)
+    add_decoder_options(p, dump=True)
     p.set_defaults(func=run)
 
 
@@ -170,8 +173,9 @@ def _control_text(b: kb.Batch) -> str:
     return f" controlType: {control.type}({control.type_id})"
 
 
-def record_line(b: kb.Batch, r: kb.Record, args: argparse.Namespace) -> str:
-    """One record as DumpLogSegments' deep iteration prints it."""
+def record_line(b: kb.Batch, r: kb.Record, args: argparse.Namespace, decoded: Decoded | None = None) -> str:
+    """One record as DumpLogSegments' deep iteration prints it (with a
+    decoder, the record's key and payload as the decoder's JSON)."""
     text = ""
     prefix = "| "
     if not args.skip_record_metadata:
@@ -190,7 +194,10 @@ def record_line(b: kb.Batch, r: kb.Record, args: argparse.Namespace) -> str:
             text += f" isValid: {_jbool(b.crc_valid)} crc: {b.crc}"
         if b.is_control:
             text += _control_text(b)
-    if args.print_data and not b.is_control:
+    shown = None if decoded is None else decoded.text(r.offset)
+    if args.print_data and shown is not None:
+        text += shown
+    elif args.print_data and not b.is_control:
         if r.key is not None:
             text += f"{prefix}key: {format_bytes_text(r.key, args.key_format)}"
             prefix = " "
@@ -242,7 +249,11 @@ def batch_json(b: kb.Batch, path: str, tp: tuple[str, int] | None) -> dict[str, 
 class _Dumper:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        self.internal = internal_of(args, json_text=True)
+        if self.internal is not None:  # as in kafka-dump-log, a decoder prints the data
+            args.print_data = True
         self.deep = args.deep_iteration or args.print_data
+        self.decoded: Decoded | None = None
         self.formats = (args.key_format, args.value_format, args.header_format)
         self.start: int | None
         self.end: int | None
@@ -314,6 +325,8 @@ class _Dumper:
         pairs: list[tuple[int, int]] = []
         with mapped(path, tiered_keys(args)) as whole:
             data = whole if args.max_bytes is None else whole[: args.max_bytes]
+            if self.internal is not None:
+                self.decoded = Decoded(data, tp[0] if tp else None, self.internal)
             it = kb.iter_batches(data, validate_crc=False, on_error="keep", start=self._seek(path, data), **options)
             stopped = False
             for b in it:
@@ -351,9 +364,10 @@ class _Dumper:
                         if not args.batches:
                             self._record_json(path, tp, b, r)
                     else:
-                        self.line(record_line(b, r, args))
+                        self.line(record_line(b, r, args, self.decoded))
             end, trailing, end_error, walk_end = it.end, it.trailing_bytes, it.end_error, it.position
             del it, data
+            self.decoded = None
         if pairs:
             self.non_consecutive.setdefault(os.path.abspath(path), []).extend(pairs)
         if stopped or end is None:
@@ -403,6 +417,8 @@ class _Dumper:
             None if control is None else {"type": control.type, "coordinator_epoch": control.coordinator_epoch}
         )
         obj["file"] = path
+        if self.decoded is not None:
+            obj.update(self.decoded.fields(r.offset))
         self.json(obj)
 
     # ---- index files ------------------------------------------------------
@@ -529,7 +545,7 @@ def run(args: argparse.Namespace) -> int:
             dumper.dump_time_index(path)
         elif suffix == ".txnindex":
             dumper.dump_txn_index(path)
-        elif suffix in _IGNORED_SUFFIXES:
+        elif suffix in _IGNORED_SUFFIXES and snapshot_id(Path(path).name) is None:  # KRaft snapshots are batches
             print(f"Ignoring unknown file {path}", file=sys.stderr)
         else:
             dumper.dump_log(path)

@@ -11,6 +11,8 @@ import re
 from kafkabatch._util import topic_partition_of_folder
 
 TRANSIENT_FOLDER = re.compile(r"\.[0-9a-fA-F]{32}-(delete|future|stray)$")
+# a KRaft snapshot: <end offset, 20 digits>-<epoch, 10 digits>.checkpoint (not .checkpoint.part/.deleted)
+_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -28,6 +30,16 @@ def basename(path: str) -> str:
 def parent_name(path: str) -> str:
     parts = re.split(r"[\\/]", without_query(path).rstrip("/\\"))
     return parts[-2] if len(parts) >= 2 else ""
+
+
+def snapshot_id(file_name: str) -> tuple[int, int] | None:
+    """``(end offset, epoch)`` of a KRaft snapshot file's name, else None.
+
+    >>> snapshot_id("00000000000000001234-0000000005.checkpoint"), snapshot_id("x.checkpoint")
+    ((1234, 5), None)
+    """
+    found = _SNAPSHOT.match(file_name)
+    return None if found is None else (int(found[1]), int(found[2]))
 
 
 def is_segment_name(file_name: str) -> bool:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import struct
@@ -22,6 +23,7 @@ import kafkabatch.log.tiered as tiered
 from kafkabatch._decode import SCHEMA, decode_parsing, decode_report, native_kwargs, report_of
 from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
 from kafkabatch._util import check_keywords, keyword_names, parse_size
+from kafkabatch.internal import INTERNAL_OPTIONS, Internal, decode_internal_columns, internal_schema, pop_internal
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
 from kafkabatch.log.listing import Segment, by_partition, list_segments, open_segment, segment_bounds
@@ -367,7 +369,13 @@ def scan_log(
     chunk = parse_size(max_chunk_bytes)
     if chunk <= 0:
         raise ValueError("max_chunk_bytes must be positive")
+    check_keywords(
+        "scan_log", decode_options, [*keyword_names(scan_log)[1:], *VALUE_OPTIONS, *INTERNAL_OPTIONS, *DECODE_OPTIONS]
+    )
+    internal = pop_internal(decode_options)
     value_options = typed_options({k: decode_options.pop(k) for k in VALUE_OPTIONS if k in decode_options})
+    if internal is not None and value_options is not None:
+        raise ValueError("internal= decodes the raw key and value: leave value_format and key_format binary")
     options = check_decode_options(decode_options, "scan_log", [*keyword_names(scan_log)[1:], *VALUE_OPTIONS])
     value_specs = (
         []
@@ -379,6 +387,15 @@ def scan_log(
         )
     )
     schema = typed_schema(SCHEMA, value_specs)
+    kinds: list[str] = []
+    added = pa.schema([])
+    if internal is not None:
+        kinds = sorted({k for k in (internal.kind_for(s.topic) for s in segments) if k is not None})
+        if kinds:
+            added = internal_schema(kinds, internal)
+            for f in added:
+                schema = schema.append(f)
+
     start_ts = None if start_timestamp is None else parse_timestamp(start_timestamp)
     end_ts = None if end_timestamp is None else parse_timestamp(end_timestamp)
     if max_records_per_batch is not None and max_records_per_batch <= 0:
@@ -389,7 +406,7 @@ def scan_log(
 
     warned: Warned = set()  # topics whose JSON values match no field of the schema, warned once
 
-    def batches() -> Iterator[pa.RecordBatch]:
+    def record_batches() -> Iterator[pa.RecordBatch]:
         for seg, error in problems or ():  # segments that could not even be listed: counted, named
             log.warning("skipped %s", error)
             if on_segment is not None:
@@ -428,7 +445,17 @@ def scan_log(
                 if on_segment is not None:
                     on_segment(result)
 
+    batches = record_batches
+    if internal is not None and kinds:
+        batches = functools.partial(_with_internal, record_batches, internal, added)
     return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def _with_internal(
+    batches: Callable[[], Iterator[pa.RecordBatch]], internal: Internal, added: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches():
+        yield decode_internal_columns(batch, internal, added)
 
 
 def read_segment_range(

@@ -18,6 +18,7 @@ from kafkabatch import _kafkabatch as _native
 from kafkabatch._decode import DEFAULT_MAX_DECOMPRESSED_SIZE, SCHEMA, aborted_pairs, decode, stream_table
 from kafkabatch._kafkabatch import KafkaBatchError
 from kafkabatch._util import check_keywords, keyword_names, mapped_file, topic_partition_of_folder
+from kafkabatch.internal import decode_internal_columns, internal_schema, pop_internal
 from kafkabatch.log.bounds import parse_timestamp
 from kafkabatch.log.errors import in_file
 from kafkabatch.log.index import read_txn_index
@@ -68,6 +69,28 @@ def read_segment(
     """
     check_keywords("read_segment", options, _READ_SEGMENT_KEYWORDS)
     text = os.fspath(path)
+    internal = pop_internal(options)
+    if internal is not None and not (tiered.remote_name(text) is not None or fs.is_remote(text)):
+        if options.get("value_format", "binary") != "binary" or options.get("key_format", "binary") != "binary":
+            raise ValueError("internal= decodes the raw key and value: leave value_format and key_format binary")
+        table = read_segment(
+            path,
+            topic=topic,
+            partition=partition,
+            start_offset=start_offset,
+            end_offset=end_offset,
+            start_timestamp=start_timestamp,
+            end_timestamp=end_timestamp,
+            **options,
+        )
+        if topic is None:
+            found = topic_partition_from_path(path)
+            topic = None if found is None else found[0]
+        kind = internal.kind_for(topic)
+        return decode_internal_columns(table, internal, None if kind is None else internal_schema(kind, internal))
+    if internal is not None:  # remote: scan_log decodes them
+        options.update(internal=internal.kind or dict(internal.topics), definitions=internal.definitions)
+        options["internal_json"] = internal.json
     if tiered.remote_name(text) is not None or fs.is_remote(text) or "tiered_keys" in options:
         from kafkabatch.log.scan import scan_log
 

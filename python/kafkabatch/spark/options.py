@@ -17,6 +17,7 @@ import kafkabatch.spark.values as spark_values
 from kafkabatch._decode import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kafkabatch._util import closest, parse_size
 from kafkabatch.log.bounds import Bounds, parse_timestamp
+from kafkabatch.spark.internal import internal_option
 
 #: Default ``maxBytesPerPartition``: segments larger than this are split at batch boundaries.
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
@@ -69,6 +70,9 @@ KNOWN_OPTIONS: tuple[str, ...] = (
     "failOnDataLoss",
     # typed values and keys (JSON, Avro, Schema Registry)
     *spark_values.VALUE_OPTIONS,
+    # Kafka's internal topics as typed struct columns (auto, a kind, or {topic: kind})
+    "internalTopic",
+    "definitions",
 )
 
 
@@ -179,6 +183,12 @@ class Options:
         self.ending_timestamp = _timestamp_option(opts, "endingTimestamp")
         # Typed value/key columns: resolved by the source once the topics are listed.
         self.value_options = {k: v for k, v in opts.items() if k in {o.lower() for o in spark_values.VALUE_OPTIONS}}
+        self.internal = internal_option(opts)
+        if self.internal is not None and self.value_options:
+            raise ValueError(
+                "kafka-log option 'internalTopic' decodes the raw key and value: it can't be combined with "
+                f"{', '.join(sorted(self.value_options))}"
+            )
 
     def check_batch(self) -> None:
         """Refuse what only a stream can do (startingOffsets latest), for a batch read."""

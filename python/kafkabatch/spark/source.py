@@ -17,6 +17,7 @@ from kafkabatch.log.listing import Segment
 from kafkabatch.log.sample import first_values
 from kafkabatch.spark.batch import KafkaLogPushdownReader, KafkaLogReader
 from kafkabatch.spark.errors import headline_first
+from kafkabatch.spark.internal import internal_columns
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import list_source_segments
 from kafkabatch.spark.pushdown import planning_without_pushdown
@@ -49,11 +50,12 @@ class KafkaLogDataSource(DataSource):
         # Spark's file sources do).
         self._segments = self._list()
         # valueFormat/keyFormat: schemas fetched here, on the driver, once.
-        self._values = spark_values.value_columns(
-            self._options.value_options,
-            sorted({s.topic for s in self._segments}),
-            sample=lambda column: first_values(self._segments, column),
+        topics = sorted({s.topic for s in self._segments})
+        self._values: Any = spark_values.value_columns(
+            self._options.value_options, topics, sample=lambda column: first_values(self._segments, column)
         )
+        if self._options.internal is not None:  # internalTopic: decoded columns where typed values would be
+            self._values = internal_columns(self._options.internal, topics)
 
     @classmethod
     def name(cls) -> str:

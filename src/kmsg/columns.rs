@@ -1,0 +1,408 @@
+//! Column builders for decoded messages: one per field, shaped by the
+//! definitions, that can be cut back to an earlier length (a record that
+//! fails half-way leaves nothing behind) and padded with nulls in bulk.
+
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array,
+    Int8Array, ListArray, StringArray, StructArray, UInt16Array, UInt32Array,
+};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, FieldRef, Fields};
+
+use super::model::{FieldType, Prim, Registry};
+
+/// The name of the list of unknown tagged fields on each flexible struct.
+pub const UNKNOWN_TAGS: &str = "_unknown_tagged_fields";
+
+/// The Arrow type of a field's values.
+pub fn data_type(reg: &Registry, ty: &FieldType, flexible: bool) -> DataType {
+    match ty {
+        FieldType::Prim(p) => match p {
+            Prim::Bool => DataType::Boolean,
+            Prim::Int8 => DataType::Int8,
+            Prim::Int16 => DataType::Int16,
+            Prim::Uint16 => DataType::UInt16,
+            Prim::Int32 => DataType::Int32,
+            Prim::Uint32 => DataType::UInt32,
+            Prim::Int64 => DataType::Int64,
+            Prim::Float64 => DataType::Float64,
+            Prim::String => DataType::Utf8,
+            Prim::Uuid => DataType::FixedSizeBinary(16),
+            Prim::Bytes | Prim::Records => DataType::Binary,
+        },
+        FieldType::Struct(s) => DataType::Struct(struct_fields(reg, *s, flexible)),
+        FieldType::Array(inner) => DataType::List(Arc::new(Field::new("item", data_type(reg, inner, flexible), true))),
+    }
+}
+
+fn unknown_tags_type() -> DataType {
+    DataType::List(Arc::new(Field::new(
+        "item",
+        DataType::Struct(Fields::from(vec![
+            Field::new("tag", DataType::UInt32, false),
+            Field::new("data", DataType::Binary, false),
+        ])),
+        true,
+    )))
+}
+
+/// A field's column name: Kafka's `FieldSpec.camelCaseName()` (first letter
+/// in lower case), the names its JSON converters and kafka-dump-log print.
+pub fn camel_case(name: &str) -> String {
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The fields of a struct: its definition's fields in order, then the
+/// unknown tagged fields when the message has flexible versions.
+pub fn struct_fields(reg: &Registry, id: usize, flexible: bool) -> Fields {
+    let mut fields: Vec<Field> = reg.structs[id]
+        .fields
+        .iter()
+        .map(|f| Field::new(camel_case(&f.name), data_type(reg, &f.ty, flexible), true))
+        .collect();
+    if flexible {
+        fields.push(Field::new(UNKNOWN_TAGS, unknown_tags_type(), true));
+    }
+    Fields::from(fields)
+}
+
+pub struct PrimCol<T> {
+    pub vals: Vec<T>,
+    pub nulls: NullBufferBuilder,
+}
+
+impl<T: Default + Copy> PrimCol<T> {
+    fn new() -> Self {
+        PrimCol {
+            vals: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+        }
+    }
+    #[inline]
+    pub fn push(&mut self, v: T) {
+        self.vals.push(v);
+        self.nulls.append_non_null();
+    }
+}
+
+/// Variable-length values (UTF-8 or binary): offsets and bytes.
+pub struct BinCol {
+    pub offsets: Vec<i32>,
+    pub data: Vec<u8>,
+    pub nulls: NullBufferBuilder,
+}
+
+impl BinCol {
+    fn new() -> Self {
+        BinCol {
+            offsets: vec![0],
+            data: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+        }
+    }
+    /// Append a value; `Err` when the column would pass 2 GiB.
+    #[inline]
+    pub fn push(&mut self, v: &[u8]) -> Result<(), String> {
+        self.data.extend_from_slice(v);
+        let end = i32::try_from(self.data.len()).map_err(|_| "a column passed 2 GiB".to_string())?;
+        self.offsets.push(end);
+        self.nulls.append_non_null();
+        Ok(())
+    }
+    fn end(&self) -> i32 {
+        self.offsets.last().copied().unwrap_or(0)
+    }
+}
+
+pub struct ListCol {
+    pub offsets: Vec<i32>,
+    pub nulls: NullBufferBuilder,
+    pub child: Col,
+    item: FieldRef,
+}
+
+impl ListCol {
+    /// Close a list after its items were pushed to `child`.
+    #[inline]
+    pub fn close(&mut self) -> Result<(), String> {
+        let end = i32::try_from(self.child.len()).map_err(|_| "a list column passed 2^31 items".to_string())?;
+        self.offsets.push(end);
+        self.nulls.append_non_null();
+        Ok(())
+    }
+}
+
+pub struct StructCol {
+    pub children: Vec<Col>,
+    pub nulls: NullBufferBuilder,
+    pub len: usize,
+    pub fields: Fields,
+}
+
+impl StructCol {
+    pub fn new(reg: &Registry, id: usize, flexible: bool) -> StructCol {
+        let fields = struct_fields(reg, id, flexible);
+        Self::from_fields(fields)
+    }
+
+    pub fn from_fields(fields: Fields) -> StructCol {
+        let children = fields.iter().map(|f| Col::for_data_type(f.data_type())).collect();
+        StructCol {
+            children,
+            nulls: NullBufferBuilder::new(0),
+            len: 0,
+            fields,
+        }
+    }
+
+    /// Mark one more row as present (its children were pushed).
+    #[inline]
+    pub fn close(&mut self) {
+        self.nulls.append_non_null();
+        self.len += 1;
+    }
+
+    pub fn append_nulls(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        for c in &mut self.children {
+            c.append_nulls(n);
+        }
+        self.nulls.append_n_nulls(n);
+        self.len += n;
+    }
+
+    /// Cut back to `n` rows, children included (they may hold part of a
+    /// row that was never closed).
+    pub fn truncate(&mut self, n: usize) {
+        for c in &mut self.children {
+            c.truncate(n);
+        }
+        self.nulls.truncate(n);
+        self.len = self.len.min(n);
+    }
+
+    pub fn data_type(&self) -> DataType {
+        DataType::Struct(self.fields.clone())
+    }
+
+    pub fn finish(&mut self) -> StructArray {
+        let arrays: Vec<ArrayRef> = self.children.iter_mut().map(Col::finish).collect();
+        let nulls = self.nulls.finish();
+        let len = self.len;
+        self.len = 0;
+        if arrays.is_empty() {
+            StructArray::new_empty_fields(len, nulls)
+        } else {
+            StructArray::new(self.fields.clone(), arrays, nulls)
+        }
+    }
+}
+
+/// One column of decoded values.
+pub enum Col {
+    Bool(BooleanBufferBuilder, NullBufferBuilder),
+    I8(PrimCol<i8>),
+    I16(PrimCol<i16>),
+    U16(PrimCol<u16>),
+    I32(PrimCol<i32>),
+    U32(PrimCol<u32>),
+    I64(PrimCol<i64>),
+    F64(PrimCol<f64>),
+    /// UUIDs: `fixed_size_binary(16)`.
+    Uuid(PrimCol<[u8; 16]>),
+    Str(BinCol),
+    Bin(BinCol),
+    List(Box<ListCol>),
+    Struct(Box<StructCol>),
+}
+
+impl Col {
+    pub fn for_data_type(dt: &DataType) -> Col {
+        match dt {
+            DataType::Boolean => Col::Bool(BooleanBufferBuilder::new(0), NullBufferBuilder::new(0)),
+            DataType::Int8 => Col::I8(PrimCol::new()),
+            DataType::Int16 => Col::I16(PrimCol::new()),
+            DataType::UInt16 => Col::U16(PrimCol::new()),
+            DataType::Int32 => Col::I32(PrimCol::new()),
+            DataType::UInt32 => Col::U32(PrimCol::new()),
+            DataType::Int64 => Col::I64(PrimCol::new()),
+            DataType::Float64 => Col::F64(PrimCol::new()),
+            DataType::Utf8 => Col::Str(BinCol::new()),
+            DataType::FixedSizeBinary(16) => Col::Uuid(PrimCol::new()),
+            DataType::List(item) => Col::List(Box::new(ListCol {
+                offsets: vec![0],
+                nulls: NullBufferBuilder::new(0),
+                child: Col::for_data_type(item.data_type()),
+                item: item.clone(),
+            })),
+            DataType::Struct(fields) => Col::Struct(Box::new(StructCol::from_fields(fields.clone()))),
+            // Binary, and anything else the definitions never produce.
+            _ => Col::Bin(BinCol::new()),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Col::Bool(v, _) => v.len(),
+            Col::I8(c) => c.vals.len(),
+            Col::I16(c) => c.vals.len(),
+            Col::U16(c) => c.vals.len(),
+            Col::I32(c) => c.vals.len(),
+            Col::U32(c) => c.vals.len(),
+            Col::I64(c) => c.vals.len(),
+            Col::F64(c) => c.vals.len(),
+            Col::Uuid(c) => c.vals.len(),
+            Col::Str(c) | Col::Bin(c) => c.offsets.len() - 1,
+            Col::List(c) => c.offsets.len() - 1,
+            Col::Struct(c) => c.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether value `i` is null.
+    pub fn is_null_at(&self, i: usize) -> bool {
+        let nulls = match self {
+            Col::Bool(_, n) => n,
+            Col::I8(c) => &c.nulls,
+            Col::I16(c) => &c.nulls,
+            Col::U16(c) => &c.nulls,
+            Col::I32(c) => &c.nulls,
+            Col::U32(c) => &c.nulls,
+            Col::I64(c) => &c.nulls,
+            Col::F64(c) => &c.nulls,
+            Col::Uuid(c) => &c.nulls,
+            Col::Str(c) | Col::Bin(c) => &c.nulls,
+            Col::List(c) => &c.nulls,
+            Col::Struct(c) => &c.nulls,
+        };
+        !nulls.is_valid(i)
+    }
+
+    pub fn push_null(&mut self) {
+        self.append_nulls(1)
+    }
+
+    pub fn append_nulls(&mut self, n: usize) {
+        macro_rules! prim {
+            ($c:expr) => {{
+                $c.vals.resize($c.vals.len() + n, Default::default());
+                $c.nulls.append_n_nulls(n);
+            }};
+        }
+        match self {
+            Col::Bool(v, nulls) => {
+                v.append_n(n, false);
+                nulls.append_n_nulls(n);
+            }
+            Col::I8(c) => prim!(c),
+            Col::I16(c) => prim!(c),
+            Col::U16(c) => prim!(c),
+            Col::I32(c) => prim!(c),
+            Col::U32(c) => prim!(c),
+            Col::I64(c) => prim!(c),
+            Col::F64(c) => prim!(c),
+            Col::Uuid(c) => prim!(c),
+            Col::Str(c) | Col::Bin(c) => {
+                let end = c.end();
+                c.offsets.resize(c.offsets.len() + n, end);
+                c.nulls.append_n_nulls(n);
+            }
+            Col::List(c) => {
+                let end = c.offsets.last().copied().unwrap_or(0);
+                c.offsets.resize(c.offsets.len() + n, end);
+                c.nulls.append_n_nulls(n);
+            }
+            Col::Struct(c) => c.append_nulls(n),
+        }
+    }
+
+    /// Cut back to `n` values (a no-op past the end), dropping list items
+    /// and bytes beyond the last value kept.
+    pub fn truncate(&mut self, n: usize) {
+        macro_rules! prim {
+            ($c:expr) => {{
+                $c.vals.truncate(n);
+                $c.nulls.truncate(n);
+            }};
+        }
+        match self {
+            Col::Bool(v, nulls) => {
+                v.truncate(n);
+                nulls.truncate(n);
+            }
+            Col::I8(c) => prim!(c),
+            Col::I16(c) => prim!(c),
+            Col::U16(c) => prim!(c),
+            Col::I32(c) => prim!(c),
+            Col::U32(c) => prim!(c),
+            Col::I64(c) => prim!(c),
+            Col::F64(c) => prim!(c),
+            Col::Uuid(c) => prim!(c),
+            Col::Str(c) | Col::Bin(c) => {
+                c.offsets.truncate(n + 1);
+                c.data.truncate(c.end() as usize);
+                c.nulls.truncate(n);
+            }
+            Col::List(c) => {
+                c.offsets.truncate(n + 1);
+                let end = c.offsets.last().copied().unwrap_or(0) as usize;
+                c.child.truncate(end);
+                c.nulls.truncate(n);
+            }
+            Col::Struct(c) => c.truncate(n),
+        }
+    }
+
+    pub fn finish(&mut self) -> ArrayRef {
+        macro_rules! prim {
+            ($arr:ty, $c:expr) => {{
+                let vals = std::mem::take(&mut $c.vals);
+                Arc::new(<$arr>::new(ScalarBuffer::from(vals), $c.nulls.finish())) as ArrayRef
+            }};
+        }
+        match self {
+            Col::Bool(v, nulls) => Arc::new(BooleanArray::new(v.finish(), nulls.finish())),
+            Col::I8(c) => prim!(Int8Array, c),
+            Col::I16(c) => prim!(Int16Array, c),
+            Col::U16(c) => prim!(UInt16Array, c),
+            Col::I32(c) => prim!(Int32Array, c),
+            Col::U32(c) => prim!(UInt32Array, c),
+            Col::I64(c) => prim!(Int64Array, c),
+            Col::F64(c) => prim!(Float64Array, c),
+            Col::Uuid(c) => {
+                let vals = std::mem::take(&mut c.vals);
+                let bytes = Buffer::from_vec(vals.as_flattened().to_vec());
+                Arc::new(FixedSizeBinaryArray::new(16, bytes, c.nulls.finish()))
+            }
+            Col::Str(c) => {
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
+                let data = Buffer::from_vec(std::mem::take(&mut c.data));
+                // SAFETY: every value pushed to a Str column came from a `&str`
+                // (see `read::push_str`), so the bytes between offsets are UTF-8.
+                Arc::new(unsafe { StringArray::new_unchecked(offsets, data, c.nulls.finish()) })
+            }
+            Col::Bin(c) => {
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
+                let data = Buffer::from_vec(std::mem::take(&mut c.data));
+                Arc::new(BinaryArray::new(offsets, data, c.nulls.finish()))
+            }
+            Col::List(c) => {
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
+                let child = c.child.finish();
+                Arc::new(ListArray::new(c.item.clone(), offsets, child, c.nulls.finish()))
+            }
+            Col::Struct(c) => Arc::new(c.finish()),
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! The table-driven reader: bytes of one message at one version, read as its
+//! definition says, straight into the message's column builders.
+//!
+//! Kafka's rules (its generated `read` methods): non-flexible versions use
+//! int16-length strings, int32-length bytes and int32-count arrays, -1 for
+//! null; flexible versions use unsigned varints holding length + 1 (0 for
+//! null) and end every struct with its tagged fields. A count or length is
+//! checked against the bytes left before anything is read or reserved.
+//! Recursion follows the definitions (at most `model::MAX_DEPTH` levels),
+//! never the input.
+
+use base64::Engine;
+
+use super::columns::{BinCol, Col, StructCol};
+use super::model::{FieldDef, FieldType, MessageDef, Prim, Registry};
+use crate::varint::read_zigzag;
+
+/// Why a message could not be read, and where (`at`: byte position in the
+/// bytes being read): the crate's error for a slice (kind `Corrupt`).
+pub use crate::error::LocalError as ReadError;
+
+type Result<T> = std::result::Result<T, ReadError>;
+
+pub(crate) struct Cur<'a> {
+    pub b: &'a [u8],
+    pub pos: usize,
+}
+
+impl<'a> Cur<'a> {
+    pub fn new(b: &'a [u8]) -> Self {
+        Cur { b, pos: 0 }
+    }
+    fn err<T>(&self, reason: impl Into<String>) -> Result<T> {
+        Err(ReadError::corrupt(self.pos, reason.into()))
+    }
+    pub fn left(&self) -> usize {
+        self.b.len() - self.pos
+    }
+    #[inline]
+    pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
+        if n > self.left() {
+            return self.err(format!("{what} needs {n} bytes but only {} are left", self.left()));
+        }
+        let s = &self.b[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    #[inline]
+    fn fixed<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
+        let s = self.take(N, what)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+    #[inline]
+    pub fn i8(&mut self, what: &str) -> Result<i8> {
+        Ok(i8::from_be_bytes(self.fixed(what)?))
+    }
+    #[inline]
+    pub fn i16(&mut self, what: &str) -> Result<i16> {
+        Ok(i16::from_be_bytes(self.fixed(what)?))
+    }
+    #[inline]
+    pub fn i32(&mut self, what: &str) -> Result<i32> {
+        Ok(i32::from_be_bytes(self.fixed(what)?))
+    }
+    #[inline]
+    pub fn uvarint(&mut self, what: &str) -> Result<u32> {
+        let mut p = self.pos;
+        match read_zigzag(self.b, &mut p) {
+            Some(v) => {
+                self.pos = p;
+                Ok(v)
+            }
+            None => self.err(format!("{what}: bad or cut unsigned varint")),
+        }
+    }
+}
+
+/// Kafka's text form of a UUID: URL-safe base64 of its 16 bytes, no padding.
+pub fn uuid_text(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[inline]
+fn push_bytes(col: &mut BinCol, v: &[u8], cur: &Cur<'_>) -> Result<()> {
+    col.push(v).map_err(|reason| ReadError::corrupt(cur.pos, reason))
+}
+
+/// Append a string: Java decodes invalid UTF-8 with replacement characters, so do we.
+#[inline]
+pub(crate) fn push_str(col: &mut BinCol, v: &[u8], cur: &Cur<'_>) -> Result<()> {
+    match std::str::from_utf8(v) {
+        Ok(s) => push_bytes(col, s.as_bytes(), cur),
+        Err(_) => push_bytes(col, String::from_utf8_lossy(v).as_bytes(), cur),
+    }
+}
+
+/// Read one message (its root struct) at `version` into `col` (one row).
+/// Returns the bytes consumed; on error `col` may hold a partial row (the
+/// caller truncates it).
+pub fn read_message(
+    reg: &Registry,
+    msg: &MessageDef,
+    version: i16,
+    bytes: &[u8],
+    col: &mut StructCol,
+) -> Result<usize> {
+    if !msg.valid.contains(version) {
+        return Err(ReadError::corrupt(
+            0,
+            format!("{} version {version} is not one of {}", msg.name, msg.valid),
+        ));
+    }
+    let mut cur = Cur::new(bytes);
+    let flexible = msg.flexible.contains(version);
+    read_struct(reg, msg.root, version, flexible, &mut cur, col)?;
+    Ok(cur.pos)
+}
+
+fn read_struct(reg: &Registry, id: usize, v: i16, flex: bool, cur: &mut Cur<'_>, col: &mut StructCol) -> Result<()> {
+    let def = &reg.structs[id];
+    let mut has_tagged = false;
+    for (i, f) in def.fields.iter().enumerate() {
+        let child = &mut col.children[i];
+        if !f.versions.contains(v) {
+            child.push_null();
+        } else if flex && f.is_tagged_in(v) {
+            has_tagged = true;
+        } else {
+            read_field(reg, f, &f.ty, v, flex, false, cur, child)?;
+        }
+    }
+    let n = def.fields.len();
+    if flex {
+        let mut seen: u128 = 0;
+        let count = cur.uvarint("tagged field count")? as usize;
+        if count > cur.left() {
+            return cur.err(format!(
+                "{count} tagged fields claimed but only {} bytes are left",
+                cur.left()
+            ));
+        }
+        for _ in 0..count {
+            let tag = cur.uvarint("tag")?;
+            let size = cur.uvarint("tagged field size")? as usize;
+            let data = cur.take(size, "a tagged field")?;
+            let known = def
+                .fields
+                .iter()
+                .position(|f| f.tag == Some(tag) && f.is_tagged_in(v) && f.versions.contains(v));
+            match known {
+                Some(i) => {
+                    let f = &def.fields[i];
+                    if seen & (1u128 << i) != 0 {
+                        return cur.err(format!("tag {tag} ({}) appears twice", f.name));
+                    }
+                    let mut sub = Cur::new(data);
+                    read_field(reg, f, &f.ty, v, true, true, &mut sub, &mut col.children[i])
+                        .map_err(|e| ReadError::corrupt(cur.pos - size + e.at, format!("{}: {}", f.name, e.reason)))?;
+                    if sub.left() != 0 {
+                        return cur.err(format!("tagged field {} has {} bytes left over", f.name, sub.left()));
+                    }
+                    seen |= 1u128 << i;
+                }
+                None => {
+                    if let Col::List(list) = &mut col.children[n] {
+                        if let Col::Struct(item) = &mut list.child {
+                            let (first, rest) = item.children.split_at_mut(1);
+                            if let (Col::U32(tags), Some(Col::Bin(bytes))) = (&mut first[0], rest.first_mut()) {
+                                tags.push(tag);
+                                push_bytes(bytes, data, cur)?;
+                                item.close();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Col::List(list) = &mut col.children[n] {
+            list.close().map_err(|reason| ReadError::corrupt(cur.pos, reason))?;
+        }
+        if has_tagged {
+            for (i, f) in def.fields.iter().enumerate() {
+                if f.versions.contains(v) && f.is_tagged_in(v) && seen & (1u128 << i) == 0 {
+                    push_default(reg, f, &f.ty, v, &mut col.children[i]);
+                }
+            }
+        }
+    } else if let Some(c) = col.children.get_mut(n) {
+        c.push_null();
+    }
+    col.close();
+    Ok(())
+}
+
+/// A length or count: int16/int32 (non-flexible) or unsigned varint - 1
+/// (flexible); `None` for null.
+#[inline]
+fn length(cur: &mut Cur<'_>, flex: bool, wide: bool, what: &str) -> Result<Option<usize>> {
+    if flex {
+        let n = cur.uvarint(what)?;
+        Ok(if n == 0 { None } else { Some(n as usize - 1) })
+    } else {
+        let n = if wide { cur.i32(what)? } else { cur.i16(what)? as i32 };
+        if n < 0 {
+            Ok(None)
+        } else {
+            Ok(Some(n as usize))
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_field(
+    reg: &Registry,
+    f: &FieldDef,
+    ty: &FieldType,
+    v: i16,
+    flex: bool,
+    tagged: bool,
+    cur: &mut Cur<'_>,
+    col: &mut Col,
+) -> Result<()> {
+    let nullable = f.nullable.contains(v);
+    let null_or_fail = |cur: &Cur<'_>, col: &mut Col| {
+        if nullable {
+            col.push_null();
+            Ok(())
+        } else {
+            cur.err(format!("non-nullable field {} was serialized as null", f.name))
+        }
+    };
+    match (ty, col) {
+        (FieldType::Prim(p), col) => read_prim(*p, f, nullable, flex, cur, col),
+        (FieldType::Struct(s), Col::Struct(sc)) => {
+            // A nullable struct has a presence marker: int8 (-1 null, 1
+            // present), or as a tagged field an unsigned varint (0 null).
+            if nullable {
+                let null = if tagged {
+                    cur.uvarint(&f.name)? == 0
+                } else {
+                    cur.i8(&f.name)? < 0
+                };
+                if null {
+                    sc.append_nulls(1);
+                    return Ok(());
+                }
+            }
+            read_struct(reg, *s, v, flex, cur, sc)
+        }
+        (FieldType::Array(inner), col) => {
+            let Col::List(list) = col else {
+                return cur.err("column does not match the definitions");
+            };
+            let Some(count) = length(cur, flex, true, &f.name)? else {
+                return null_or_fail(cur, col);
+            };
+            if count > cur.left() {
+                return cur.err(format!(
+                    "{}: {count} elements claimed but only {} bytes are left",
+                    f.name,
+                    cur.left()
+                ));
+            }
+            for _ in 0..count {
+                match &**inner {
+                    FieldType::Prim(p) => read_prim(*p, f, false, flex, cur, &mut list.child)?,
+                    FieldType::Struct(s) => {
+                        let Col::Struct(sc) = &mut list.child else {
+                            return cur.err("column does not match the definitions");
+                        };
+                        read_struct(reg, *s, v, flex, cur, sc)?
+                    }
+                    FieldType::Array(_) => return cur.err("arrays of arrays are not part of the format"),
+                }
+            }
+            list.close().map_err(|reason| ReadError::corrupt(cur.pos, reason))
+        }
+        _ => cur.err("column does not match the definitions"),
+    }
+}
+
+#[inline]
+fn read_prim(p: Prim, f: &FieldDef, nullable: bool, flex: bool, cur: &mut Cur<'_>, col: &mut Col) -> Result<()> {
+    let name = f.name.as_str();
+    match (p, col) {
+        (Prim::Bool, Col::Bool(v, nulls)) => {
+            let b = cur.i8(name)?;
+            v.append(b != 0);
+            nulls.append_non_null();
+        }
+        (Prim::Int8, Col::I8(c)) => c.push(cur.i8(name)?),
+        (Prim::Int16, Col::I16(c)) => c.push(cur.i16(name)?),
+        (Prim::Uint16, Col::U16(c)) => c.push(u16::from_be_bytes(cur.fixed(name)?)),
+        (Prim::Int32, Col::I32(c)) => c.push(cur.i32(name)?),
+        (Prim::Uint32, Col::U32(c)) => c.push(u32::from_be_bytes(cur.fixed(name)?)),
+        (Prim::Int64, Col::I64(c)) => c.push(i64::from_be_bytes(cur.fixed(name)?)),
+        (Prim::Float64, Col::F64(c)) => c.push(f64::from_be_bytes(cur.fixed(name)?)),
+        (Prim::Uuid, Col::Uuid(c)) => c.push(cur.fixed(name)?),
+        (Prim::String, Col::Str(c)) => match length(cur, flex, false, name)? {
+            Some(n) => {
+                let b = cur.take(n, name)?;
+                push_str(c, b, cur)?;
+            }
+            None if nullable => c.nulls_push(),
+            None => return cur.err(format!("non-nullable field {name} was serialized as null")),
+        },
+        (Prim::Bytes | Prim::Records, Col::Bin(c)) => match length(cur, flex, true, name)? {
+            Some(n) => {
+                let b = cur.take(n, name)?;
+                push_bytes(c, b, cur)?;
+            }
+            None if nullable || p == Prim::Records => c.nulls_push(),
+            None => return cur.err(format!("non-nullable field {name} was serialized as null")),
+        },
+        _ => return cur.err("column does not match the definitions"),
+    }
+    Ok(())
+}
+
+impl BinCol {
+    #[inline]
+    fn nulls_push(&mut self) {
+        let end = self.offsets.last().copied().unwrap_or(0);
+        self.offsets.push(end);
+        self.nulls.append_null();
+    }
+}
+
+/// Parse an integer default as Kafka's generator does (decimal, `0x` hex).
+pub(crate) fn int_default(text: Option<&str>) -> i64 {
+    let Some(t) = text else { return 0 };
+    let t = t.trim();
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, t),
+    };
+    let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).unwrap_or(0)
+    } else {
+        body.parse::<i64>().unwrap_or(0)
+    };
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// Append the value Kafka's reader gives a field that is absent from the
+/// bytes although the version has it (an omitted tagged field): the
+/// definition's `default`, else the type's (0, false, "", empty, zero UUID,
+/// empty list, null records).
+pub(crate) fn push_default(reg: &Registry, f: &FieldDef, ty: &FieldType, v: i16, col: &mut Col) {
+    let d = f.default.as_deref();
+    let is_null = d == Some("null");
+    match (ty, col) {
+        (_, col) if is_null => col.push_null(),
+        (FieldType::Prim(p), col) => match (p, col) {
+            (Prim::Bool, Col::Bool(b, nulls)) => {
+                b.append(d == Some("true"));
+                nulls.append_non_null();
+            }
+            (Prim::Int8, Col::I8(c)) => c.push(int_default(d) as i8),
+            (Prim::Int16, Col::I16(c)) => c.push(int_default(d) as i16),
+            (Prim::Uint16, Col::U16(c)) => c.push(int_default(d) as u16),
+            (Prim::Int32, Col::I32(c)) => c.push(int_default(d) as i32),
+            (Prim::Uint32, Col::U32(c)) => c.push(int_default(d) as u32),
+            (Prim::Int64, Col::I64(c)) => c.push(int_default(d)),
+            (Prim::Float64, Col::F64(c)) => c.push(d.and_then(|t| t.parse().ok()).unwrap_or(0.0)),
+            (Prim::String, Col::Str(c)) => {
+                let _ = c.push(d.unwrap_or("").as_bytes());
+            }
+            (Prim::Uuid, Col::Uuid(c)) => c.push([0; 16]),
+            (Prim::Bytes, Col::Bin(c)) => {
+                let _ = c.push(&[]);
+            }
+            (_, col) => col.push_null(),
+        },
+        (FieldType::Array(_), Col::List(list)) => {
+            let _ = list.close();
+        }
+        (FieldType::Struct(s), Col::Struct(sc)) => {
+            let def = &reg.structs[*s];
+            for (i, sf) in def.fields.iter().enumerate() {
+                if sf.versions.contains(v) {
+                    push_default(reg, sf, &sf.ty, v, &mut sc.children[i]);
+                } else {
+                    sc.children[i].push_null();
+                }
+            }
+            for c in sc.children.iter_mut().skip(def.fields.len()) {
+                c.push_null();
+            }
+            sc.close();
+        }
+        (_, col) => col.push_null(),
+    }
+}

@@ -1,0 +1,592 @@
+//! Internal topics as tables: the framing of each topic's records (Kafka's
+//! `CoordinatorRecordSerde`, `MetadataRecordSerde`/`AbstractApiMessageSerde`,
+//! `RemoteLogMetadataSerde`, and the KRaft control records of
+//! `ControlRecordUtils`), and the table the rows go to.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+
+use super::columns::{struct_fields, Col, StructCol};
+use super::defs::{control_type, Definitions, Kind};
+use super::json;
+use super::model::MessageDef;
+use super::read::{read_message, Cur, ReadError};
+use crate::varint::read_zigzag;
+
+/// One record type of a topic, and its column.
+#[derive(Debug, Clone)]
+pub struct RecordType {
+    /// Kafka's name without the Key/Value suffix (`OffsetCommit`, `TopicRecord`, `LeaderChange`).
+    pub name: String,
+    /// The column: `name` in snake case.
+    pub column: String,
+    /// The message read for the key (coordinator records).
+    pub key: Option<usize>,
+    /// The message read for the value (or the metadata/control record).
+    pub value: usize,
+    /// The KRaft control record type, for control records.
+    pub control: Option<i16>,
+}
+
+/// `OffsetCommit` -> `offset_commit`, `KRaftVersion` -> `kraft_version`.
+pub fn snake_case(name: &str) -> String {
+    let name = name.replace("KRaft", "Kraft");
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::with_capacity(name.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
+                out.push('_');
+            }
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// The record types of one topic, by record type id.
+pub fn record_types(defs: &Definitions, kind: Kind) -> Vec<RecordType> {
+    let mut out = Vec::new();
+    for (i, m) in defs.messages_of(kind) {
+        if kind.is_coordinator() {
+            let Some(base) = m.name.strip_suffix("Key") else {
+                continue;
+            };
+            let Some(value) = defs.reg.message_index(&format!("{base}Value")) else {
+                continue;
+            };
+            out.push(RecordType {
+                name: base.to_string(),
+                column: snake_case(base),
+                key: Some(i),
+                value,
+                control: None,
+            });
+        } else if let Some((t, name)) = control_type(&m.name) {
+            out.push(RecordType {
+                name: name.to_string(),
+                column: snake_case(name),
+                key: None,
+                value: i,
+                control: Some(t),
+            });
+        } else if m.api_key.is_some() {
+            out.push(RecordType {
+                name: m.name.clone(),
+                column: snake_case(&m.name),
+                key: None,
+                value: i,
+                control: None,
+            });
+        }
+    }
+    // Columns in Kafka's record type order (control records last).
+    out.sort_by_key(|t| match (t.key, t.control) {
+        (Some(k), _) => key_ids(&defs.reg.messages[k]).first().map_or(i32::MAX, |&i| i as i32),
+        (None, Some(c)) => i16::MAX as i32 + c as i32,
+        (None, None) => defs.reg.messages[t.value].api_key.map_or(i32::MAX, i32::from),
+    });
+    out
+}
+
+/// The record type ids a coordinator key definition stands for: its
+/// `apiKey` (Kafka 4's `coordinator-key` files), else its valid versions
+/// (the record type is the key's version in older files).
+fn key_ids(m: &MessageDef) -> Vec<i16> {
+    match m.api_key {
+        Some(k) if m.kind == "coordinator-key" => vec![k],
+        _ if m.valid.is_empty() => Vec::new(),
+        _ => (m.valid.lo..=m.valid.hi.min(m.valid.lo.saturating_add(255))).collect(),
+    }
+}
+
+fn is_flexible(m: &MessageDef) -> bool {
+    !m.flexible.is_empty()
+}
+
+/// The Arrow type of a record type's column.
+fn column_type(defs: &Definitions, t: &RecordType, consumer_protocol: Option<(usize, usize)>) -> DataType {
+    let value = &defs.reg.messages[t.value];
+    let mut value_fields = struct_fields(&defs.reg, value.root, is_flexible(value));
+    if t.name == "GroupMetadata" {
+        if let Some(cp) = consumer_protocol {
+            value_fields = with_consumer_protocol(defs, value_fields, cp);
+        }
+    }
+    match t.key {
+        Some(k) => {
+            let key = &defs.reg.messages[k];
+            DataType::Struct(Fields::from(vec![
+                Field::new(
+                    "key",
+                    DataType::Struct(struct_fields(&defs.reg, key.root, is_flexible(key))),
+                    true,
+                ),
+                Field::new("value", DataType::Struct(value_fields), true),
+            ]))
+        }
+        None => DataType::Struct(value_fields),
+    }
+}
+
+/// The names of the decoded consumer protocol fields added to each member of
+/// a `GroupMetadataValue` (after its own fields).
+pub const SUBSCRIPTION_COLUMN: &str = "consumerProtocolSubscription";
+pub const ASSIGNMENT_COLUMN: &str = "consumerProtocolAssignment";
+
+fn with_consumer_protocol(defs: &Definitions, fields: Fields, (sub, asg): (usize, usize)) -> Fields {
+    let mut out: Vec<Field> = Vec::new();
+    for f in fields.iter() {
+        if f.name() == "members" {
+            if let DataType::List(item) = f.data_type() {
+                if let DataType::Struct(member) = item.data_type() {
+                    let mut m: Vec<Field> = member.iter().map(|x| x.as_ref().clone()).collect();
+                    for (name, msg) in [(SUBSCRIPTION_COLUMN, sub), (ASSIGNMENT_COLUMN, asg)] {
+                        let root = defs.reg.messages[msg].root;
+                        m.push(Field::new(
+                            name,
+                            DataType::Struct(struct_fields(&defs.reg, root, false)),
+                            true,
+                        ));
+                    }
+                    let item = Field::new(item.name(), DataType::Struct(Fields::from(m)), true);
+                    out.push(Field::new(f.name(), DataType::List(Arc::new(item)), true));
+                    continue;
+                }
+            }
+        }
+        out.push(f.as_ref().clone());
+    }
+    Fields::from(out)
+}
+
+/// Decodes the keys and values of one internal topic, row by row, into a table.
+pub struct TableDecoder<'d> {
+    defs: &'d Definitions,
+    kind: Kind,
+    types: Vec<RecordType>,
+    by_id: HashMap<i16, usize>,
+    by_control: HashMap<i16, usize>,
+    cols: Vec<StructCol>,
+    consumer_protocol: Option<(usize, usize)>,
+    record_type: Col,
+    record_type_id: Col,
+    key_version: Col,
+    value_version: Col,
+    tombstone: Col,
+    error: Col,
+    json: Option<Col>,
+    rows: usize,
+}
+
+/// What one row turned out to be, for the fixed columns.
+#[derive(Default)]
+struct RowHead {
+    type_index: Option<usize>,
+    /// The row's name when it has no record type (control markers).
+    name: Option<&'static str>,
+    id: Option<i16>,
+    key_version: Option<i16>,
+    value_version: Option<i16>,
+    tombstone: bool,
+}
+
+fn err_at<T>(at: usize, reason: impl Into<String>) -> Result<T, ReadError> {
+    Err(ReadError::corrupt(at, reason))
+}
+
+impl<'d> TableDecoder<'d> {
+    pub fn new(defs: &'d Definitions, kind: Kind, with_json: bool) -> TableDecoder<'d> {
+        let types = record_types(defs, kind);
+        let consumer_protocol = if kind == Kind::ConsumerOffsets {
+            match (
+                defs.reg.message_index("ConsumerProtocolSubscription"),
+                defs.reg.message_index("ConsumerProtocolAssignment"),
+            ) {
+                (Some(s), Some(a)) => Some((s, a)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let mut by_id = HashMap::new();
+        let mut by_control = HashMap::new();
+        for (i, t) in types.iter().enumerate() {
+            match (t.key, t.control) {
+                (Some(k), _) => {
+                    for id in key_ids(&defs.reg.messages[k]) {
+                        by_id.insert(id, i);
+                    }
+                }
+                (None, Some(c)) => {
+                    by_control.insert(c, i);
+                }
+                (None, None) => {
+                    if let Some(k) = defs.reg.messages[t.value].api_key {
+                        by_id.insert(k, i);
+                    }
+                }
+            }
+        }
+        let cols = types
+            .iter()
+            .map(|t| match column_type(defs, t, consumer_protocol) {
+                DataType::Struct(fields) => StructCol::from_fields(fields),
+                _ => StructCol::from_fields(Fields::empty()),
+            })
+            .collect();
+        TableDecoder {
+            defs,
+            kind,
+            types,
+            by_id,
+            by_control,
+            cols,
+            consumer_protocol,
+            record_type: Col::for_data_type(&DataType::Utf8),
+            record_type_id: Col::for_data_type(&DataType::Int16),
+            key_version: Col::for_data_type(&DataType::Int16),
+            value_version: Col::for_data_type(&DataType::Int16),
+            tombstone: Col::for_data_type(&DataType::Boolean),
+            error: Col::for_data_type(&DataType::Utf8),
+            json: with_json.then(|| Col::for_data_type(&DataType::Utf8)),
+            rows: 0,
+        }
+    }
+
+    pub fn record_types(&self) -> &[RecordType] {
+        &self.types
+    }
+
+    /// The table's schema.
+    pub fn schema(&self) -> SchemaRef {
+        let mut fields = vec![
+            Field::new("record_type", DataType::Utf8, true),
+            Field::new("record_type_id", DataType::Int16, true),
+            Field::new("key_version", DataType::Int16, true),
+            Field::new("value_version", DataType::Int16, true),
+            Field::new("tombstone", DataType::Boolean, true),
+        ];
+        for (t, c) in self.types.iter().zip(&self.cols) {
+            fields.push(Field::new(t.column.clone(), c.data_type(), true));
+        }
+        fields.push(Field::new("error", DataType::Utf8, true));
+        if self.json.is_some() {
+            fields.push(Field::new("json", DataType::Utf8, true));
+        }
+        Arc::new(Schema::new(fields))
+    }
+
+    /// Decode one record: its key and value (`None` for null) and whether it
+    /// is a control record. A failure goes to the row's `error`.
+    pub fn push(&mut self, key: Option<&[u8]>, value: Option<&[u8]>, control: bool) {
+        let mut head = RowHead::default();
+        let result = if control {
+            self.push_control(key, value, &mut head)
+        } else if self.kind.is_coordinator() {
+            self.push_coordinator(key, value, &mut head)
+        } else {
+            self.push_metadata(value, &mut head)
+        };
+        let error = result.err();
+        if let Some(t) = head.type_index {
+            let col = &mut self.cols[t];
+            if error.is_some() {
+                // Nothing half-read stays behind: the row is null in its column.
+                col.truncate(self.rows);
+                let missing = self.rows + 1 - col.len;
+                col.append_nulls(missing);
+            }
+        }
+        let json_text = match (&error, &self.json, head.type_index) {
+            (None, Some(_), Some(t)) => Some(json::row_json(self, t, &head_json(&head))),
+            _ => None,
+        };
+        let name = head.type_index.map(|t| self.types[t].name.as_str()).or(head.name);
+        push_opt_str(&mut self.record_type, name);
+        push_opt_i16(&mut self.record_type_id, head.id);
+        push_opt_i16(&mut self.key_version, head.key_version);
+        push_opt_i16(&mut self.value_version, head.value_version);
+        if let Col::Bool(b, nulls) = &mut self.tombstone {
+            b.append(head.tombstone);
+            nulls.append_non_null();
+        }
+        let error_text = error.map(|e| format!("{} at byte {}: {}", self.kind.name(), e.at, e.reason));
+        push_opt_str(&mut self.error, error_text.as_deref());
+        if let Some(j) = &mut self.json {
+            push_opt_str(j, json_text.as_deref());
+        }
+        self.rows += 1;
+    }
+
+    /// Pad type `t`'s column with nulls up to the current row, and return it.
+    fn column(&mut self, t: usize) -> &mut StructCol {
+        let col = &mut self.cols[t];
+        if col.len < self.rows {
+            col.append_nulls(self.rows - col.len);
+        }
+        col
+    }
+
+    fn push_control(&mut self, key: Option<&[u8]>, value: Option<&[u8]>, head: &mut RowHead) -> Result<(), ReadError> {
+        let mut k = Cur::new(key.unwrap_or(&[]));
+        let version = k.i16("control record key version")?;
+        let ctype = k.i16("control record type")?;
+        head.key_version = Some(version);
+        head.id = Some(ctype);
+        head.name = Some(match ctype {
+            0 => "Abort",
+            1 => "Commit",
+            _ => "Control",
+        });
+        let Some(&t) = self.by_control.get(&ctype) else {
+            return if ctype <= 1 {
+                Ok(())
+            } else {
+                err_at(2, format!("control record type {ctype} has no definition"))
+            };
+        };
+        let value = value.ok_or(ReadError::corrupt(
+            0,
+            format!("{} control record without a value", self.types[t].name),
+        ))?;
+        let msg = &self.defs.reg.messages[self.types[t].value];
+        // Kafka writes these at their current version, with no version prefix.
+        let v = msg.valid.lo;
+        head.value_version = Some(v);
+        head.type_index = Some(t);
+        let defs = self.defs;
+        let col = self.column(t);
+        read_message(&defs.reg, msg, v, value, col)?;
+        Ok(())
+    }
+
+    fn push_coordinator(
+        &mut self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        head: &mut RowHead,
+    ) -> Result<(), ReadError> {
+        let key = key.ok_or(ReadError::corrupt(0, "a record without a key"))?;
+        let mut k = Cur::new(key);
+        let rtype = k.i16("record type")?;
+        head.id = Some(rtype);
+        let Some(&t) = self.by_id.get(&rtype) else {
+            return err_at(0, format!("unknown record type {rtype}"));
+        };
+        let defs = self.defs;
+        let rt = &self.types[t];
+        head.type_index = Some(t);
+        let key_msg = &defs.reg.messages[rt.key.unwrap_or(rt.value)];
+        let value_msg = &defs.reg.messages[rt.value];
+        let kv = if key_msg.valid.contains(rtype) {
+            rtype
+        } else {
+            key_msg.valid.lo
+        };
+        head.key_version = Some(kv);
+        let is_group = rt.name == "GroupMetadata";
+        let cp = self.consumer_protocol;
+        let rows = self.rows;
+        let col = self.column(t);
+        let (key_col, value_col) = match col.children.as_mut_slice() {
+            [Col::Struct(a), Col::Struct(b)] => (a, b),
+            _ => return err_at(0, "column does not match the definitions"),
+        };
+        read_message(&defs.reg, key_msg, kv, &key[2..], key_col)
+            .map_err(|e| ReadError::corrupt(e.at + 2, format!("key: {}", e.reason)))?;
+        match value {
+            None => {
+                head.tombstone = true;
+                value_col.append_nulls(1);
+            }
+            Some(value) => {
+                let mut c = Cur::new(value);
+                let vv = c.i16("value version")?;
+                head.value_version = Some(vv);
+                let before = value_col.len;
+                read_message(&defs.reg, value_msg, vv, &value[2..], value_col)
+                    .map_err(|e| ReadError::corrupt(e.at + 2, format!("value: {}", e.reason)))?;
+                if is_group {
+                    if let Some(cp) = cp {
+                        consumer_protocol(defs, cp, value_col, before)?;
+                    }
+                }
+            }
+        }
+        col.close();
+        debug_assert_eq!(col.len, rows + 1);
+        Ok(())
+    }
+
+    fn push_metadata(&mut self, value: Option<&[u8]>, head: &mut RowHead) -> Result<(), ReadError> {
+        let value = value.ok_or(ReadError::corrupt(0, "a metadata record without a value"))?;
+        let mut pos = 0;
+        let mut uv = |what: &str| -> Result<i16, ReadError> {
+            let at = pos;
+            let v = read_zigzag(value, &mut pos)
+                .ok_or_else(|| ReadError::corrupt(at, format!("{what}: bad or cut unsigned varint")))?;
+            i16::try_from(v).map_err(|_| ReadError::corrupt(at, format!("{what} {v} does not fit in 16 bits")))
+        };
+        let frame = uv("frame version")?;
+        let api_key = uv("record type")?;
+        let version = uv("record version")?;
+        head.id = Some(api_key);
+        head.value_version = Some(version);
+        if frame != 1 {
+            return err_at(0, format!("frame version {frame} (only frame version 1 is defined)"));
+        }
+        let Some(&t) = self.by_id.get(&api_key) else {
+            return err_at(0, format!("unknown record type {api_key}"));
+        };
+        let defs = self.defs;
+        head.type_index = Some(t);
+        let msg = &defs.reg.messages[self.types[t].value];
+        let col = self.column(t);
+        let used = read_message(&defs.reg, msg, version, &value[pos..], col)
+            .map_err(|e| ReadError::corrupt(e.at + pos, e.reason))?;
+        if pos + used != value.len() {
+            return err_at(
+                pos + used,
+                format!("{} byte(s) of garbage after {}", value.len() - pos - used, msg.name),
+            );
+        }
+        Ok(())
+    }
+
+    /// The table so far; the decoder starts over empty.
+    pub fn finish(&mut self) -> RecordBatch {
+        let schema = self.schema();
+        let rows = self.rows;
+        let mut arrays: Vec<ArrayRef> = vec![
+            self.record_type.finish(),
+            self.record_type_id.finish(),
+            self.key_version.finish(),
+            self.value_version.finish(),
+            self.tombstone.finish(),
+        ];
+        for col in &mut self.cols {
+            if col.len < rows {
+                col.append_nulls(rows - col.len);
+            }
+            arrays.push(Arc::new(col.finish()));
+        }
+        arrays.push(self.error.finish());
+        if let Some(j) = &mut self.json {
+            arrays.push(j.finish());
+        }
+        self.rows = 0;
+        // The columns are built to the schema, row for row.
+        RecordBatch::try_new(schema.clone(), arrays).unwrap_or_else(|_| RecordBatch::new_empty(schema))
+    }
+
+    pub(crate) fn parts(&self) -> (&'d Definitions, &[RecordType], &[StructCol]) {
+        (self.defs, &self.types, &self.cols)
+    }
+}
+
+fn head_json(head: &RowHead) -> json::Head {
+    json::Head {
+        key_version: head.key_version,
+        value_version: head.value_version,
+        tombstone: head.tombstone,
+    }
+}
+
+fn push_opt_str(col: &mut Col, v: Option<&str>) {
+    match (col, v) {
+        (Col::Str(c), Some(s)) => {
+            let _ = c.push(s.as_bytes());
+        }
+        (col, _) => col.push_null(),
+    }
+}
+
+fn push_opt_i16(col: &mut Col, v: Option<i16>) {
+    match (col, v) {
+        (Col::I16(c), Some(x)) => c.push(x),
+        (col, _) => col.push_null(),
+    }
+}
+
+/// Decode the members' `subscription` and `assignment` bytes of the
+/// `GroupMetadataValue` just read (row `row` of `value`) with the consumer
+/// protocol, when the group's `protocolType` is "consumer": an int16
+/// version, then the message at that version (a newer version is read as
+/// the newest known one, as Kafka's `ConsumerProtocol` does).
+fn consumer_protocol(
+    defs: &Definitions,
+    (sub, asg): (usize, usize),
+    value: &mut StructCol,
+    row: usize,
+) -> Result<(), ReadError> {
+    let fields = value.fields.clone();
+    let idx = |name: &str| fields.iter().position(|f| f.name() == name);
+    let (Some(pt), Some(mi)) = (idx("protocolType"), idx("members")) else {
+        return Ok(());
+    };
+    let is_consumer = match &value.children[pt] {
+        Col::Str(c) => {
+            let (a, b) = (c.offsets[row] as usize, c.offsets[row + 1] as usize);
+            &c.data[a..b] == b"consumer"
+        }
+        _ => false,
+    };
+    let Col::List(members) = &mut value.children[mi] else {
+        return Ok(());
+    };
+    let Col::Struct(item) = &mut members.child else {
+        return Ok(());
+    };
+    let names: Vec<String> = item.fields.iter().map(|f| f.name().clone()).collect();
+    let pos = |n: &str| names.iter().position(|x| x == n);
+    let (Some(si), Some(ai), Some(sd), Some(ad)) = (
+        pos("subscription"),
+        pos("assignment"),
+        pos(SUBSCRIPTION_COLUMN),
+        pos(ASSIGNMENT_COLUMN),
+    ) else {
+        return Ok(());
+    };
+    let start = item.children[sd].len();
+    let end = item.len;
+    for m in start..end {
+        for (bytes_at, out_at, msg, what) in [(si, sd, sub, "subscription"), (ai, ad, asg, "assignment")] {
+            let bytes = match &item.children[bytes_at] {
+                Col::Bin(c) if is_consumer && c.nulls.is_valid(m) => {
+                    let (a, b) = (c.offsets[m] as usize, c.offsets[m + 1] as usize);
+                    Some(c.data[a..b].to_vec())
+                }
+                _ => None,
+            };
+            let out = &mut item.children[out_at];
+            let Col::Struct(out) = out else { continue };
+            match bytes {
+                None => out.append_nulls(1),
+                Some(b) => {
+                    let message = &defs.reg.messages[msg];
+                    let mut c = Cur::new(&b);
+                    let read = c.i16("version").and_then(|v| {
+                        if v < message.valid.lo {
+                            return err_at(0, format!("{} version {v} is not supported", message.name));
+                        }
+                        read_message(&defs.reg, message, v.min(message.valid.hi), &b[2..], out).map(|_| ())
+                    });
+                    if let Err(e) = read {
+                        out.truncate(m);
+                        return Err(ReadError::corrupt(
+                            0,
+                            format!("value: member {}'s {what}: at byte {}: {}", m - start, e.at, e.reason),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! `decode_internal()`: the key and value columns of one of Kafka's internal
+//! topics in, a table of typed records out (see `crate::kmsg`).
+
+use std::path::Path;
+use std::sync::{Mutex, OnceLock};
+
+use arrow_array::ffi::{from_ffi, FFI_ArrowArray};
+use arrow_array::{
+    make_array, Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, LargeBinaryArray, RecordBatch,
+};
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::SchemaRef;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyTuple};
+
+use super::arrow::{stream_capsule, take_once};
+use crate::kmsg::{decode_internal as decode_rows, Definitions, Kind};
+
+/// A decoded table, handed to Arrow consumers once through `__arrow_c_stream__`.
+#[pyclass(frozen, module = "kafkabatch._kafkabatch")]
+pub struct InternalTable {
+    chunks: Mutex<Option<Vec<RecordBatch>>>,
+    schema: SchemaRef,
+}
+
+#[pymethods]
+impl InternalTable {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let chunks = take_once(&self.chunks)?;
+        stream_capsule(py, chunks, self.schema.clone())
+    }
+}
+
+/// An Arrow array from an object with `__arrow_c_array__` (a pyarrow
+/// `Array`; a `ChunkedArray` is combined first).
+fn import_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<ArrayRef> {
+    let obj = if !obj.hasattr("__arrow_c_array__")? && obj.hasattr("combine_chunks")? {
+        obj.call_method0("combine_chunks")?
+    } else {
+        obj.clone()
+    };
+    let pair = obj
+        .call_method0("__arrow_c_array__")
+        .map_err(|_| PyTypeError::new_err(format!("{what} must be an Arrow array (with __arrow_c_array__)")))?;
+    let pair = pair
+        .cast::<PyTuple>()
+        .map_err(|_| PyTypeError::new_err("__arrow_c_array__ did not return a tuple"))?;
+    let schema_capsule = pair.get_item(0)?;
+    let array_capsule = pair.get_item(1)?;
+    let schema_capsule = schema_capsule
+        .cast::<PyCapsule>()
+        .map_err(|_| PyTypeError::new_err("__arrow_c_array__ did not return PyCapsules"))?;
+    let array_capsule = array_capsule
+        .cast::<PyCapsule>()
+        .map_err(|_| PyTypeError::new_err("__arrow_c_array__ did not return PyCapsules"))?;
+    let schema_ptr = schema_capsule
+        .pointer_checked(Some(c"arrow_schema"))?
+        .cast::<FFI_ArrowSchema>();
+    let array_ptr = array_capsule
+        .pointer_checked(Some(c"arrow_array"))?
+        .cast::<FFI_ArrowArray>()
+        .as_ptr();
+    // SAFETY: capsules named "arrow_schema"/"arrow_array" hold an ArrowSchema
+    // and an ArrowArray (Arrow PyCapsule interface). The schema is only read;
+    // the array is moved out and an empty (released) one left behind, so the
+    // capsule's destructor does not release it twice.
+    let (schema, array) = unsafe {
+        let array = std::ptr::replace(array_ptr, FFI_ArrowArray::empty());
+        (schema_ptr.as_ref(), array)
+    };
+    // SAFETY: the array and schema come from the same __arrow_c_array__ call.
+    let data =
+        unsafe { from_ffi(array, schema) }.map_err(|e| PyValueError::new_err(format!("cannot import {what}: {e}")))?;
+    Ok(make_array(data))
+}
+
+/// The rows of a binary column as optional byte slices.
+fn binary_rows<'a>(array: &'a ArrayRef, what: &str) -> PyResult<Vec<Option<&'a [u8]>>> {
+    let any = array.as_any();
+    if let Some(a) = any.downcast_ref::<BinaryArray>() {
+        Ok(a.iter().collect())
+    } else if let Some(a) = any.downcast_ref::<LargeBinaryArray>() {
+        Ok(a.iter().collect())
+    } else if let Some(a) = any.downcast_ref::<BinaryViewArray>() {
+        Ok(a.iter().collect())
+    } else if array.null_count() == array.len() {
+        Ok(vec![None; array.len()])
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "{what} must be a binary, large_binary or binary_view array, not {}",
+            array.data_type()
+        )))
+    }
+}
+
+fn builtin() -> &'static Definitions {
+    static BUILTIN: OnceLock<Definitions> = OnceLock::new();
+    BUILTIN.get_or_init(Definitions::builtin)
+}
+
+/// Decode the keys and values of one of Kafka's internal topics into typed
+/// records (see `kafkabatch` docs, "Kafka's internal topics").
+#[pyfunction]
+#[pyo3(signature = (kind, keys, values, *, control=None, definitions=None, json=false))]
+fn decode_internal(
+    py: Python<'_>,
+    kind: &str,
+    keys: &Bound<'_, PyAny>,
+    values: &Bound<'_, PyAny>,
+    control: Option<&Bound<'_, PyAny>>,
+    definitions: Option<String>,
+    json: bool,
+) -> PyResult<InternalTable> {
+    let parsed = Kind::parse(kind).filter(|k| Kind::TOPICS.contains(k)).ok_or_else(|| {
+        let names: Vec<&str> = Kind::TOPICS.iter().map(|k| k.name()).collect();
+        PyValueError::new_err(format!("kind must be one of {}, not {kind:?}", names.join(", ")))
+    })?;
+    let keys = import_array(keys, "keys")?;
+    let values = import_array(values, "values")?;
+    if keys.len() != values.len() {
+        return Err(PyValueError::new_err(format!(
+            "keys and values must have the same length ({} and {})",
+            keys.len(),
+            values.len()
+        )));
+    }
+    let control = match control {
+        None => None,
+        Some(c) if c.is_none() => None,
+        Some(c) => {
+            let array = import_array(c, "control")?;
+            let flags = array.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| {
+                PyTypeError::new_err(format!("control must be a bool array, not {}", array.data_type()))
+            })?;
+            if flags.len() != keys.len() {
+                return Err(PyValueError::new_err(format!(
+                    "control must have one entry per record ({}, not {})",
+                    keys.len(),
+                    flags.len()
+                )));
+            }
+            Some(flags.iter().map(|f| f.unwrap_or(false)).collect::<Vec<bool>>())
+        }
+    };
+    let key_rows = binary_rows(&keys, "keys")?;
+    let value_rows = binary_rows(&values, "values")?;
+    let batch = py
+        .detach(|| -> Result<RecordBatch, String> {
+            let owned;
+            let defs = match &definitions {
+                None => builtin(),
+                Some(dir) => {
+                    owned = Definitions::with_dir(Path::new(dir))?;
+                    &owned
+                }
+            };
+            Ok(decode_rows(
+                defs,
+                parsed,
+                &key_rows,
+                &value_rows,
+                control.as_deref(),
+                json,
+            ))
+        })
+        .map_err(|e| PyValueError::new_err(format!("definitions: {e}")))?;
+    Ok(InternalTable {
+        schema: batch.schema(),
+        chunks: Mutex::new(Some(vec![batch])),
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<InternalTable>()?;
+    m.add_function(wrap_pyfunction!(decode_internal, m)?)?;
+    Ok(())
+}
