@@ -831,6 +831,34 @@ fn group_metadata_members_consumer_protocol() {
                 .contains(r#""subscription":{"topics":["orders"]"#),
             "{text}"
         );
+        // A "consumer" member whose bytes are not the consumer protocol: the
+        // decoded fields are null, the bytes kept, the row no error.
+        let mut junk = member("consumer");
+        junk["members"][0]["subscription"] = json!(b64(&[0, 0, 0, 0, 0, 9]));
+        let mut dec = TableDecoder::new(&defs, Kind::ConsumerOffsets, true);
+        dec.push(
+            Some(&key),
+            Some(&coordinator_value(reg, value_msg, v, &junk).unwrap()),
+            false,
+        );
+        let junk_batch = dec.finish();
+        assert!(
+            column(&junk_batch, "error").is_null(0),
+            "{:?}",
+            row_json(column(&junk_batch, "error"), 0)
+        );
+        let m = &row_json(column(&junk_batch, "group_metadata"), 0)["value"]["members"][0];
+        assert!(m["consumerProtocolSubscription"].is_null());
+        assert_eq!(m["subscription"], json!(b64(&[0, 0, 0, 0, 0, 9])));
+        assert_eq!(
+            m["consumerProtocolAssignment"]["assignedPartitions"][0]["topic"],
+            json!("orders")
+        );
+        let text = row_json(column(&junk_batch, "json"), 0);
+        assert!(
+            text.as_str().unwrap().contains(r#""subscription":"AAAAAAAJ""#),
+            "{text}"
+        );
     }
 }
 

@@ -569,7 +569,8 @@ fn push_opt_i16(col: &mut Col, v: Option<i16>) {
 /// `GroupMetadataValue` just read (row `row` of `value`) with the consumer
 /// protocol, when the group's `protocolType` is "consumer": an int16
 /// version, then the message at that version (a newer version is read as
-/// the newest known one, as Kafka's `ConsumerProtocol` does).
+/// the newest known one, as Kafka's `ConsumerProtocol` does). Bytes that
+/// don't decode leave the decoded field null (the row is not an error).
 fn consumer_protocol(
     defs: &Definitions,
     (sub, asg): (usize, usize),
@@ -628,12 +629,12 @@ fn consumer_protocol(
                         }
                         read_message(&defs.reg, message, v.min(message.valid.hi), &b[2..], out).map(|_| ())
                     });
-                    if let Err(e) = read {
+                    if read.is_err() {
+                        // As kafka-dump-log: bytes that don't decode stay
+                        // bytes (`subscription`/`assignment`), the decoded
+                        // field is null and the record is not an error.
                         out.truncate(m);
-                        return Err(ReadError::corrupt(
-                            0,
-                            format!("value: member {}'s {what}: at byte {}: {}", m - start, e.at, e.reason),
-                        ));
+                        out.append_nulls(1);
                     }
                 }
             }
