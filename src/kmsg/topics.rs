@@ -608,7 +608,7 @@ fn consumer_protocol(
     let start = item.children[sd].len();
     let end = item.len;
     for m in start..end {
-        for (bytes_at, out_at, msg, what) in [(si, sd, sub, "subscription"), (ai, ad, asg, "assignment")] {
+        for (bytes_at, out_at, msg) in [(si, sd, sub), (ai, ad, asg)] {
             let bytes = match &item.children[bytes_at] {
                 Col::Bin(c) if is_consumer && c.nulls.is_valid(m) => {
                     let (a, b) = (c.offsets[m] as usize, c.offsets[m + 1] as usize);
