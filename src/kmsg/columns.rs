@@ -145,7 +145,34 @@ pub struct StructCol {
     pub fields: Fields,
 }
 
+impl Col {
+    /// Reserve room for `n` more values in this column (not in list items).
+    pub fn reserve(&mut self, n: usize) {
+        match self {
+            Col::Bool(..) => {}
+            Col::I8(c) => c.vals.reserve(n),
+            Col::I16(c) => c.vals.reserve(n),
+            Col::U16(c) => c.vals.reserve(n),
+            Col::I32(c) => c.vals.reserve(n),
+            Col::U32(c) => c.vals.reserve(n),
+            Col::I64(c) => c.vals.reserve(n),
+            Col::F64(c) => c.vals.reserve(n),
+            Col::Uuid(c) => c.vals.reserve(n),
+            Col::Str(c) | Col::Bin(c) => c.offsets.reserve(n),
+            Col::List(c) => c.offsets.reserve(n),
+            Col::Struct(c) => c.reserve(n),
+        }
+    }
+}
+
 impl StructCol {
+    /// Reserve room for `n` more rows in every child (not in list items).
+    pub fn reserve(&mut self, n: usize) {
+        for c in &mut self.children {
+            c.reserve(n);
+        }
+    }
+
     pub fn new(reg: &Registry, id: usize, flexible: bool) -> StructCol {
         let fields = struct_fields(reg, id, flexible);
         Self::from_fields(fields)
@@ -289,8 +316,33 @@ impl Col {
         !nulls.is_valid(i)
     }
 
+    #[inline]
     pub fn push_null(&mut self) {
-        self.append_nulls(1)
+        macro_rules! prim {
+            ($c:expr) => {{
+                $c.vals.push(Default::default());
+                $c.nulls.append_null();
+            }};
+        }
+        match self {
+            Col::I8(c) => prim!(c),
+            Col::I16(c) => prim!(c),
+            Col::U16(c) => prim!(c),
+            Col::I32(c) => prim!(c),
+            Col::U32(c) => prim!(c),
+            Col::I64(c) => prim!(c),
+            Col::F64(c) => prim!(c),
+            Col::Uuid(c) => prim!(c),
+            Col::Str(c) | Col::Bin(c) => {
+                c.offsets.push(c.end());
+                c.nulls.append_null();
+            }
+            Col::List(c) => {
+                c.offsets.push(c.offsets.last().copied().unwrap_or(0));
+                c.nulls.append_null();
+            }
+            _ => self.append_nulls(1),
+        }
     }
 
     pub fn append_nulls(&mut self, n: usize) {
@@ -404,5 +456,61 @@ impl Col {
             }
             Col::Struct(c) => Arc::new(c.finish()),
         }
+    }
+}
+
+/// A zeroed buffer for `null_array`s of `n` rows: 16-byte aligned, the widest
+/// value (a UUID) times `n + 1`, from zeroed memory (no writes).
+pub fn zeros_for(n: usize) -> Buffer {
+    Buffer::from_vec(vec![0u128; n + 1])
+}
+
+/// An all-null array of `dt` with `n` rows whose buffers are all slices of
+/// one shared zeroed buffer (`zeros_for(n)`): a record type's column in a
+/// chunk without a record of that type costs next to nothing.
+pub fn null_array(dt: &DataType, n: usize, zeros: &Buffer) -> ArrayRef {
+    use arrow_array::types::{Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type};
+    use arrow_array::PrimitiveArray;
+    use arrow_buffer::{BooleanBuffer, NullBuffer};
+    let nulls = Some(NullBuffer::new(BooleanBuffer::new(zeros.clone(), 0, n)));
+    macro_rules! prim {
+        ($t:ty) => {
+            Arc::new(PrimitiveArray::<$t>::new(
+                ScalarBuffer::new(zeros.clone(), 0, n),
+                nulls,
+            )) as ArrayRef
+        };
+    }
+    // SAFETY: all-zero offsets are non-decreasing and within any values buffer.
+    let offsets = || unsafe { OffsetBuffer::new_unchecked(ScalarBuffer::<i32>::new(zeros.clone(), 0, n + 1)) };
+    match dt {
+        DataType::Boolean => Arc::new(BooleanArray::new(BooleanBuffer::new(zeros.clone(), 0, n), nulls)),
+        DataType::Int8 => prim!(Int8Type),
+        DataType::Int16 => prim!(Int16Type),
+        DataType::UInt16 => prim!(UInt16Type),
+        DataType::Int32 => prim!(Int32Type),
+        DataType::UInt32 => prim!(UInt32Type),
+        DataType::Int64 => prim!(Int64Type),
+        DataType::Float64 => prim!(Float64Type),
+        DataType::FixedSizeBinary(16) => {
+            Arc::new(FixedSizeBinaryArray::new(16, zeros.slice_with_length(0, n * 16), nulls))
+        }
+        // SAFETY: every value is empty, which is UTF-8.
+        DataType::Utf8 => {
+            Arc::new(unsafe { StringArray::new_unchecked(offsets(), Buffer::from_vec(Vec::<u8>::new()), nulls) })
+        }
+        DataType::Binary => Arc::new(BinaryArray::new(offsets(), Buffer::from_vec(Vec::<u8>::new()), nulls)),
+        DataType::List(item) => Arc::new(ListArray::new(
+            item.clone(),
+            offsets(),
+            arrow_array::new_empty_array(item.data_type()),
+            nulls,
+        )),
+        DataType::Struct(fields) if fields.is_empty() => Arc::new(StructArray::new_empty_fields(n, nulls)),
+        DataType::Struct(fields) => {
+            let children = fields.iter().map(|f| null_array(f.data_type(), n, zeros)).collect();
+            Arc::new(StructArray::new(fields.clone(), children, nulls))
+        }
+        other => arrow_array::new_null_array(other, n),
     }
 }

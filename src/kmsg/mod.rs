@@ -46,6 +46,7 @@ pub fn decode_internal(
     json: bool,
 ) -> RecordBatch {
     let mut dec = TableDecoder::new(defs, kind, json);
+    dec.expect_rows(keys.len().min(values.len()));
     for (i, (k, v)) in keys.iter().zip(values).enumerate() {
         let is_control = control.and_then(|c| c.get(i)).copied().unwrap_or(false);
         dec.push(*k, *v, is_control);

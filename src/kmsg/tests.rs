@@ -831,6 +831,34 @@ fn group_metadata_members_consumer_protocol() {
                 .contains(r#""subscription":{"topics":["orders"]"#),
             "{text}"
         );
+        // A "consumer" member whose bytes are not the consumer protocol: the
+        // decoded fields are null, the bytes kept, the row no error.
+        let mut junk = member("consumer");
+        junk["members"][0]["subscription"] = json!(b64(&[0, 0, 0, 0, 0, 9]));
+        let mut dec = TableDecoder::new(&defs, Kind::ConsumerOffsets, true);
+        dec.push(
+            Some(&key),
+            Some(&coordinator_value(reg, value_msg, v, &junk).unwrap()),
+            false,
+        );
+        let junk_batch = dec.finish();
+        assert!(
+            column(&junk_batch, "error").is_null(0),
+            "{:?}",
+            row_json(column(&junk_batch, "error"), 0)
+        );
+        let m = &row_json(column(&junk_batch, "group_metadata"), 0)["value"]["members"][0];
+        assert!(m["consumerProtocolSubscription"].is_null());
+        assert_eq!(m["subscription"], json!(b64(&[0, 0, 0, 0, 0, 9])));
+        assert_eq!(
+            m["consumerProtocolAssignment"]["assignedPartitions"][0]["topic"],
+            json!("orders")
+        );
+        let text = row_json(column(&junk_batch, "json"), 0);
+        assert!(
+            text.as_str().unwrap().contains(r#""subscription":"AAAAAAAJ""#),
+            "{text}"
+        );
     }
 }
 
@@ -864,4 +892,63 @@ fn record_type_columns_are_snake_case() {
         schema.field_with_name("transaction_log").unwrap().data_type(),
         DataType::Struct(_)
     ));
+}
+
+/// Kafka 4's definition files name a coordinator record's type with
+/// `"type": "coordinator-key"` and `"apiKey"` (the key read at its own
+/// version 0) instead of the key's valid versions.
+#[test]
+fn coordinator_key_files_with_api_keys() {
+    let dir = std::env::temp_dir().join(format!("kmsg-ck-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = r#"{ "apiKey": 0, "type": "coordinator-key", "name": "LegacyOffsetCommitKey",
+      "validVersions": "0", "flexibleVersions": "none",
+      "fields": [ { "name": "group", "type": "string", "versions": "0" },
+                  { "name": "topic", "type": "string", "versions": "0" },
+                  { "name": "partition", "type": "int32", "versions": "0" } ] }"#;
+    let value = r#"{ "apiKey": 0, "type": "coordinator-value", "name": "LegacyOffsetCommitValue",
+      "validVersions": "0", "flexibleVersions": "none",
+      "fields": [ { "name": "offset", "type": "int64", "versions": "0" },
+                  { "name": "metadata", "type": "string", "versions": "0" },
+                  { "name": "commitTimestamp", "type": "int64", "versions": "0" } ] }"#;
+    std::fs::write(dir.join("LegacyOffsetCommitKey.json"), key).unwrap();
+    std::fs::write(dir.join("LegacyOffsetCommitValue.json"), value).unwrap();
+    let defs = Definitions::with_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let reg = &defs.reg;
+    let k = coordinator_key(
+        reg,
+        reg.message("LegacyOffsetCommitKey").unwrap(),
+        0,
+        &json!({"group": "g", "topic": "t", "partition": 2}),
+    )
+    .unwrap();
+    assert_eq!(&k[..4], &[0, 0, 0, 1]); // type 0, then the group "g"
+    let v = coordinator_value(
+        reg,
+        reg.message("LegacyOffsetCommitValue").unwrap(),
+        0,
+        &json!({"offset": 9, "metadata": "", "commitTimestamp": 1}),
+    )
+    .unwrap();
+    let batch = decode_one(&defs, Kind::ConsumerOffsets, Some(&k), Some(&v), false);
+    assert!(
+        column(&batch, "error").is_null(0),
+        "{:?}",
+        row_json(column(&batch, "error"), 0)
+    );
+    assert_eq!(row_json(column(&batch, "record_type"), 0), json!("LegacyOffsetCommit"));
+    let got = row_json(column(&batch, "legacy_offset_commit"), 0);
+    assert_eq!(got["key"]["partition"], json!(2));
+    assert_eq!(got["value"]["offset"], json!(9));
+    // Type 1 still reads as the shipped OffsetCommit.
+    let k1 = coordinator_key(
+        reg,
+        reg.message("OffsetCommitKey").unwrap(),
+        1,
+        &json!({"group": "g", "topic": "t", "partition": 2}),
+    )
+    .unwrap();
+    let batch = decode_one(&defs, Kind::ConsumerOffsets, Some(&k1), None, false);
+    assert_eq!(row_json(column(&batch, "record_type"), 0), json!("OffsetCommit"));
 }

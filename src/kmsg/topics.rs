@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 
-use super::columns::{struct_fields, Col, StructCol};
+use super::columns::{null_array, struct_fields, zeros_for, Col, StructCol};
 use super::defs::{control_type, Definitions, Kind};
 use super::json;
 use super::model::MessageDef;
@@ -170,7 +170,8 @@ pub struct TableDecoder<'d> {
     defs: &'d Definitions,
     kind: Kind,
     types: Vec<RecordType>,
-    by_id: HashMap<i16, usize>,
+    /// Record type (key type or api key) -> index in `types`: a table, as ids are small.
+    by_id: IdTable,
     by_control: HashMap<i16, usize>,
     cols: Vec<StructCol>,
     consumer_protocol: Option<(usize, usize)>,
@@ -182,6 +183,8 @@ pub struct TableDecoder<'d> {
     error: Col,
     json: Option<Col>,
     rows: usize,
+    /// Rows the caller expects (room reserved for them).
+    expected: usize,
 }
 
 /// What one row turned out to be, for the fixed columns.
@@ -194,6 +197,28 @@ struct RowHead {
     key_version: Option<i16>,
     value_version: Option<i16>,
     tombstone: bool,
+}
+
+/// Record type ids (non-negative int16) to type indexes.
+#[derive(Default)]
+struct IdTable(Vec<Option<usize>>);
+
+impl IdTable {
+    fn insert(&mut self, id: i16, t: usize) {
+        let Ok(i) = usize::try_from(id) else { return };
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        self.0[i] = Some(t);
+    }
+
+    #[inline]
+    fn get(&self, id: i16) -> Option<&usize> {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.0.get(i))
+            .and_then(Option::as_ref)
+    }
 }
 
 fn err_at<T>(at: usize, reason: impl Into<String>) -> Result<T, ReadError> {
@@ -214,7 +239,7 @@ impl<'d> TableDecoder<'d> {
         } else {
             None
         };
-        let mut by_id = HashMap::new();
+        let mut by_id = IdTable::default();
         let mut by_control = HashMap::new();
         for (i, t) in types.iter().enumerate() {
             match (t.key, t.control) {
@@ -256,6 +281,7 @@ impl<'d> TableDecoder<'d> {
             error: Col::for_data_type(&DataType::Utf8),
             json: with_json.then(|| Col::for_data_type(&DataType::Utf8)),
             rows: 0,
+            expected: 0,
         }
     }
 
@@ -324,9 +350,27 @@ impl<'d> TableDecoder<'d> {
         self.rows += 1;
     }
 
+    /// Expect `rows` rows: room is reserved in the fixed columns now and in a
+    /// record type's column when its first row comes.
+    pub fn expect_rows(&mut self, rows: usize) {
+        self.expected = rows;
+        for c in [
+            &mut self.record_type,
+            &mut self.record_type_id,
+            &mut self.key_version,
+            &mut self.value_version,
+            &mut self.error,
+        ] {
+            c.reserve(rows);
+        }
+    }
+
     /// Pad type `t`'s column with nulls up to the current row, and return it.
     fn column(&mut self, t: usize) -> &mut StructCol {
         let col = &mut self.cols[t];
+        if col.len == 0 && self.expected > self.rows {
+            col.reserve(self.expected - self.rows);
+        }
         if col.len < self.rows {
             col.append_nulls(self.rows - col.len);
         }
@@ -376,7 +420,7 @@ impl<'d> TableDecoder<'d> {
         let mut k = Cur::new(key);
         let rtype = k.i16("record type")?;
         head.id = Some(rtype);
-        let Some(&t) = self.by_id.get(&rtype) else {
+        let Some(&t) = self.by_id.get(rtype) else {
             return err_at(0, format!("unknown record type {rtype}"));
         };
         let defs = self.defs;
@@ -441,7 +485,7 @@ impl<'d> TableDecoder<'d> {
         if frame != 1 {
             return err_at(0, format!("frame version {frame} (only frame version 1 is defined)"));
         }
-        let Some(&t) = self.by_id.get(&api_key) else {
+        let Some(&t) = self.by_id.get(api_key) else {
             return err_at(0, format!("unknown record type {api_key}"));
         };
         let defs = self.defs;
@@ -470,7 +514,14 @@ impl<'d> TableDecoder<'d> {
             self.value_version.finish(),
             self.tombstone.finish(),
         ];
+        let zeros = zeros_for(rows);
         for col in &mut self.cols {
+            if col.len == 0 {
+                // No row of this type: all nulls, every buffer a slice of one
+                // zeroed buffer (nothing written value by value).
+                arrays.push(null_array(&col.data_type(), rows, &zeros));
+                continue;
+            }
             if col.len < rows {
                 col.append_nulls(rows - col.len);
             }
@@ -518,7 +569,8 @@ fn push_opt_i16(col: &mut Col, v: Option<i16>) {
 /// `GroupMetadataValue` just read (row `row` of `value`) with the consumer
 /// protocol, when the group's `protocolType` is "consumer": an int16
 /// version, then the message at that version (a newer version is read as
-/// the newest known one, as Kafka's `ConsumerProtocol` does).
+/// the newest known one, as Kafka's `ConsumerProtocol` does). Bytes that
+/// don't decode leave the decoded field null (the row is not an error).
 fn consumer_protocol(
     defs: &Definitions,
     (sub, asg): (usize, usize),
@@ -556,7 +608,7 @@ fn consumer_protocol(
     let start = item.children[sd].len();
     let end = item.len;
     for m in start..end {
-        for (bytes_at, out_at, msg, what) in [(si, sd, sub, "subscription"), (ai, ad, asg, "assignment")] {
+        for (bytes_at, out_at, msg) in [(si, sd, sub), (ai, ad, asg)] {
             let bytes = match &item.children[bytes_at] {
                 Col::Bin(c) if is_consumer && c.nulls.is_valid(m) => {
                     let (a, b) = (c.offsets[m] as usize, c.offsets[m + 1] as usize);
@@ -577,12 +629,12 @@ fn consumer_protocol(
                         }
                         read_message(&defs.reg, message, v.min(message.valid.hi), &b[2..], out).map(|_| ())
                     });
-                    if let Err(e) = read {
+                    if read.is_err() {
+                        // As kafka-dump-log: bytes that don't decode stay
+                        // bytes (`subscription`/`assignment`), the decoded
+                        // field is null and the record is not an error.
                         out.truncate(m);
-                        return Err(ReadError::corrupt(
-                            0,
-                            format!("value: member {}'s {what}: at byte {}: {}", m - start, e.at, e.reason),
-                        ));
+                        out.append_nulls(1);
                     }
                 }
             }
