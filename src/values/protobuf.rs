@@ -51,6 +51,11 @@ use fast::{EnumNames, Plan, Wire};
 /// How many times a message type may appear on one path from the root by
 /// default: a recursive message is unrolled this deep.
 pub const MAX_RECURSION: usize = 3;
+/// The most a recursive message may be unrolled (Spark's
+/// `recursive.fields.max.depth` allows at most 10 too): each level repeats
+/// the message's columns, and the data may not nest past
+/// `fast::RECURSION_LIMIT` anyway.
+pub const MAX_RECURSION_LIMIT: usize = 10;
 /// The most message indexes a frame may carry (nesting of message types).
 const MAX_INDEXES: usize = 64;
 
@@ -334,6 +339,11 @@ impl Protobuf {
     }
 
     fn new(reader: MessageDescriptor, writers: Option<Arc<Writers>>, max_recursion: usize) -> Result<Self, String> {
+        if max_recursion > MAX_RECURSION_LIMIT {
+            return Err(format!(
+                "max_recursion must be at most {MAX_RECURSION_LIMIT} (each level repeats the message's columns), not {max_recursion}"
+            ));
+        }
         let fast = fast::supported(&reader, &mut Vec::new());
         let format = Protobuf {
             reader,
@@ -1044,6 +1054,10 @@ mod tests {
         );
         let out = parse(&format, &[&two, &three], OnValueError::Null).unwrap();
         assert!(!out.is_null(0) && out.is_null(1));
+        // Unrolling is bounded too: each level repeats the message's columns.
+        assert!(Protobuf::plain(&files(), "shop.Tree", MAX_RECURSION_LIMIT).is_ok());
+        let err = Protobuf::plain(&files(), "shop.Tree", MAX_RECURSION_LIMIT + 1).unwrap_err();
+        assert!(err.contains("max_recursion must be at most 10"), "{err}");
     }
 
     #[test]
