@@ -413,7 +413,57 @@ pub struct Sink {
 
 impl Sink {
     pub fn push(&mut self, value: &[u8]) -> Result<(), String> {
-        let payload = match &self.writers {
+        let payload = self.payload(value)?;
+        if self.fast {
+            let cx = fast::Cx {
+                buf: payload,
+                limit: self.max_recursion,
+            };
+            return self
+                .root
+                .decode(&cx, &[(0, payload.len())], 0)
+                .map_err(|e| self.bad_message(payload, e));
+        }
+        let message = DynamicMessage::decode(self.reader.clone(), payload).map_err(|e| {
+            format!(
+                "bad {} message ({} bytes): {}",
+                self.reader.full_name(),
+                payload.len(),
+                e.to_string().trim_start_matches("failed to decode Protobuf message: ")
+            )
+        })?;
+        self.root.append(&message, self.max_recursion)
+    }
+
+    /// Check `value` as [`Sink::push`] reads it, appending nothing: its
+    /// frame, and (on the wire-format path) its message. An error here
+    /// leaves the sink as it was; `Ok` when only pushing can tell.
+    pub fn check(&mut self, value: &[u8]) -> Result<(), String> {
+        let payload = self.payload(value)?;
+        if self.fast {
+            let cx = fast::Cx {
+                buf: payload,
+                limit: self.max_recursion,
+            };
+            return self.root.check(&cx).map_err(|e| self.bad_message(payload, e));
+        }
+        Ok(())
+    }
+
+    fn bad_message(&self, payload: &[u8], e: fast::Fail) -> String {
+        format!(
+            "bad {} message ({} bytes): at byte {}: {}",
+            self.reader.full_name(),
+            payload.len(),
+            e.at,
+            e.why
+        )
+    }
+
+    /// The message bytes of `value`: past its frame, which must name the
+    /// message being read, when values are framed.
+    fn payload<'v>(&mut self, value: &'v [u8]) -> Result<&'v [u8], String> {
+        Ok(match &self.writers {
             None => value,
             Some(writers) => {
                 let (id, payload) = read_frame(value, &mut self.indexes)?;
@@ -445,31 +495,7 @@ impl Sink {
                 }
                 payload
             }
-        };
-        if self.fast {
-            let cx = fast::Cx {
-                buf: payload,
-                limit: self.max_recursion,
-            };
-            return self.root.decode(&cx, &[(0, payload.len())], 0).map_err(|e| {
-                format!(
-                    "bad {} message ({} bytes): at byte {}: {}",
-                    self.reader.full_name(),
-                    payload.len(),
-                    e.at,
-                    e.why
-                )
-            });
-        }
-        let message = DynamicMessage::decode(self.reader.clone(), payload).map_err(|e| {
-            format!(
-                "bad {} message ({} bytes): {}",
-                self.reader.full_name(),
-                payload.len(),
-                e.to_string().trim_start_matches("failed to decode Protobuf message: ")
-            )
-        })?;
-        self.root.append(&message, self.max_recursion)
+        })
     }
 
     pub fn finish(self) -> Result<ArrayRef, String> {
