@@ -60,6 +60,7 @@ fn run(target: &str, input: &[u8]) {
         "values_avro" => checks::values::check(checks::values::Kind::Avro, input),
         "values_protobuf" => checks::values::check(checks::values::Kind::Protobuf, input),
         "json_values" => checks::json_values::check(input),
+        "tiered" => checks::tiered::check(input),
         other => panic!("no replay for target {other}"),
     }
 }
@@ -129,9 +130,9 @@ fn json_values_seed_corpus_passes_the_check() {
 }
 
 #[test]
-fn value_parser_seeds_pass_the_value_checks() {
+fn value_parser_and_tiered_seeds_pass_their_checks() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-    for target in ["values_json", "values_avro", "values_protobuf"] {
+    for target in ["values_json", "values_avro", "values_protobuf", "tiered"] {
         let Ok(entries) = std::fs::read_dir(root.join(target)) else {
             continue; // an sdist carries no corpus
         };

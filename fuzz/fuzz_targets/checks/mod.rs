@@ -7,6 +7,7 @@
 pub mod decode;
 pub mod iter_headers;
 pub mod json_values;
+pub mod tiered;
 pub mod values;
 
 use arrow_array::{
