@@ -100,6 +100,13 @@ impl ChunkIndex {
         let transformed_chunk_size = size(transformed_chunk_size, "transformedChunkSize", false)?;
         let final_transformed_chunk_size = size(final_transformed_chunk_size, "finalTransformedChunkSize", false)?;
         let count = chunk_count(original_chunk_size, original_file_size)?;
+        // Every chunk holds original bytes, so none is stored in none.
+        if (count > 1 && transformed_chunk_size == 0) || (count > 0 && final_transformed_chunk_size == 0) {
+            return Err(TieredError::manifest(format!(
+                "a chunk of original bytes stored in 0 bytes (transformedChunkSize {transformed_chunk_size}, \
+                 finalTransformedChunkSize {final_transformed_chunk_size}, {count} chunks)"
+            )));
+        }
         Ok(ChunkIndex::Fixed {
             original_chunk_size,
             original_file_size,
@@ -131,6 +138,11 @@ impl ChunkIndex {
             return Err(TieredError::manifest("transformedChunks lists no chunk"));
         }
         chunk_count(original_chunk_size, original_file_size)?;
+        if let Some(i) = sizes.iter().position(|&s| s == 0).filter(|_| original_file_size > 0) {
+            return Err(TieredError::manifest(format!(
+                "transformedChunks gives chunk {i} 0 bytes, but it holds original bytes"
+            )));
+        }
         // Every chunk but the last is full; the last holds 1..=chunk size
         // bytes (0 only for an empty file in one chunk).
         let before_last = (count - 1).saturating_mul(original_chunk_size);
@@ -522,6 +534,13 @@ mod tests {
         assert!(ChunkIndex::from_sizes(100, 50, &[1, 2, 3]).is_err());
         assert!(ChunkIndex::from_sizes(100, 250, &[1]).is_err());
         assert!(ChunkIndex::from_sizes(100, 250, &[]).is_err());
+        // A chunk of original bytes stored in none (found by the tiered
+        // fuzz target: a whole read of the empty object gave no bytes and no error).
+        assert!(ChunkIndex::fixed(671_088_640, 100_663_296, 50_331_648, 0).is_err());
+        assert!(ChunkIndex::fixed(100, 250, 0, 30).is_err());
+        assert!(ChunkIndex::fixed(100, 0, 0, 0).is_ok());
+        assert!(ChunkIndex::from_sizes(100, 250, &[10, 0, 30]).is_err());
+        assert!(ChunkIndex::from_sizes(100, 0, &[0]).is_ok());
         // More chunks than a segment may have, either form.
         assert!(ChunkIndex::fixed(1, i32::MAX as i64, 30, 30).is_err());
         assert!(ChunkIndex::from_sizes(1, MAX_CHUNKS as u64 + 1, &[1; 1]).is_err());
