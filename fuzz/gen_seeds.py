@@ -11,7 +11,12 @@ Writes, per target directory:
   batches (COMMIT, ABORT, short keys), a transactional log with markers, a
   log mixing v0/v1/v2, and a truncated tail;
 - decompress_<codec>/: payloads from kafka-python's codecs (raw and xerial
-  snappy, lz4 frames for magic 0 and magic 1+) and from the codec libraries.
+  snappy, lz4 frames for magic 0 and magic 1+) and from the codec libraries;
+- tiered/: the real batches above uploaded as the Aiven tiered-storage plugin
+  stores them (tests/tiered_fixtures.py: chunks zstd'd with zstandard and
+  sealed with cryptography's AES-GCM under the target's fixed key and AAD),
+  in all four modes, as manifest text and as manifest fields, and manifests
+  whose packed sizes claim counts no bytes hold.
 
 Deterministic (gzip timestamps zeroed), small (a few KiB per file).
 """
@@ -220,8 +225,86 @@ def main() -> None:
         d.mkdir(parents=True, exist_ok=True)
         for p in items:
             (d / hashlib.sha1(p).hexdigest()[:16]).write_bytes(p)
+    log = b"".join(batches[n] for n in ("v2-none", "v2-lz4", "mixed-magic", "txn-log"))
+    tiered_seeds(out / "tiered", log)
     total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in out.rglob('*') if f.is_file())} seeds, {total} bytes, under {out}")
+
+
+#: The tiered target's data key and AAD (fuzz/fuzz_targets/checks/tiered.rs).
+TIERED_KEY = bytes([7] * 32)
+TIERED_AAD = b"kafkabatch fuzz aad"
+
+
+def tiered_seeds(out: Path, log: bytes) -> None:
+    """``log`` cut into chunks and transformed as the plugin does, one seed
+    per mode and input form (see the tiered target's checks)."""
+    import base64
+    import json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from tiered_fixtures import pack_sizes, zstd_with_size
+
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(11)
+    chunk_size = 300
+
+    def seal(plain: bytes) -> bytes:
+        iv = rng.randbytes(12)
+        return iv + AESGCM(TIERED_KEY).encrypt(iv, plain, TIERED_AAD)
+
+    for compress in (False, True):
+        for encrypt in (False, True):
+            chunks = []
+            for at in range(0, len(log), chunk_size):
+                chunk = log[at : at + chunk_size]
+                chunk = zstd_with_size(chunk) if compress else chunk
+                chunks.append(seal(chunk) if encrypt else chunk)
+            sizes = [len(c) for c in chunks]
+            obj = b"".join(chunks)
+            if compress:
+                index = {
+                    "type": "variable",
+                    "originalChunkSize": chunk_size,
+                    "originalFileSize": len(log),
+                    "transformedChunks": base64.b64encode(zstd_with_size(pack_sizes(sizes))).decode(),
+                }
+            else:
+                index = {
+                    "type": "fixed",
+                    "originalChunkSize": chunk_size,
+                    "originalFileSize": len(log),
+                    "transformedChunkSize": sizes[0],
+                    "finalTransformedChunkSize": sizes[-1],
+                }
+            # Index slices over sealed chunks, so they undo as indexes do.
+            slices = [(0, sizes[0]), (sizes[0], sizes[1]), (0, 0), (sizes[0] + sizes[1], sizes[2]), (0, 0)]
+            names = ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")
+            manifest = {
+                "version": "1",
+                "chunkIndex": index,
+                "segmentIndexes": {n: {"position": p, "size": z} for n, (p, z) in zip(names, slices)},
+                "compression": compress,
+            }
+            if encrypt:
+                manifest["encryption"] = {"dataKey": "k:AAAA", "aad": "AAAA"}
+            text = json.dumps(manifest, separators=(",", ":")).encode()
+            mode = ("zstd" if compress else "plain") + ("-encrypted" if encrypt else "")
+            selector = int(encrypt)
+            (out / f"text-{mode}").write_bytes(bytes([selector]) + struct.pack("<H", len(text)) + text + obj)
+            packed = pack_sizes(sizes) if compress else b""
+            fields = struct.pack(
+                ">BiiiiB", int(compress), chunk_size, len(log), sizes[0], sizes[-1], len(packed)
+            ) + packed + b"".join(struct.pack(">HH", p, z) for p, z in slices)
+            selector = int(encrypt) | 2 | (4 if compress else 0)
+            (out / f"fields-{mode}").write_bytes(bytes([selector]) + fields + obj)
+    # Packed sizes whose count no bytes hold: bytesPerValue 0 (13 bytes), and
+    # a count past the file's chunks.
+    for name, count in (("count-2g-width-0", 2**31 - 1), ("count-400m-width-0", 400_000_000)):
+        packed = struct.pack(">iiBi", count, 100, 0, 100)
+        fields = struct.pack(">BiiiiB", 1, 1, count, 0, 0, len(packed)) + packed + b"\0" * 20
+        (out / name).write_bytes(bytes([2 | 4]) + fields)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 sanitizer="${FUZZ_SANITIZER:-none}"
 all=(decode iter_headers decompress_gzip decompress_snappy decompress_lz4 decompress_zstd encode_roundtrip json_values
-  values_json values_avro values_protobuf kmsg)
+  values_json values_avro values_protobuf kmsg tiered)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 

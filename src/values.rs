@@ -10,8 +10,9 @@
 //! The fast path feeds every value of a piece to one decoder and checks after
 //! each that it made exactly one row. A failure there, or one only seen when
 //! the decoder builds its arrays (a JSON type conflict), sends the piece to
-//! `ValueFormat::parse_rows_one_by_one`: it bisects the rows with fresh decoders, so
-//! good rows around a bad one are kept and each bad row gets its own reason.
+//! `ValueFormat::parse_rows_one_by_one`: it bisects the rows with fresh decoders, in
+//! a loop over a work list, so good rows around a bad one are kept and each
+//! bad row gets its own reason.
 
 mod json_fast;
 pub mod protobuf;
@@ -266,12 +267,12 @@ impl ValueFormat {
             }
         }
         let present: Vec<usize> = (0..values.len()).filter(|&i| values.get(i).is_some()).collect();
-        let (parsed, good) = match self.parse_rows(&values, &present) {
-            Ok(parsed) => (parsed, present),
-            Err(_) => {
+        let (parsed, good) = match self.parse_rows(&values, &present, false) {
+            Ok((Some(parsed), _)) => (parsed, present),
+            _ => {
                 let mut out = Parsed::default();
-                self.parse_rows_one_by_one(&values, &present, &mut out);
-                if let Some(bad) = out.bad.iter().min_by_key(|b| b.row) {
+                self.parse_rows_one_by_one(&values, &present, on_error == OnValueError::Raise, &mut out);
+                if let Some(bad) = out.bad.first() {
                     if on_error == OnValueError::Raise {
                         return Err(RowError {
                             row: first_row + bad.row,
@@ -302,42 +303,129 @@ impl ValueFormat {
     }
 
     /// Parse `rows` with one decoder; the error names the row that failed
-    /// when that is known.
-    fn parse_rows(&self, values: &Values, rows: &[usize]) -> Result<ArrayRef, (Option<usize>, String)> {
+    /// when that is known. When `careful`, each value is first checked as
+    /// far as that leaves the decoder untouched ([`Sink::check`]); those that
+    /// fail it are left out and listed (by their place in `rows`, with why),
+    /// and the rest go on in the same decoder (`None`: every row failed so).
+    fn parse_rows(&self, values: &Values, rows: &[usize], careful: bool) -> Result<Checked, (Option<usize>, String)> {
+        #[cfg(test)]
+        tests::ATTEMPTS.with(|a| a.set(a.get() + 1));
         // A decoder that panics on hostile bytes fails these rows, not the process.
         catch_unwind(AssertUnwindSafe(|| {
             let mut sink = self.sink(rows.len()).map_err(|e| (None, e))?;
+            let mut skipped = Vec::new();
             for (i, &row) in rows.iter().enumerate() {
                 let value = values.get(row).unwrap_or_default();
+                if careful {
+                    if let Err(reason) = sink.check(value) {
+                        skipped.push((i, reason));
+                        continue;
+                    }
+                }
                 sink.push(value).map_err(|e| (Some(i), e))?;
             }
-            sink.finish().map_err(|e| (None, e))
+            if !rows.is_empty() && skipped.len() == rows.len() {
+                return Ok((None, skipped));
+            }
+            Ok((Some(sink.finish().map_err(|e| (None, e))?), skipped))
         }))
         .unwrap_or_else(|_| Err((None, "the decoder panicked on this value".to_string())))
     }
 
-    /// Parse `rows`, setting bad ones aside: on a failure the rows before a
-    /// known bad row are parsed again, and unknown ones are halved until each
-    /// bad row stands alone.
-    fn parse_rows_one_by_one(&self, values: &Values, rows: &[usize], out: &mut Parsed) {
-        if rows.is_empty() {
-            return;
+    /// Parse `rows`, setting bad ones aside, in row order: a loop over a
+    /// work list, never recursion, so its depth doesn't follow the number of
+    /// bad rows. Each job tries a window of its rows with one decoder; a
+    /// window that parses doubles the next, and after a bad row the next
+    /// window starts at one row again, so a piece whose every row is bad
+    /// costs one small decoder per row, never a decoder per row over the rest
+    /// of the piece. On a failure at a known row, the rows before it are
+    /// parsed again and the row stands alone; on an unknown one, the window
+    /// is halved, or tried a row at a time once it is small. Under
+    /// `stop_at_first` the first bad row (the lowest) ends the work.
+    fn parse_rows_one_by_one(&self, values: &Values, rows: &[usize], stop_at_first: bool, out: &mut Parsed) {
+        /// Below this many rows an unknown failure is found a row at a time.
+        const SMALL: usize = 8;
+        enum Job {
+            /// Rows `lo..hi`, tried `window` at a time.
+            Rows { lo: usize, hi: usize, window: usize },
+            /// Row `rows[at]` failed after the jobs before it ran.
+            Bad { at: usize, reason: String },
         }
-        match self.parse_rows(values, rows) {
-            Ok(array) => {
-                out.arrays.push(array);
-                out.good.extend_from_slice(rows);
-            }
-            Err((_, reason)) if rows.len() == 1 => out.bad.push(RowError { row: rows[0], reason }),
-            Err((Some(i), reason)) => {
-                self.parse_rows_one_by_one(values, &rows[..i], out);
-                out.bad.push(RowError { row: rows[i], reason });
-                self.parse_rows_one_by_one(values, &rows[i + 1..], out);
-            }
-            Err((None, _)) => {
-                let (left, right) = rows.split_at(rows.len() / 2);
-                self.parse_rows_one_by_one(values, left, out);
-                self.parse_rows_one_by_one(values, right, out);
+        let mut work = vec![Job::Rows {
+            lo: 0,
+            hi: rows.len(),
+            window: rows.len(),
+        }];
+        // Jobs are pushed last-first, so they run in row order.
+        while let Some(job) = work.pop() {
+            let (lo, hi, window) = match job {
+                Job::Bad { at, reason } => {
+                    out.bad.push(RowError { row: rows[at], reason });
+                    if stop_at_first {
+                        return;
+                    }
+                    continue;
+                }
+                Job::Rows { lo, hi, .. } if lo >= hi => continue,
+                Job::Rows { lo, hi, window } => (lo, hi, window.clamp(1, hi - lo)),
+            };
+            let end = lo + window;
+            match self.parse_rows(values, &rows[lo..end], true) {
+                Ok((array, skipped)) => {
+                    let mut skipped = skipped.into_iter().peekable();
+                    for (i, &row) in rows[lo..end].iter().enumerate() {
+                        match skipped.next_if(|(j, _)| *j == i) {
+                            Some((_, reason)) => {
+                                out.bad.push(RowError { row, reason });
+                                if stop_at_first {
+                                    return;
+                                }
+                            }
+                            None => out.good.push(row),
+                        }
+                    }
+                    out.arrays.extend(array);
+                    work.push(Job::Rows {
+                        lo: end,
+                        hi,
+                        window: window.saturating_mul(2),
+                    });
+                }
+                Err((_, reason)) if window == 1 => {
+                    work.push(Job::Rows { lo: end, hi, window: 1 });
+                    work.push(Job::Bad { at: lo, reason });
+                }
+                Err((Some(i), reason)) => {
+                    work.push(Job::Rows {
+                        lo: lo + i + 1,
+                        hi,
+                        window: 1,
+                    });
+                    work.push(Job::Bad { at: lo + i, reason });
+                    work.push(Job::Rows {
+                        lo,
+                        hi: lo + i,
+                        window: i,
+                    });
+                }
+                Err((None, _)) => {
+                    work.push(Job::Rows { lo: end, hi, window: 1 });
+                    if window <= SMALL {
+                        work.push(Job::Rows { lo, hi: end, window: 1 });
+                    } else {
+                        let mid = lo + window / 2;
+                        work.push(Job::Rows {
+                            lo: mid,
+                            hi: end,
+                            window: end - mid,
+                        });
+                        work.push(Job::Rows {
+                            lo,
+                            hi: mid,
+                            window: mid - lo,
+                        });
+                    }
+                }
             }
         }
     }
@@ -370,6 +458,11 @@ fn place(parsed: ArrayRef, good: &[usize], len: usize) -> Result<ArrayRef, arrow
     arrow_select::take::take(parsed.as_ref(), &UInt32Array::from(slot), None)
 }
 
+/// What one decoder made of some rows: the array of those that parsed (none
+/// when every one failed its check), and those left out, by their place in
+/// the rows given, with why.
+type Checked = (Option<ArrayRef>, Vec<(usize, String)>);
+
 /// Rows parsed apart, in row order.
 #[derive(Default)]
 struct Parsed {
@@ -398,6 +491,23 @@ enum Sink {
 }
 
 impl Sink {
+    /// Check `value` as far as that touches no decoder state: an error here
+    /// leaves the sink as it was, so the values after it can go on in it
+    /// (`Ok` when only pushing can tell).
+    fn check(&mut self, value: &[u8]) -> Result<(), String> {
+        match self {
+            Sink::Utf8(_) => std::str::from_utf8(value)
+                .map(drop)
+                .map_err(|e| format!("not UTF-8: {e}")),
+            Sink::Json { confluent, .. } => {
+                let document = if *confluent { strip_confluent(value)? } else { value };
+                json_fast::check_grammar(document)
+            }
+            Sink::Avro { framed, .. } => avro_frame(value, *framed),
+            Sink::Protobuf(sink) => sink.check(value),
+        }
+    }
+
     fn push(&mut self, value: &[u8]) -> Result<(), String> {
         match self {
             Sink::Utf8(builder) => {
@@ -436,18 +546,7 @@ impl Sink {
                 unreadable,
                 done,
             } => {
-                if *framed && value.len() < CONFLUENT_PREFIX_LEN {
-                    return Err(format!(
-                        "{} bytes: shorter than the Confluent prefix (magic byte 0 and a 4-byte schema id)",
-                        value.len()
-                    ));
-                }
-                if *framed && value[0] != 0 {
-                    return Err(format!(
-                        "magic byte {} where the Confluent prefix has 0 (not Schema Registry framing)",
-                        value[0]
-                    ));
-                }
+                avro_frame(value, *framed)?;
                 let mut rest = value;
                 loop {
                     let used = decoder
@@ -514,6 +613,24 @@ impl Sink {
             }
         }
     }
+}
+
+/// A Confluent-framed Avro value's prefix, checked (nothing to check when
+/// not `framed`).
+fn avro_frame(value: &[u8], framed: bool) -> Result<(), String> {
+    if framed && value.len() < CONFLUENT_PREFIX_LEN {
+        return Err(format!(
+            "{} bytes: shorter than the Confluent prefix (magic byte 0 and a 4-byte schema id)",
+            value.len()
+        ));
+    }
+    if framed && value[0] != 0 {
+        return Err(format!(
+            "magic byte {} where the Confluent prefix has 0 (not Schema Registry framing)",
+            value[0]
+        ));
+    }
+    Ok(())
 }
 
 /// One array of `arrays` (at least one), in order; a lone array is not copied.
@@ -763,6 +880,11 @@ mod tests {
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
 
+    thread_local! {
+        /// Decoders `parse_rows` made on this thread.
+        pub(super) static ATTEMPTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     fn binary(values: &[Option<&[u8]>]) -> ArrayRef {
         Arc::new(BinaryArray::from(values.to_vec()))
     }
@@ -925,5 +1047,103 @@ mod tests {
             .flat_map(|a| a.as_struct().column(0).as_primitive::<Int64Type>().values().to_vec())
             .collect();
         assert_eq!(got, (0..40_000).collect::<Vec<i64>>());
+    }
+
+    /// A string of `n` bytes as a plain Avro datum of `{"s": string}`, or one
+    /// whose length claims 64 bytes where 2 follow.
+    fn avro_string(n: usize) -> Vec<u8> {
+        let mut out = vec![(n as u8) << 1];
+        out.extend(std::iter::repeat_n(b'x', n));
+        out
+    }
+    const STRING_SCHEMA: &str = r#"{"type":"record","name":"R","fields":[{"name":"s","type":"string"}]}"#;
+    const BAD_AVRO: &[u8] = &[0x80, 0x01, b'a', b'b'];
+
+    /// A whole piece of bad values: the bisection runs in a loop, so a
+    /// thread with a small stack survives it (the recursion per bad row it
+    /// replaced overflowed a worker's 2 MiB stack at ~14,500 bad rows, and
+    /// this 256 KiB one far sooner), every good row is kept where it was,
+    /// each bad row is null, raise names the first, and the decoders made
+    /// stay linear in the rows.
+    #[test]
+    fn bad_values_in_bulk_are_set_aside_in_a_loop_with_bounded_stack_and_work() {
+        let n = PIECE_ROWS;
+        type Pattern = (&'static str, fn(usize) -> bool);
+        let patterns: [Pattern; 4] = [
+            ("all bad", |_| true),
+            ("every other bad", |i| i % 2 == 1),
+            ("runs of bad", |i| (i / 100) % 2 == 0),
+            ("one bad at the end", |i| i == PIECE_ROWS - 1),
+        ];
+        let formats: Vec<(&str, ValueFormat, Vec<u8>)> = vec![
+            (
+                "avro",
+                ValueFormat::avro_plain(STRING_SCHEMA).unwrap(),
+                BAD_AVRO.to_vec(),
+            ),
+            ("utf8", ValueFormat::Utf8, vec![b'x', 0xff, 0xfe]),
+        ];
+        for (name, format, bad) in formats {
+            for (pattern, is_bad) in patterns {
+                let values: Vec<Vec<u8>> = (0..n)
+                    .map(|i| {
+                        if is_bad(i) {
+                            bad.clone()
+                        } else if name == "avro" {
+                            avro_string(i % 50)
+                        } else {
+                            format!("v{i}").into_bytes()
+                        }
+                    })
+                    .collect();
+                let column = binary(&values.iter().map(|v| Some(v.as_slice())).collect::<Vec<_>>());
+                let (format, column2) = (format.clone(), column.clone());
+                let (nulls, raised, attempts) = std::thread::Builder::new()
+                    .stack_size(256 << 10)
+                    .spawn(move || {
+                        ATTEMPTS.with(|a| a.set(0));
+                        let nulls = format.parse(column2.as_ref(), 0, OnValueError::Null).unwrap();
+                        let attempts = ATTEMPTS.with(|a| a.get());
+                        let raised = format.parse(column2.as_ref(), 7, OnValueError::Raise).unwrap_err();
+                        (nulls, raised, attempts)
+                    })
+                    .unwrap()
+                    .join()
+                    .unwrap();
+                let what = format!("{name}, {pattern}");
+                let bad_rows: Vec<usize> = (0..n).filter(|&i| is_bad(i)).collect();
+                assert_eq!(raised.row, 7 + bad_rows[0], "{what}");
+                assert!(!raised.reason.is_empty());
+                let got_null: Vec<usize> = (0..n).filter(|&i| nulls.is_null(i)).collect();
+                assert_eq!(got_null, bad_rows, "{what}");
+                // The good rows are the good values parsed on their own, in place.
+                let good: Vec<Option<&[u8]>> = (0..n)
+                    .filter(|&i| !is_bad(i))
+                    .map(|i| Some(values[i].as_slice()))
+                    .collect();
+                let alone = match ValueFormat::avro_plain(STRING_SCHEMA) {
+                    Ok(avro) if name == "avro" => avro,
+                    _ => ValueFormat::Utf8,
+                }
+                .parse(binary(&good).as_ref(), 0, OnValueError::Raise)
+                .unwrap();
+                let valid = arrow_array::BooleanArray::from((0..n).map(|i| !is_bad(i)).collect::<Vec<_>>());
+                let kept = arrow_select::filter::filter(nulls.as_ref(), &valid).unwrap();
+                assert_eq!(kept.len(), alone.len(), "{what}");
+                let (kept, alone) = match name {
+                    "avro" => (kept.as_struct().column(0).clone(), alone.as_struct().column(0).clone()),
+                    _ => (kept, alone),
+                };
+                assert_eq!(kept.as_string::<i32>(), alone.as_string::<i32>(), "{what}");
+                // One decoder per bad row and a few per good run, never one
+                // per row over the rest of the piece.
+                assert!(attempts <= 3 * n + 64, "{what}: {attempts} decoders for {n} rows");
+                // A value that fails before it reaches the decoder (not
+                // UTF-8) is left out and the rest go on in the same one.
+                if name == "utf8" {
+                    assert!(attempts <= 2, "{what}: {attempts} decoders");
+                }
+            }
+        }
     }
 }

@@ -25,6 +25,11 @@ use base64::Engine;
 /// `TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE`).
 pub const MAX_PACKED_SIZES: usize = 10 * 1024 * 1024;
 
+/// Most chunks one segment may have: a 2 GiB segment in chunks of 512
+/// bytes (the plugin's default chunk is 4 MiB, 512 of them). A manifest
+/// claiming more is refused before anything is sized by its count.
+pub const MAX_CHUNKS: usize = 1 << 22;
+
 /// The standard base64 alphabet; padding optional, as in Java's decoder.
 pub(crate) const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD_PAD_INDIFFERENT;
 
@@ -58,6 +63,19 @@ pub enum ChunkIndex {
     },
 }
 
+/// Chunks of `chunk_size` bytes in a file of `file_size` bytes, at most
+/// [`MAX_CHUNKS`].
+fn chunk_count(chunk_size: u64, file_size: u64) -> Result<usize, TieredError> {
+    let count = file_size.div_ceil(chunk_size);
+    if count > MAX_CHUNKS as u64 {
+        return Err(TieredError::manifest(format!(
+            "originalFileSize {file_size} in chunks of originalChunkSize {chunk_size} makes {count} chunks, \
+             more than a segment may have ({MAX_CHUNKS})"
+        )));
+    }
+    Ok(count as usize)
+}
+
 fn size(value: i64, name: &str, positive: bool) -> Result<u64, TieredError> {
     let low = i64::from(positive);
     if value < low || value > i64::from(i32::MAX) {
@@ -81,7 +99,14 @@ impl ChunkIndex {
         let original_file_size = size(original_file_size, "originalFileSize", false)?;
         let transformed_chunk_size = size(transformed_chunk_size, "transformedChunkSize", false)?;
         let final_transformed_chunk_size = size(final_transformed_chunk_size, "finalTransformedChunkSize", false)?;
-        let count = original_file_size.div_ceil(original_chunk_size) as usize;
+        let count = chunk_count(original_chunk_size, original_file_size)?;
+        // Every chunk holds original bytes, so none is stored in none.
+        if (count > 1 && transformed_chunk_size == 0) || (count > 0 && final_transformed_chunk_size == 0) {
+            return Err(TieredError::manifest(format!(
+                "a chunk of original bytes stored in 0 bytes (transformedChunkSize {transformed_chunk_size}, \
+                 finalTransformedChunkSize {final_transformed_chunk_size}, {count} chunks)"
+            )));
+        }
         Ok(ChunkIndex::Fixed {
             original_chunk_size,
             original_file_size,
@@ -100,7 +125,9 @@ impl ChunkIndex {
     ) -> Result<Self, TieredError> {
         let original_chunk_size = size(original_chunk_size, "originalChunkSize", true)?;
         let original_file_size = size(original_file_size, "originalFileSize", false)?;
-        let sizes = decode_transformed_chunks(transformed_chunks)?;
+        // An empty file is one chunk in a `variable` index.
+        let count = chunk_count(original_chunk_size, original_file_size)?.max(1);
+        let sizes = decode_transformed_chunks(transformed_chunks, count)?;
         Self::from_sizes(original_chunk_size, original_file_size, &sizes)
     }
 
@@ -109,6 +136,12 @@ impl ChunkIndex {
         let count = sizes.len() as u64;
         if count == 0 {
             return Err(TieredError::manifest("transformedChunks lists no chunk"));
+        }
+        chunk_count(original_chunk_size, original_file_size)?;
+        if let Some(i) = sizes.iter().position(|&s| s == 0).filter(|_| original_file_size > 0) {
+            return Err(TieredError::manifest(format!(
+                "transformedChunks gives chunk {i} 0 bytes, but it holds original bytes"
+            )));
         }
         // Every chunk but the last is full; the last holds 1..=chunk size
         // bytes (0 only for an empty file in one chunk).
@@ -258,20 +291,23 @@ impl ChunkIndex {
 }
 
 /// The transformed sizes of a `variable` index from their stored form:
-/// base64, zstd (at most [`MAX_PACKED_SIZES`] bytes), packed.
-pub fn decode_transformed_chunks(text: &str) -> Result<Vec<u32>, TieredError> {
+/// base64, zstd (at most [`MAX_PACKED_SIZES`] bytes), packed; exactly
+/// `expected` of them (the chunks the original file size makes).
+pub fn decode_transformed_chunks(text: &str, expected: usize) -> Result<Vec<u32>, TieredError> {
     let compressed = BASE64
         .decode(text.trim())
         .map_err(|e| TieredError::manifest(format!("transformedChunks is not base64: {e}")))?;
     let mut packed = Vec::new();
     crate::compression::zstd::decompress(&compressed, MAX_PACKED_SIZES, &mut packed)
         .map_err(|e| TieredError::manifest(format!("transformedChunks: {e}")))?;
-    decode_sizes(&packed)
+    decode_sizes(&packed, expected)
 }
 
-/// Unpack the chunk-size codec (see the module docs). Every claim is
-/// checked against the bytes before anything is allocated.
-pub fn decode_sizes(packed: &[u8]) -> Result<Vec<u32>, TieredError> {
+/// Unpack the chunk-size codec (see the module docs), `expected` sizes.
+/// Every claim is checked before anything is allocated: the count against
+/// `expected` (itself at most [`MAX_CHUNKS`]), and the values against the
+/// bytes that hold them.
+pub fn decode_sizes(packed: &[u8], expected: usize) -> Result<Vec<u32>, TieredError> {
     let bad = |why: String| TieredError::manifest(format!("transformedChunks: {why}"));
     let int_at = |at: usize| -> Result<i32, TieredError> {
         packed
@@ -294,6 +330,11 @@ pub fn decode_sizes(packed: &[u8]) -> Result<Vec<u32>, TieredError> {
     let count = int_at(0)?;
     if count < 0 {
         return Err(bad(format!("negative count {count}")));
+    }
+    if count as usize != expected || expected > MAX_CHUNKS {
+        return Err(bad(format!(
+            "lists {count} chunks, but originalFileSize in chunks of originalChunkSize makes {expected}"
+        )));
     }
     match count {
         0 => Ok(Vec::new()),
@@ -338,7 +379,7 @@ mod tests {
 
     #[test]
     fn plugin_encoded_chunks() {
-        assert_eq!(decode_transformed_chunks(ENCODED_CHUNKS).unwrap(), vec![10, 20, 30]);
+        assert_eq!(decode_transformed_chunks(ENCODED_CHUNKS, 3).unwrap(), vec![10, 20, 30]);
         let index = ChunkIndex::variable(100, 250, ENCODED_CHUNKS).unwrap();
         let chunks: Vec<Chunk> = (0..index.count()).filter_map(|i| index.chunk(i)).collect();
         let expect = [(0, 0, 100, 0, 10), (1, 100, 100, 10, 20), (2, 200, 50, 30, 30)];
@@ -426,7 +467,7 @@ mod tests {
             long,
         ];
         for values in cases {
-            assert_eq!(decode_sizes(&pack(&values)).unwrap(), values);
+            assert_eq!(decode_sizes(&pack(&values), values.len()).unwrap(), values);
         }
     }
 
@@ -435,21 +476,53 @@ mod tests {
         // A count far past the bytes.
         let mut p = pack(&[1, 2, 3]);
         p[0..4].copy_from_slice(&i32::MAX.to_be_bytes());
-        assert!(decode_sizes(&p).is_err());
+        assert!(decode_sizes(&p, 3).is_err());
         // Negative count, bad width, truncation, value overflow.
-        assert!(decode_sizes(&(-1i32).to_be_bytes()).is_err());
+        assert!(decode_sizes(&(-1i32).to_be_bytes(), 1).is_err());
         let mut p = pack(&[1, 2, 3]);
         p[8] = 5;
-        assert!(decode_sizes(&p).is_err());
+        assert!(decode_sizes(&p, 3).is_err());
         let p = pack(&[1, 2, 3]);
         for cut in 0..p.len() {
-            assert!(decode_sizes(&p[..cut]).is_err(), "cut {cut}");
+            assert!(decode_sizes(&p[..cut], 3).is_err(), "cut {cut}");
         }
+        // A count other than the file's chunks.
+        assert!(decode_sizes(&p, 2).is_err());
+        assert!(decode_sizes(&p, 4).is_err());
         let mut p = pack(&[0, 0x00FF_FFFF, 3]);
         p[4..8].copy_from_slice(&i32::MAX.to_be_bytes());
-        assert!(decode_sizes(&p).is_err());
-        assert!(decode_transformed_chunks("not base64!").is_err());
-        assert!(decode_transformed_chunks("AAAA").is_err());
+        assert!(decode_sizes(&p, 3).is_err());
+        assert!(decode_transformed_chunks("not base64!", 1).is_err());
+        assert!(decode_transformed_chunks("AAAA", 1).is_err());
+    }
+
+    /// The 13 packed bytes `count = 2^31 - 1, base, bytesPerValue = 0, last`:
+    /// no bytes per value, so the bytes can't bound the count; before the
+    /// count was checked against the file's chunks they made 8 GiB of room.
+    fn count_without_bytes(count: i32) -> Vec<u8> {
+        let mut p = count.to_be_bytes().to_vec();
+        p.extend_from_slice(&100i32.to_be_bytes());
+        p.push(0);
+        p.extend_from_slice(&100i32.to_be_bytes());
+        assert_eq!(p.len(), 13);
+        p
+    }
+
+    #[test]
+    fn a_count_the_bytes_cannot_bound_is_checked_before_room_is_made() {
+        for count in [i32::MAX, 400_000_000, MAX_CHUNKS as i32 + 1] {
+            let p = count_without_bytes(count);
+            let err = decode_sizes(&p, 3).unwrap_err().to_string();
+            assert!(err.contains(&format!("lists {count} chunks")), "{err}");
+            // The file's own claim past the cap is refused as well.
+            assert!(decode_sizes(&p, count as usize).is_err());
+            // Through the manifest's stored form too.
+            let stored = BASE64.encode(zstd::bulk::compress(&p, 3).unwrap());
+            assert!(ChunkIndex::variable(1, i64::from(count), &stored).is_err());
+            assert!(ChunkIndex::variable(100, 250, &stored).is_err());
+        }
+        // Width 0 with the right count: every size but the last is the base.
+        assert_eq!(decode_sizes(&count_without_bytes(4), 4).unwrap(), vec![100; 4]);
     }
 
     #[test]
@@ -461,9 +534,17 @@ mod tests {
         assert!(ChunkIndex::from_sizes(100, 50, &[1, 2, 3]).is_err());
         assert!(ChunkIndex::from_sizes(100, 250, &[1]).is_err());
         assert!(ChunkIndex::from_sizes(100, 250, &[]).is_err());
-        // A huge fixed index allocates nothing.
-        let index = ChunkIndex::fixed(1, i32::MAX as i64, 30, 30).unwrap();
-        assert_eq!(index.count(), i32::MAX as usize);
-        assert_eq!(index.transformed_size(), 30 * i32::MAX as u64);
+        // A chunk of original bytes stored in none (found by the tiered
+        // fuzz target: a whole read of the empty object gave no bytes and no error).
+        assert!(ChunkIndex::fixed(671_088_640, 100_663_296, 50_331_648, 0).is_err());
+        assert!(ChunkIndex::fixed(100, 250, 0, 30).is_err());
+        assert!(ChunkIndex::fixed(100, 0, 0, 0).is_ok());
+        assert!(ChunkIndex::from_sizes(100, 250, &[10, 0, 30]).is_err());
+        assert!(ChunkIndex::from_sizes(100, 0, &[0]).is_ok());
+        // More chunks than a segment may have, either form.
+        assert!(ChunkIndex::fixed(1, i32::MAX as i64, 30, 30).is_err());
+        assert!(ChunkIndex::from_sizes(1, MAX_CHUNKS as u64 + 1, &[1; 1]).is_err());
+        let index = ChunkIndex::fixed(512, i32::MAX as i64, 30, 30).unwrap();
+        assert_eq!(index.count(), MAX_CHUNKS);
     }
 }

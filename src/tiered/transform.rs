@@ -241,6 +241,17 @@ pub fn chunks_within(
                 ),
             ));
         }
+        // A chunk stored in no bytes holds nothing: without this, a run of
+        // them would be listed up to the index's count.
+        if chunk.transformed_size == 0 && chunk.original_size > 0 {
+            return Err(TieredError::chunk(
+                Some(chunk.index),
+                format!(
+                    "the chunk index gives it {} bytes stored in 0 bytes",
+                    chunk.original_size
+                ),
+            ));
+        }
         if chunk.original_size > max_decompressed_size as u64 {
             return Err(TieredError::chunk(
                 Some(chunk.index),

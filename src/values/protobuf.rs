@@ -51,6 +51,11 @@ use fast::{EnumNames, Plan, Wire};
 /// How many times a message type may appear on one path from the root by
 /// default: a recursive message is unrolled this deep.
 pub const MAX_RECURSION: usize = 3;
+/// The most a recursive message may be unrolled (Spark's
+/// `recursive.fields.max.depth` allows at most 10 too): each level repeats
+/// the message's columns, and the data may not nest past
+/// `fast::RECURSION_LIMIT` anyway.
+pub const MAX_RECURSION_LIMIT: usize = 10;
 /// The most message indexes a frame may carry (nesting of message types).
 const MAX_INDEXES: usize = 64;
 
@@ -334,6 +339,11 @@ impl Protobuf {
     }
 
     fn new(reader: MessageDescriptor, writers: Option<Arc<Writers>>, max_recursion: usize) -> Result<Self, String> {
+        if max_recursion > MAX_RECURSION_LIMIT {
+            return Err(format!(
+                "max_recursion must be at most {MAX_RECURSION_LIMIT} (each level repeats the message's columns), not {max_recursion}"
+            ));
+        }
         let fast = fast::supported(&reader, &mut Vec::new());
         let format = Protobuf {
             reader,
@@ -403,7 +413,57 @@ pub struct Sink {
 
 impl Sink {
     pub fn push(&mut self, value: &[u8]) -> Result<(), String> {
-        let payload = match &self.writers {
+        let payload = self.payload(value)?;
+        if self.fast {
+            let cx = fast::Cx {
+                buf: payload,
+                limit: self.max_recursion,
+            };
+            return self
+                .root
+                .decode(&cx, &[(0, payload.len())], 0)
+                .map_err(|e| self.bad_message(payload, e));
+        }
+        let message = DynamicMessage::decode(self.reader.clone(), payload).map_err(|e| {
+            format!(
+                "bad {} message ({} bytes): {}",
+                self.reader.full_name(),
+                payload.len(),
+                e.to_string().trim_start_matches("failed to decode Protobuf message: ")
+            )
+        })?;
+        self.root.append(&message, self.max_recursion)
+    }
+
+    /// Check `value` as [`Sink::push`] reads it, appending nothing: its
+    /// frame, and (on the wire-format path) its message. An error here
+    /// leaves the sink as it was; `Ok` when only pushing can tell.
+    pub fn check(&mut self, value: &[u8]) -> Result<(), String> {
+        let payload = self.payload(value)?;
+        if self.fast {
+            let cx = fast::Cx {
+                buf: payload,
+                limit: self.max_recursion,
+            };
+            return self.root.check(&cx).map_err(|e| self.bad_message(payload, e));
+        }
+        Ok(())
+    }
+
+    fn bad_message(&self, payload: &[u8], e: fast::Fail) -> String {
+        format!(
+            "bad {} message ({} bytes): at byte {}: {}",
+            self.reader.full_name(),
+            payload.len(),
+            e.at,
+            e.why
+        )
+    }
+
+    /// The message bytes of `value`: past its frame, which must name the
+    /// message being read, when values are framed.
+    fn payload<'v>(&mut self, value: &'v [u8]) -> Result<&'v [u8], String> {
+        Ok(match &self.writers {
             None => value,
             Some(writers) => {
                 let (id, payload) = read_frame(value, &mut self.indexes)?;
@@ -435,31 +495,7 @@ impl Sink {
                 }
                 payload
             }
-        };
-        if self.fast {
-            let cx = fast::Cx {
-                buf: payload,
-                limit: self.max_recursion,
-            };
-            return self.root.decode(&cx, &[(0, payload.len())], 0).map_err(|e| {
-                format!(
-                    "bad {} message ({} bytes): at byte {}: {}",
-                    self.reader.full_name(),
-                    payload.len(),
-                    e.at,
-                    e.why
-                )
-            });
-        }
-        let message = DynamicMessage::decode(self.reader.clone(), payload).map_err(|e| {
-            format!(
-                "bad {} message ({} bytes): {}",
-                self.reader.full_name(),
-                payload.len(),
-                e.to_string().trim_start_matches("failed to decode Protobuf message: ")
-            )
-        })?;
-        self.root.append(&message, self.max_recursion)
+        })
     }
 
     pub fn finish(self) -> Result<ArrayRef, String> {
@@ -1044,6 +1080,10 @@ mod tests {
         );
         let out = parse(&format, &[&two, &three], OnValueError::Null).unwrap();
         assert!(!out.is_null(0) && out.is_null(1));
+        // Unrolling is bounded too: each level repeats the message's columns.
+        assert!(Protobuf::plain(&files(), "shop.Tree", MAX_RECURSION_LIMIT).is_ok());
+        let err = Protobuf::plain(&files(), "shop.Tree", MAX_RECURSION_LIMIT + 1).unwrap_err();
+        assert!(err.contains("max_recursion must be at most 10"), "{err}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod decode;
 pub mod iter_headers;
 pub mod json_values;
 pub mod kmsg;
+pub mod tiered;
 pub mod values;
 
 use arrow_array::{

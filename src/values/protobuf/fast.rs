@@ -364,7 +364,7 @@ pub(super) struct Fail {
     pub(super) why: String,
 }
 
-type R<T> = Result<T, Fail>;
+pub(super) type R<T> = Result<T, Fail>;
 
 #[cold]
 fn fail<T>(at: usize, why: impl Into<String>) -> R<T> {
@@ -598,6 +598,12 @@ pub(super) struct Cx<'a> {
 }
 
 impl MessageColumn {
+    /// Check one whole message (`cx.buf`) as [`MessageColumn::decode`] reads
+    /// it, appending nothing.
+    pub(super) fn check(&self, cx: &Cx) -> R<()> {
+        check(self, cx, 0, cx.buf.len(), 0)
+    }
+
     /// Read one message (the concatenation of `segs`, byte ranges of the
     /// value) at nesting `depth` and append it as a row.
     pub(super) fn decode(&mut self, cx: &Cx, segs: &[(usize, usize)], depth: u32) -> R<()> {
