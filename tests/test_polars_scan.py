@@ -92,3 +92,18 @@ def test_projection_head_and_values(logs, eager):
 def test_bad_options_fail_at_scan(logs):
     with pytest.raises(TypeError):
         kb.scan_polars(logs, isolaton="read_committed")
+
+
+@pytest.mark.parametrize("conjuncts", [100, 1_000])
+def test_a_long_chain_of_ands_is_read_without_recursion_errors(logs, eager, conjuncts):
+    """A chain of ``&``s: a short one still pushes its bounds; one too deep
+    for Python's JSON reader to take in is not pushed at all (no error), and
+    either way the rows are polars' own."""
+    predicate = pl.col("offset") >= 0
+    for k in range(conjuncts):
+        predicate = predicate & (pl.col("offset") >= k % 3)
+    assert record_filter(predicate).start_offset == (2 if conjuncts < 200 else None)
+    got = kb.scan_polars(logs).filter(predicate).collect()
+    assert got.sort(["topic", "partition", "offset"]).equals(
+        eager.filter(predicate).sort(["topic", "partition", "offset"])
+    )

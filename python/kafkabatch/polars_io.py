@@ -59,15 +59,23 @@ def record_filter(predicate: Any) -> RecordFilter:
 
 
 def _conjuncts(node: Any) -> list[RecordFilter]:
-    if not isinstance(node, dict):
-        return []
-    binary = node.get("BinaryExpr")
-    if isinstance(binary, dict) and binary.get("op") in ("And", "LogicalAnd"):
-        return _conjuncts(binary.get("left")) + _conjuncts(binary.get("right"))
-    try:
-        return [_predicate(node)]
-    except (NotPushable, KeyError, TypeError, ValueError, IndexError):
-        return []
+    """The pushable filters of a tree of ANDs, left to right; a long chain of
+    ``&`` is walked with a list, not one call per level."""
+    out: list[RecordFilter] = []
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, dict):
+            continue
+        binary = node.get("BinaryExpr")
+        if isinstance(binary, dict) and binary.get("op") in ("And", "LogicalAnd"):
+            todo += [binary.get("right"), binary.get("left")]  # left is taken first
+            continue
+        try:
+            out.append(_predicate(node))
+        except (NotPushable, KeyError, TypeError, ValueError, IndexError):
+            pass
+    return out
 
 
 def _predicate(node: dict[str, Any], negated: bool = False) -> RecordFilter:

@@ -420,35 +420,9 @@ mod tests {
         assert!(index.transformed_range(2, 4).is_err());
     }
 
-    /// Values and byte widths from the plugin's `ChunkSizesBinaryCodecTest`,
-    /// packed here as its encoder does.
-    fn pack(values: &[u32]) -> Vec<u8> {
-        let mut out = (values.len() as i32).to_be_bytes().to_vec();
-        match values.len() {
-            0 => {}
-            1 => out.extend_from_slice(&values[0].to_be_bytes()),
-            n => {
-                let base = *values[..n - 1].iter().min().unwrap();
-                let width = values[..n - 1]
-                    .iter()
-                    .map(|v| match v - base {
-                        0..=0xFF => 1,
-                        0x100..=0xFFFF => 2,
-                        0x1_0000..=0xFF_FFFF => 3,
-                        _ => 4,
-                    })
-                    .max()
-                    .unwrap();
-                out.extend_from_slice(&base.to_be_bytes());
-                out.push(width as u8);
-                for v in &values[..n - 1] {
-                    out.extend_from_slice(&(v - base).to_be_bytes()[4 - width..]);
-                }
-                out.extend_from_slice(&values[n - 1].to_be_bytes());
-            }
-        }
-        out
-    }
+    // Values and byte widths from the plugin's `ChunkSizesBinaryCodecTest`,
+    // packed as its encoder does (`tiered::write::pack_sizes`).
+    use crate::tiered::write::pack_sizes as pack;
 
     #[test]
     fn codec_round_trips() {

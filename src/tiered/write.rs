@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn packed_sizes_decode_back() {
         for sizes in [vec![], vec![7], vec![100, 90, 70_000, 5], vec![1 << 30, 3, 3, 9]] {
-            assert_eq!(decode_sizes(&pack_sizes(&sizes)).unwrap(), sizes);
+            assert_eq!(decode_sizes(&pack_sizes(&sizes), sizes.len()).unwrap(), sizes);
         }
     }
 

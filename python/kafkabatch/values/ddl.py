@@ -64,8 +64,13 @@ _SIMPLE: dict[str, DataType] = {
 _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*)|(\d+)|('(?:[^'\\]|\\.)*')|([<>(),:]))")
 
 
+#: How deep struct, array and map types may nest in a schema given as text.
+MAX_NESTING = 64
+
+
 class _DDL:
-    """A recursive-descent reader of Spark's type DDL."""
+    """A recursive-descent reader of Spark's type DDL, nesting at most
+    :data:`MAX_NESTING` types deep (the recursion follows the text)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -80,6 +85,7 @@ class _DDL:
             self.tokens.append(next(g for g in match.groups() if g is not None))
             pos = match.end()
         self.i = 0
+        self.depth = 0
 
     def peek(self) -> str | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -114,7 +120,16 @@ class _DDL:
         return StructType(fields)
 
     def type(self) -> DataType:
+        self.depth += 1
+        try:
+            return self._type()
+        finally:
+            self.depth -= 1
+
+    def _type(self) -> DataType:
         word = self.take().lower()
+        if self.depth > MAX_NESTING and word in ("array", "map", "struct"):
+            raise ValueError(f"schema DDL {self.text[:60]!r}...: types nest more than {MAX_NESTING} deep")
         if word in ("varchar", "char") and self.peek() == "(":
             self.take("(")
             self.take()
@@ -183,10 +198,13 @@ def spark_schema_of(schema: Any) -> DataType:
     if isinstance(schema, DataType):
         return schema
     text = str(schema).strip()
-    if text.startswith("{"):
-        return StructType.fromJson(json.loads(text))
-    if re.match(r"^[A-Za-z]+Type\(", text):
-        return _from_repr(text)
+    try:
+        if text.startswith("{"):
+            return StructType.fromJson(json.loads(text))
+        if re.match(r"^[A-Za-z]+Type\(", text):
+            return _from_repr(text)
+    except (RecursionError, MemoryError):  # Python's stack, not a crash: the schema is too deep to read
+        raise ValueError(f"schema {text[:60]!r}...: nested too deeply to read") from None
     ddl = _DDL(text)
     if (ddl.peek() or "").lower() in ("struct", "array", "map") and len(ddl.tokens) > 1 and ddl.tokens[1] == "<":
         data_type = ddl.type()
