@@ -49,6 +49,7 @@ from kafkabatch.log import (
 )
 from kafkabatch.polars_io import scan_polars
 from kafkabatch.values import SchemaRegistry, SchemaRegistryError, ValueDecodeError, parse_values
+from kafkabatch.values.mismatch import SchemaMismatchWarning
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
@@ -66,6 +67,7 @@ __all__ = [
     "IndexFileWarning",
     "KafkaBatchError",
     "Record",
+    "SchemaMismatchWarning",
     "SchemaRegistry",
     "SchemaRegistryError",
     "TieredStorageError",
