@@ -813,3 +813,39 @@ def test_cluster_image_from_a_snapshot_alone(logs, tmp_path):
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="no __cluster_metadata log or snapshot"):
         kb.cluster_image_at(empty, K.T0)
+
+
+def test_cluster_image_applies_a_metadata_transaction_only_at_its_end(tmp_path):
+    """KIP-868: records between BeginTransactionRecord and EndTransactionRecord
+    apply at the End; an aborted transaction's records never do, nor those of
+    one whose End comes after ``time`` (framing from MetadataRecordSerde:
+    frame version, api key, version; then the record, here tagged fields only)."""
+    marker = {name: K.uvarint(1) + K.uvarint(api) + K.uvarint(0) + K.uvarint(0) for name, api in
+              (("begin", 23), ("end", 24), ("abort", 25))}  # fmt: skip
+
+    def topic(name: str, ts: int) -> dict:
+        e = K.framed_event("cluster_metadata", K.METADATA, 2, 0, {"Name": name, "TopicId": uuid.uuid4()}, ts)
+        return {"value": e.raw_value, "timestamp": ts}
+
+    t = K.T0
+    records = [
+        topic("plain", t),
+        {"value": marker["begin"], "timestamp": t + 1},
+        topic("committed", t + 2),
+        {"value": marker["end"], "timestamp": t + 3},
+        {"value": marker["begin"], "timestamp": t + 4},
+        topic("aborted", t + 5),
+        {"value": marker["abort"], "timestamp": t + 6},
+        {"value": marker["begin"], "timestamp": t + 7},
+        topic("late", t + 8),
+        {"value": marker["end"], "timestamp": t + 20},
+    ]
+    kb.write_segment(tmp_path / "__cluster_metadata-0" / f"{0:020d}.log", records)
+
+    def names(time: int) -> set[str]:
+        return set(kb.cluster_image_at(tmp_path, time).topics["topic"].to_pylist())
+
+    assert names(t + 2) == {"plain"}  # inside the first transaction: not yet
+    assert names(t + 3) == {"plain", "committed"}
+    assert names(t + 10) == {"plain", "committed"}  # "aborted" never, "late" not ended yet
+    assert names(t + 20) == {"plain", "committed", "late"}

@@ -516,7 +516,8 @@ def cluster_image_at(
     whose timestamps are at or before ``time``, applied in order
     (PartitionChangeRecord deltas, RemoveTopicRecord, a ConfigRecord with a
     null value deleting the config, fencing and registration changes,
-    feature levels). Without such a snapshot the log is replayed from its
+    feature levels; a metadata transaction's records only once its
+    EndTransactionRecord is in, none when it was aborted). Without such a snapshot the log is replayed from its
     start, which must then be offset 0 (a log whose start was deleted after
     a snapshot can't say what came before). ``path`` is the metadata log
     dir or the ``__cluster_metadata-0`` folder; ``time`` epoch ms, ISO-8601
@@ -570,11 +571,25 @@ def cluster_image_at(
             internal=internal.kind,
             definitions=internal.definitions,
         ).read_all()
+        # KIP-868's metadata transactions: the records between a Begin and its End
+        # apply together at the End; an Abort, or no End by `time`, drops them.
+        pending: list[tuple[str, dict[str, Any]]] | None = None
         for column, record, offset, error in _records(log):
             if error is not None:
                 skipped += 1
+            elif column == "begin_transaction_record":
+                pending = []
+            elif column == "end_transaction_record":
+                for held in pending or ():
+                    image.apply(*held)
+                pending = None
+            elif column == "abort_transaction_record":
+                pending = None
             elif record is not None:
-                image.apply(column, record)
+                if pending is None:
+                    image.apply(column, record)
+                else:
+                    pending.append((column, record))
             last_offset = max(last_offset, offset)
     if skipped:
         warnings.warn(f"cluster_image_at: {skipped} metadata records did not decode and were left out", stacklevel=2)
