@@ -8,11 +8,12 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
+
+from kafkabatch._util import closest
 
 Kind = Literal["consumer_offsets", "transaction_state", "share_group_state", "cluster_metadata", "remote_log_metadata"]
 
@@ -73,8 +74,8 @@ def _kind(value: Any, what: str) -> Kind | None:
     if ("__" + name) in INTERNAL_TOPICS:
         return INTERNAL_TOPICS["__" + name]
     choices = ["auto", "none", *KINDS]
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    close = closest(name, choices)
+    hint = f"; did you mean {close!r}?" if close else ""
     raise ValueError(f"unknown {what} {value!r}: use 'auto', 'none' or one of {', '.join(KINDS)}{hint}")
 
 
