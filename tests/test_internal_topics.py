@@ -743,6 +743,11 @@ def test_user_definitions_replace_the_built_in_ones(tmp_path):
     decoded = loaded["offset_commit"][0].as_py()["value"]
     assert (decoded["offset"], decoded["metadata"], uuid_bytes(decoded["topicId"])) == (7, "m", topic_id)
     assert decoded["_unknown_tagged_fields"] == []
+    # The folder is read once and kept while its files stay as they are; a changed file is read again.
+    assert kb.read_segment(path, internal="auto", definitions=folder)["error"][0].as_py() is None
+    text = (folder / "OffsetCommitValue.json").read_text()
+    (folder / "OffsetCommitValue.json").write_text(text.replace('"0-5"', '"0-4" '))
+    assert kb.read_segment(path, internal="auto", definitions=folder)["error"][0].as_py()
 
 
 def test_consumer_offsets_at_counts_committed_transactions_only(tmp_path):

@@ -1,8 +1,10 @@
 //! `decode_internal()`: the key and value columns of one of Kafka's internal
 //! topics in, a table of typed records out (see `crate::kmsg`).
 
-use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
 
 use arrow_array::ffi::{from_ffi, FFI_ArrowArray};
 use arrow_array::{
@@ -105,6 +107,50 @@ fn builtin() -> &'static Definitions {
     BUILTIN.get_or_init(Definitions::builtin)
 }
 
+/// What a folder of definitions holds: its `*.json` files' names, sizes and
+/// modification times (a changed file is read again).
+type FolderState = Vec<(PathBuf, u64, Option<SystemTime>)>;
+/// Definitions read from a folder, by folder, with the state they were read in.
+type FolderCache = Mutex<HashMap<PathBuf, (FolderState, Arc<Definitions>)>>;
+
+fn folder_state(dir: &Path) -> Result<FolderState, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut state: FolderState = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .map(|e| {
+            let meta = e.metadata().ok();
+            (
+                e.path(),
+                meta.as_ref().map_or(0, |m| m.len()),
+                meta.and_then(|m| m.modified().ok()),
+            )
+        })
+        .collect();
+    state.sort();
+    Ok(state)
+}
+
+/// The definitions of `dir` (see `Definitions::with_dir`), read once per
+/// folder state: a scan decodes batch after batch with the same folder.
+fn with_dir(dir: &Path) -> Result<Arc<Definitions>, String> {
+    static CACHE: OnceLock<FolderCache> = OnceLock::new();
+    let state = folder_state(dir)?;
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((seen, defs)) = cache.lock().map_err(|_| "definitions cache poisoned")?.get(dir) {
+        if *seen == state {
+            return Ok(Arc::clone(defs));
+        }
+    }
+    let defs = Arc::new(Definitions::with_dir(dir)?);
+    let mut cache = cache.lock().map_err(|_| "definitions cache poisoned")?;
+    if cache.len() >= 16 {
+        cache.clear(); // a few folders at most in practice; never grows without bound
+    }
+    cache.insert(dir.to_path_buf(), (state, Arc::clone(&defs)));
+    Ok(defs)
+}
+
 /// Decode the keys and values of one of Kafka's internal topics into typed
 /// records (see `kafkabatch` docs, "Kafka's internal topics").
 #[pyfunction]
@@ -157,8 +203,8 @@ fn decode_internal(
             let defs = match &definitions {
                 None => builtin(),
                 Some(dir) => {
-                    owned = Definitions::with_dir(Path::new(dir))?;
-                    &owned
+                    owned = with_dir(Path::new(dir))?;
+                    &*owned
                 }
             };
             Ok(decode_rows(
