@@ -256,19 +256,25 @@ mod tests {
         if pool().is_none() {
             return; // one core: no helpers to panic
         }
-        let next = AtomicUsize::new(0);
+        // The caller waits (a while) for a helper to take the task, so the test
+        // does not depend on a helper waking before the caller is done: on a
+        // loaded machine, or while other tests hold the helpers, it may not.
+        let entered = AtomicBool::new(false);
         let work = || {
             let on_helper = std::thread::current()
                 .name()
                 .is_some_and(|n| n.starts_with("kafkabatch-"));
-            while next.fetch_add(1, Ordering::Relaxed) < 1000 {
-                assert!(!on_helper, "deliberate panic on a helper");
-                std::thread::sleep(Duration::from_micros(20));
+            if on_helper {
+                entered.store(true, Ordering::Release);
+                panic!("deliberate panic on a helper");
+            }
+            let until = std::time::Instant::now() + Duration::from_millis(200);
+            while !entered.load(Ordering::Acquire) && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_micros(50));
             }
         };
-        // The helper may wake after the caller has claimed everything; try a few times.
-        let panicked = (0..20).any(|_| {
-            next.store(0, Ordering::Relaxed);
+        let panicked = (0..50).any(|_| {
+            entered.store(false, Ordering::Relaxed);
             !run_beside(1, &work)
         });
         assert!(panicked);
