@@ -427,6 +427,68 @@ def test_one_bad_chunk_costs_only_its_batches(broker, key, tmp_path, mode):
         kb.scan_log(root, tiered_keys=keys).read_all()
 
 
+STORE_PROTO = """
+syntax = "proto3";
+package store;
+message Item { string sku = 1; int32 qty = 2; }
+message Order { string order_id = 1; repeated Item items = 2; }
+"""
+
+
+def test_a_damaged_first_segment_is_passed_over_when_sampling_frames(key, tmp_path):
+    """Framed Protobuf values whose message is learnt from the first values
+    of the log: a bad chunk in the first segment (or a cap it breaks) sends
+    the sampling on to the next segment, and the scan counts the chunk."""
+    pytest.importorskip("google.protobuf")
+    protoc = pytest.importorskip("grpc_tools.protoc")
+    sr = pytest.importorskip("confluent_kafka.schema_registry")
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    (tmp_path / "store.proto").write_text(STORE_PROTO)
+    assert protoc.main(["protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", "store.proto"]) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import store_pb2  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    serializer = ProtobufSerializer(store_pb2.Order, sr.SchemaRegistryClient.new_client({"url": "mock://sample"}),
+                                    {"use.deprecated.format": False})  # fmt: skip
+    context = SerializationContext("orders", MessageField.VALUE)
+    messages = [store_pb2.Order(order_id=f"o-{i}" + "x" * 200, items=[store_pb2.Item(sku=f"s{i}", qty=i)])
+                for i in range(600)]  # fmt: skip
+    values = [serializer(m, context) for m in messages]
+    assert {v[5:7] for v in values} == {b"\x02\x02"}, "store.Order is message [1]: the frames decide"
+    broker = tmp_path / "broker" / "orders-0"
+    broker.mkdir(parents=True)
+    for base in range(0, len(values), 200):
+        records = [{"value": v} for v in values[base : base + 200]]
+        kb.write_segment(broker / f"{base:020d}.log", records, base_offset=base, records_per_batch=10)
+    registry = {str(int.from_bytes(values[0][1:5], "big")): STORE_PROTO}
+    options = dict(value_format="protobuf", schema_registry=registry)
+    root = tmp_path / "bucket"
+    uploader = tf.Uploader(root, "encrypted", CHUNK, key, prefix="tiered/")
+    for log in tf.broker_segments(broker):
+        uploader.upload(log, "orders", 0, end_offset=_last_offset(log))
+    keys = {key.key_id: key.private_pem}
+    first = _segment(root, 0)
+    data = bytearray(first.read_bytes())
+    data[CHUNK // 2] ^= 0x55  # chunk 0: the first values
+    first.write_bytes(bytes(data))
+    results: list = []
+    got = kb.scan_log(root, tiered_keys=keys, on_error="skip", on_segment=results.append, **options).read_all()
+    want = kb.scan_log(broker, **options).read_all()
+    assert [f.name for f in got.schema.field("value").type] == ["order_id", "items"]
+    kept = set(got["offset"].to_pylist())
+    assert 0 not in kept and 599 in kept
+    assert _rows(got) == [r for r in _rows(want) if r[2] in kept]
+    [damaged] = [r for r in results if r.skipped]
+    assert first.name in str(damaged.skipped[0])
+    # Without skip, the scan's own error (not one from the sampling) names the object.
+    with pytest.raises(kb.TieredStorageError, match=first.name):
+        kb.scan_log(root, tiered_keys=keys, **options).read_all()
+
+
 @pytest.mark.parametrize("mode", tf.MODES)
 def test_cli_reads_an_untouched_bucket(broker, key, tmp_path, mode):
     """stats and dump of an intact bucket: no BufferError, and the broker's counts."""
