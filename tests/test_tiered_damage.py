@@ -652,6 +652,48 @@ def test_on_s3_a_missing_index_or_log_is_not_silent(broker, key, moto_s3, tmp_pa
     assert gone_log.name in str(skipped)
 
 
+def test_the_cli_on_s3_skips_and_falls_back_as_on_a_local_path(broker, key, moto_s3, tmp_path):
+    """The CLI reads an s3:// bucket as it reads the same bucket on disk:
+    convert --on-error skip counts a manifest whose .log is gone, and stats
+    counts the intact twin of a damaged upload."""
+    filesystem, endpoint, _ = moto_s3
+
+    def put(root: Path, prefix: str, leave_out: tuple[Path, ...] = ()) -> str:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and path not in leave_out:
+                with filesystem.open_output_stream(f"tiered/{prefix}/" + path.relative_to(root).as_posix()) as f:
+                    f.write(path.read_bytes())
+        return f"s3://tiered/{prefix}/tiered/?endpoint_override={endpoint}&scheme=http"
+
+    def convert(source: str, out: Path) -> tuple[subprocess.CompletedProcess, list[tuple]]:
+        done = _run(["-m", "kafkabatch", "convert", source, str(out), "--on-error", "skip", "--no-progress"],
+                    tmp_path)  # fmt: skip
+        return done, (_rows(pq.read_table(out)) if done.returncode == 0 else [])
+
+    gone = tmp_path / "gone"
+    upload(broker, gone, "zstd", key)
+    gone_log = _segment(gone, 3)
+    uri = put(gone, "gone", (gone_log,))
+    gone_log.unlink()
+    local, local_rows = convert(str(gone), tmp_path / "local.parquet")
+    remote, remote_rows = convert(uri, tmp_path / "remote.parquet")
+    assert local.returncode == 0 and remote.returncode == 0, remote.stderr
+    assert gone_log.name in remote.stderr and "1 segment not read" in remote.stderr
+    assert remote_rows == local_rows and 0 < len(local_rows) < kb.scan_log(broker).read_all().num_rows
+
+    twin = tmp_path / "twin"
+    upload(broker, twin, "zstd", key)
+    damage = twin_damaged(twin, "zstd", broker, key)
+    uri = put(twin, "twin")
+    counts = []
+    for source in (str(twin), uri):
+        done = _run(["-m", "kafkabatch", "stats", source, "--json", "--no-progress"], tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert damage.named in done.stderr
+        counts.append(json.loads(done.stdout)["total"]["records"])
+    assert counts == [kb.scan_log(broker).read_all().num_rows] * 2
+
+
 def test_offsets_uploaded_twice_in_other_pieces(broker, key, tmp_path):
     """Segments 1 and 2 uploaded again as one piece into the same folder (a
     re-upload cut elsewhere): every offset once, whichever copy is read."""
