@@ -188,6 +188,19 @@ def twin_damaged(root: Path, mode: str, broker: Path, key: tf.KeyPair) -> Damage
     return Damage(root, first, first.stem, intact=True)
 
 
+def bad_chunk_twin(root: Path, mode: str, broker: Path, key: tf.KeyPair) -> Damage:
+    """The same offsets uploaded twice; the copy read first has a bad chunk in its middle."""
+    uploader = tf.Uploader(root, mode, CHUNK, key if "encrypted" in mode else None, prefix="tiered/", seed=7,
+                           topic_ids={"orders": _segment(root).parent.parent.name[-22:]})  # fmt: skip
+    log = _logs(broker)[1]
+    uploader.upload(log, "orders", 0, end_offset=_last_offset(log))
+    first = sorted(p for p in _objects(root, ".log") if p.name.startswith(log.name[:20]))[0]
+    data = bytearray(first.read_bytes())
+    data[2 * CHUNK + 100 if "zstd" not in mode else len(data) // 2] ^= 0x55
+    first.write_bytes(bytes(data))
+    return Damage(root, first, first.stem, intact=True)
+
+
 def no_encryption_block(root: Path, mode: str, broker: Path, key: tf.KeyPair) -> Damage:
     if "encrypted" not in mode:
         pytest.skip("only encrypted segments have an encryption block")
@@ -586,7 +599,7 @@ def test_convert_reports_a_lost_segment_honestly(broker, key, tmp_path):
     assert f"converted {total - 1} segments" in done.stderr and "1 segment not read" in done.stderr
 
 
-SPARK_CASES = [end_offset_huge, no_log, bad_chunk, twin_damaged, no_manifest, partition_folder_word]
+SPARK_CASES = [end_offset_huge, no_log, bad_chunk, twin_damaged, bad_chunk_twin, no_manifest, partition_folder_word]
 
 
 @pytest.mark.spark
