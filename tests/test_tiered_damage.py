@@ -188,6 +188,19 @@ def twin_damaged(root: Path, mode: str, broker: Path, key: tf.KeyPair) -> Damage
     return Damage(root, first, first.stem, intact=True)
 
 
+def bad_chunk_twin(root: Path, mode: str, broker: Path, key: tf.KeyPair) -> Damage:
+    """The same offsets uploaded twice; the copy read first has a bad chunk in its middle."""
+    uploader = tf.Uploader(root, mode, CHUNK, key if "encrypted" in mode else None, prefix="tiered/", seed=7,
+                           topic_ids={"orders": _segment(root).parent.parent.name[-22:]})  # fmt: skip
+    log = _logs(broker)[1]
+    uploader.upload(log, "orders", 0, end_offset=_last_offset(log))
+    first = sorted(p for p in _objects(root, ".log") if p.name.startswith(log.name[:20]))[0]
+    data = bytearray(first.read_bytes())
+    data[2 * CHUNK + 100 if "zstd" not in mode else len(data) // 2] ^= 0x55
+    first.write_bytes(bytes(data))
+    return Damage(root, first, first.stem, intact=True)
+
+
 def no_encryption_block(root: Path, mode: str, broker: Path, key: tf.KeyPair) -> Damage:
     if "encrypted" not in mode:
         pytest.skip("only encrypted segments have an encryption block")
@@ -427,6 +440,68 @@ def test_one_bad_chunk_costs_only_its_batches(broker, key, tmp_path, mode):
         kb.scan_log(root, tiered_keys=keys).read_all()
 
 
+STORE_PROTO = """
+syntax = "proto3";
+package store;
+message Item { string sku = 1; int32 qty = 2; }
+message Order { string order_id = 1; repeated Item items = 2; }
+"""
+
+
+def test_a_damaged_first_segment_is_passed_over_when_sampling_frames(key, tmp_path):
+    """Framed Protobuf values whose message is learnt from the first values
+    of the log: a bad chunk in the first segment (or a cap it breaks) sends
+    the sampling on to the next segment, and the scan counts the chunk."""
+    pytest.importorskip("google.protobuf")
+    protoc = pytest.importorskip("grpc_tools.protoc")
+    sr = pytest.importorskip("confluent_kafka.schema_registry")
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    (tmp_path / "store.proto").write_text(STORE_PROTO)
+    assert protoc.main(["protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", "store.proto"]) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import store_pb2  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    serializer = ProtobufSerializer(store_pb2.Order, sr.SchemaRegistryClient.new_client({"url": "mock://sample"}),
+                                    {"use.deprecated.format": False})  # fmt: skip
+    context = SerializationContext("orders", MessageField.VALUE)
+    messages = [store_pb2.Order(order_id=f"o-{i}" + "x" * 200, items=[store_pb2.Item(sku=f"s{i}", qty=i)])
+                for i in range(600)]  # fmt: skip
+    values = [serializer(m, context) for m in messages]
+    assert {v[5:7] for v in values} == {b"\x02\x02"}, "store.Order is message [1]: the frames decide"
+    broker = tmp_path / "broker" / "orders-0"
+    broker.mkdir(parents=True)
+    for base in range(0, len(values), 200):
+        records = [{"value": v} for v in values[base : base + 200]]
+        kb.write_segment(broker / f"{base:020d}.log", records, base_offset=base, records_per_batch=10)
+    registry = {str(int.from_bytes(values[0][1:5], "big")): STORE_PROTO}
+    options = dict(value_format="protobuf", schema_registry=registry)
+    root = tmp_path / "bucket"
+    uploader = tf.Uploader(root, "encrypted", CHUNK, key, prefix="tiered/")
+    for log in tf.broker_segments(broker):
+        uploader.upload(log, "orders", 0, end_offset=_last_offset(log))
+    keys = {key.key_id: key.private_pem}
+    first = _segment(root, 0)
+    data = bytearray(first.read_bytes())
+    data[CHUNK // 2] ^= 0x55  # chunk 0: the first values
+    first.write_bytes(bytes(data))
+    results: list = []
+    got = kb.scan_log(root, tiered_keys=keys, on_error="skip", on_segment=results.append, **options).read_all()
+    want = kb.scan_log(broker, **options).read_all()
+    assert [f.name for f in got.schema.field("value").type] == ["order_id", "items"]
+    kept = set(got["offset"].to_pylist())
+    assert 0 not in kept and 599 in kept
+    assert _rows(got) == [r for r in _rows(want) if r[2] in kept]
+    [damaged] = [r for r in results if r.skipped]
+    assert first.name in str(damaged.skipped[0])
+    # Without skip, the scan's own error (not one from the sampling) names the object.
+    with pytest.raises(kb.TieredStorageError, match=first.name):
+        kb.scan_log(root, tiered_keys=keys, **options).read_all()
+
+
 @pytest.mark.parametrize("mode", tf.MODES)
 def test_cli_reads_an_untouched_bucket(broker, key, tmp_path, mode):
     """stats and dump of an intact bucket: no BufferError, and the broker's counts."""
@@ -524,7 +599,7 @@ def test_convert_reports_a_lost_segment_honestly(broker, key, tmp_path):
     assert f"converted {total - 1} segments" in done.stderr and "1 segment not read" in done.stderr
 
 
-SPARK_CASES = [end_offset_huge, no_log, bad_chunk, twin_damaged, no_manifest, partition_folder_word]
+SPARK_CASES = [end_offset_huge, no_log, bad_chunk, twin_damaged, bad_chunk_twin, no_manifest, partition_folder_word]
 
 
 @pytest.mark.spark
@@ -588,6 +663,48 @@ def test_on_s3_a_missing_index_or_log_is_not_silent(broker, key, moto_s3, tmp_pa
     assert got == [r for r in _rows(kb.scan_log(broker, start_offset=start).read_all()) if r[2] not in lost]
     [skipped] = [e for r in results for e in r.skipped]
     assert gone_log.name in str(skipped)
+
+
+def test_the_cli_on_s3_skips_and_falls_back_as_on_a_local_path(broker, key, moto_s3, tmp_path):
+    """The CLI reads an s3:// bucket as it reads the same bucket on disk:
+    convert --on-error skip counts a manifest whose .log is gone, and stats
+    counts the intact twin of a damaged upload."""
+    filesystem, endpoint, _ = moto_s3
+
+    def put(root: Path, prefix: str, leave_out: tuple[Path, ...] = ()) -> str:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and path not in leave_out:
+                with filesystem.open_output_stream(f"tiered/{prefix}/" + path.relative_to(root).as_posix()) as f:
+                    f.write(path.read_bytes())
+        return f"s3://tiered/{prefix}/tiered/?endpoint_override={endpoint}&scheme=http"
+
+    def convert(source: str, out: Path) -> tuple[subprocess.CompletedProcess, list[tuple]]:
+        done = _run(["-m", "kafkabatch", "convert", source, str(out), "--on-error", "skip", "--no-progress"],
+                    tmp_path)  # fmt: skip
+        return done, (_rows(pq.read_table(out)) if done.returncode == 0 else [])
+
+    gone = tmp_path / "gone"
+    upload(broker, gone, "zstd", key)
+    gone_log = _segment(gone, 3)
+    uri = put(gone, "gone", (gone_log,))
+    gone_log.unlink()
+    local, local_rows = convert(str(gone), tmp_path / "local.parquet")
+    remote, remote_rows = convert(uri, tmp_path / "remote.parquet")
+    assert local.returncode == 0 and remote.returncode == 0, remote.stderr
+    assert gone_log.name in remote.stderr and "1 segment not read" in remote.stderr
+    assert remote_rows == local_rows and 0 < len(local_rows) < kb.scan_log(broker).read_all().num_rows
+
+    twin = tmp_path / "twin"
+    upload(broker, twin, "zstd", key)
+    damage = twin_damaged(twin, "zstd", broker, key)
+    uri = put(twin, "twin")
+    counts = []
+    for source in (str(twin), uri):
+        done = _run(["-m", "kafkabatch", "stats", source, "--json", "--no-progress"], tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert damage.named in done.stderr
+        counts.append(json.loads(done.stdout)["total"]["records"])
+    assert counts == [kb.scan_log(broker).read_all().num_rows] * 2
 
 
 def test_offsets_uploaded_twice_in_other_pieces(broker, key, tmp_path):

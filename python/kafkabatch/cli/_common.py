@@ -290,22 +290,27 @@ def find_segments(paths: list[str], keys: Any = (), *, skip: bool = False) -> li
 
     out: list[SegmentFile] = []
     for path in paths:
-        if is_remote(path):
-            out.extend(_remote_segments(path))
-            continue
-        if os.path.isfile(path):
-            out.append(_segment_file(path))
-            continue
-        if not os.path.exists(path):
-            raise CliError(f"no such file or folder: {path}")
-        if not os.path.isdir(path):
-            raise CliError(f"not a file or folder: {path}")
+        remote = is_remote(path)
+        if not remote:
+            if os.path.isfile(path):
+                out.append(_segment_file(path))
+                continue
+            if not os.path.exists(path):
+                raise CliError(f"no such file or folder: {path}")
+            if not os.path.isdir(path):
+                raise CliError(f"not a file or folder: {path}")
         problems: list[Any] | None = [] if skip else None
         try:
             segments = list_segments(path, tiered_keys=keys, problems=problems)
         except kb.TieredStorageError:
             raise  # a remote object that can't be listed: never read the tree some other way
+        except FileNotFoundError:
+            if not remote:
+                raise
+            raise CliError(f"no such file or folder: {path}") from None
         except ValueError:
+            if remote:
+                raise
             # A folder that isn't named <topic>-<partition>: take its files,
             # topic and partition unknown.
             segments = list_segments(path, topic="", partition=-1)
@@ -326,20 +331,6 @@ def is_remote(path: str) -> bool:
     from kafkabatch.log.fs import is_remote as remote
 
     return remote(path)
-
-
-def _remote_segments(uri: str) -> list[SegmentFile]:
-    """The segments under a URI (an object, a prefix, a glob), as
-    :func:`kafkabatch.log.list_segments` finds them."""
-    from kafkabatch.log.listing import list_segments
-
-    try:
-        segments = list_segments(uri)
-    except FileNotFoundError:
-        raise CliError(f"no such file or folder: {uri}") from None
-    if not segments:
-        raise CliError(f"no .log segment files in {uri}")
-    return [SegmentFile(s.path, s.topic, s.partition, s.base_offset, s.size) for s in segments]
 
 
 @contextlib.contextmanager

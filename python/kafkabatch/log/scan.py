@@ -383,7 +383,9 @@ def scan_log(
         else specs(
             value_options,
             topics=sorted({s.topic for s in segments}),
-            sample=lambda column: first_values(segments, column),
+            sample=lambda column: first_values(
+                segments, column, max_decompressed_size=options.get("max_decompressed_size")
+            ),
         )
     )
     schema = typed_schema(SCHEMA, value_specs)

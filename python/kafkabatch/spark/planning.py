@@ -199,12 +199,17 @@ def plan_partition(
             continue
         txns = None if transactions is None else transactions_for(transactions, group, i)
         twin_stop = next_start(group, i)
+        if seg.twins:
+            # Another copy of its offsets (a repeated upload, rare): one task reads the
+            # whole segment, so that a damaged piece is read from the copy (see reading._read_split).
+            splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, twin_stop=twin_stop))
+            continue
         try:
             source = open_segment(seg)
         except tiered.TieredStorageError:
-            if opts.mode == "FAILFAST" and not seg.twins:
+            if opts.mode == "FAILFAST":
                 raise
-            # One task for the segment: its twin is read there, or the mode counts it (see reading.read_split).
+            # One task for the segment: the mode counts it (see reading.read_split).
             splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, twin_stop=twin_stop))
             continue
         try:

@@ -52,7 +52,14 @@ class KafkaLogDataSource(DataSource):
         # valueFormat/keyFormat: schemas fetched here, on the driver, once.
         topics = sorted({s.topic for s in self._segments})
         self._values: Any = spark_values.value_columns(
-            self._options.value_options, topics, sample=lambda column: first_values(self._segments, column)
+            self._options.value_options,
+            topics,
+            sample=lambda column: first_values(
+                self._segments,
+                column,
+                max_decompressed_size=self._options.max_decompressed_size,
+                cap_name="maxDecompressedSize",
+            ),
         )
         if self._options.internal is not None:  # internalTopic: decoded columns where typed values would be
             self._values = internal_columns(self._options.internal, topics)
