@@ -604,3 +604,29 @@ def test_offsets_uploaded_twice_in_other_pieces(broker, key, tmp_path):
     got = kb.scan_log(root).read_all()
     assert len(set(got["offset"].to_pylist())) == got.num_rows
     assert _rows(got) == _rows(kb.scan_log(broker).read_all())
+
+
+def test_a_named_manifest_whose_log_is_gone(broker, key, tmp_path):
+    """A manifest named directly, its .log gone: the same missing-object error
+    as in a folder, and with skip a counted skip naming it."""
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    log = _segment(root)
+    log.unlink()
+    manifest = _manifest_of(log)
+    with pytest.raises(kb.TieredStorageError, match=rf"{log.name}.*the segment's \.log object is missing"):
+        kb.scan_log(manifest).read_all()
+    results: list = []
+    got = kb.scan_log(manifest, on_error="skip", on_segment=results.append).read_all()
+    assert got.num_rows == 0
+    [skipped] = [e for r in results for e in r.skipped]
+    assert log.name in str(skipped)
+
+
+def test_a_glob_of_manifests_reads_their_segments(broker, key, tmp_path):
+    """``bucket/*/*/*.rsm-manifest``: each manifest stands for its segment (the .log objects exist, unlisted)."""
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    got = kb.scan_log(f"{root}/tiered/*/*/*.rsm-manifest").read_all()
+    assert _rows(got) == _rows(kb.scan_log(broker).read_all())
+

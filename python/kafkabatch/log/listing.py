@@ -169,21 +169,19 @@ def list_segments(
         if TRANSIENT_FOLDER.search(basename(folder)) and file_path not in explicit:
             continue
         if file_path in manifests:
-            if file_path not in explicit:
-                log_path = tiered.sibling(file_path, ".log")
-                if log_path not in listed_paths:  # a manifest whose segment is gone: never silently
-                    name = tiered.remote_name(log_path)
-                    problem(
-                        _placeholder(log_path, name, file_path, topic, partition),
-                        tiered.missing_object_error(log_path, file_path),
-                    )
+            log_path = tiered.sibling(file_path, ".log")
+            if file_path not in explicit and log_path in listed_paths:
                 continue  # found with its .log
-            # A manifest named directly stands for its segment.
-            file_path = tiered.sibling(file_path, ".log")
-            log_size = _size_of(file_path)
-            if log_size is None:
-                raise FileNotFoundError(f"{file_path!r}: the segment of the manifest you named is missing")
-            size = log_size
+            # A manifest named directly, or matched by a glob that its .log doesn't match, stands for its segment.
+            log_size = _size_of(log_path)
+            if log_size is None:  # a manifest whose segment is gone: never silently
+                name = tiered.remote_name(log_path)
+                problem(
+                    _placeholder(log_path, name, file_path, topic, partition),
+                    tiered.missing_object_error(log_path, file_path),
+                )
+                continue
+            file_path, size = log_path, log_size
         name = tiered.remote_name(file_path)
         if name is None:
             seg_topic, seg_partition = folder_topic_partition(folder, topic, partition)
