@@ -630,3 +630,16 @@ def test_a_glob_of_manifests_reads_their_segments(broker, key, tmp_path):
     got = kb.scan_log(f"{root}/tiered/*/*/*.rsm-manifest").read_all()
     assert _rows(got) == _rows(kb.scan_log(broker).read_all())
 
+
+def test_an_abandoned_upload_beside_its_completed_reupload(broker, key, tmp_path):
+    """A .log without manifest (an abandoned upload) whose offsets a completed
+    re-upload (another id, same base offset) holds is no hole: every row, a warning."""
+    root = tmp_path / "bucket"
+    uploader = upload(broker, root, "zstd", key)
+    log = _logs(broker)[1]
+    again = tf.Uploader(root, "zstd", CHUNK, prefix="tiered/", seed=9, topic_ids=uploader.topic_ids)
+    abandoned = again.upload(log, "orders", 0, end_offset=_last_offset(log))
+    abandoned["rsm-manifest"].unlink()
+    with pytest.warns(kb.TieredStorageWarning, match=rf"{abandoned['log'].name}.*abandoned"):
+        got = kb.scan_log(root).read_all()
+    assert _rows(got) == _rows(kb.scan_log(broker).read_all())

@@ -202,7 +202,17 @@ def list_segments(
             unmanifested.append((file_path, name))
     for file_path, name in unmanifested:
         folder = parent_uri(file_path)
-        if any(parent_uri(s.path) == folder and (s.base_offset or 0) > name.base_offset for s in segments.values()):
+        neighbours = [s for s in segments.values() if parent_uri(s.path) == folder]
+        if any(s.manifest is not None and _holds(s, name.base_offset) for s in neighbours):
+            # An abandoned upload whose offsets a completed one (another segment id) holds: nothing is missing.
+            warnings.warn(
+                f"{file_path}: no {tiered.MANIFEST} beside it (an abandoned upload; another upload holds its "
+                "offsets); left out",
+                tiered.TieredStorageWarning,
+                stacklevel=2,
+            )
+            continue
+        if any((s.base_offset or 0) > name.base_offset for s in neighbours):
             # Segments are uploaded in offset order: a later one is complete, so this is a hole, not an upload.
             problem(_placeholder(file_path, name, None, topic, partition), tiered.missing_manifest_error(file_path))
             continue
@@ -357,6 +367,18 @@ def _resolve_overlaps(segments: list[Segment]) -> list[Segment]:
             stop = claim.stop if s.path not in cut else min(cut[s.path], claim.stop or cut[s.path])
             out.append(replace(s, floor_offset=claim.floor, stop_offset=stop, twins=twins))
     return out
+
+
+def _holds(seg: Segment, offset: int) -> bool:
+    """Whether an Aiven segment holds ``offset``: its base offset, or one up to its manifest's end offset that its
+    bytes confirm (a manifest's claim alone could hide a hole)."""
+    base = seg.base_offset or 0
+    if base == offset:
+        return True
+    if base > offset or seg.stop_offset is None or offset >= seg.stop_offset or seg.manifest is None:
+        return False
+    held = tiered.held_last_offset(seg.path, seg.manifest, seg.keys, base)
+    return held is not None and held >= offset
 
 
 def _covers(claim: tiered.Claim, offset: int) -> bool:
