@@ -375,9 +375,18 @@ def test_damaged_bucket(broker, key, tmp_path, mode, case):
                 argv[0], _rows(pq.read_table(parquet)), expected, None, done.stderr.splitlines(), damage, damage.intact
             )
         elif argv[0] == "stats" and damage.start_offset is None and not damage.mixed:
-            records = json.loads(done.stdout)["total"]["records"]
+            total = json.loads(done.stdout)["total"]
+            records = total["records"]
             if records != original.num_rows:
                 assert not damage.intact and records < original.num_rows, (records, original.num_rows)
+                # Fewer records: never silently (the damaged object named, its problems counted).
+                assert damage.named in done.stderr, f"stats: {records} of {original.num_rows}, silent: {done.stderr}"
+                assert (
+                    total["unreadable_batches"]
+                    or total["trailing_bytes"]
+                    or total["invalid_crc_batches"]
+                    or ("skipped" in done.stderr)
+                ), f"stats: {records} of {original.num_rows} records, no problem counted: {total}"
 
 
 # --------------------------------------------------------------------------
