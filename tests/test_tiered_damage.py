@@ -652,3 +652,42 @@ def test_an_abandoned_upload_beside_its_completed_reupload(broker, key, tmp_path
     with pytest.warns(kb.TieredStorageWarning, match=rf"{abandoned['log'].name}.*abandoned"):
         got = kb.scan_log(root).read_all()
     assert _rows(got) == _rows(kb.scan_log(broker).read_all())
+
+
+def test_read_committed_prepass_uses_the_twin(key, tmp_path):
+    """A transaction that begins in a segment whose chosen copy is damaged
+    (another upload of it intact) and is aborted in the next: the pre-pass
+    walks the twin, so read_committed raises nothing and returns no aborted row."""
+    broker = tmp_path / "broker"
+    folder = broker / "orders-0"
+    value = b"v" * 300
+
+    def plain(first: int, last: int) -> bytes:
+        return kb.encode([{"value": value}] * (last - first + 1), base_offset=first, records_per_batch=10)
+
+    def txn(first: int, last: int) -> bytes:
+        return kb.encode([{"value": value}] * (last - first + 1), base_offset=first, records_per_batch=10,
+                         producer_id=200, producer_epoch=0, base_sequence=first, transactional=True)  # fmt: skip
+
+    segments = {
+        0: plain(0, 49),
+        50: plain(50, 69) + txn(70, 89) + plain(90, 99),
+        100: txn(100, 109) + kb.control_batch("abort", 200, 0, 110, timestamp=0) + plain(111, 130),
+    }
+    folder.mkdir(parents=True)
+    for base, data in segments.items():
+        (folder / f"{base:020d}.log").write_bytes(data)
+    want = _rows(kb.scan_log(broker, isolation="read_committed").read_all())
+    assert len(want) == 131 - 30 - 1  # the aborted transaction and its marker hidden
+    root = tmp_path / "bucket"
+    uploader = upload(broker, root, "zstd", key)
+    log = _logs(broker)[1]
+    again = tf.Uploader(root, "zstd", CHUNK, prefix="tiered/", seed=7, topic_ids=uploader.topic_ids)
+    again.upload(log, "orders", 0, end_offset=_last_offset(log))
+    [segment] = [s for s in list_segments(root) if s.base_offset == 50]
+    assert segment.twins
+    Path(segment.path).write_bytes(Path(segment.path).read_bytes()[:-100])  # the copy chosen: truncated
+    for on_error in ("raise", "skip"):
+        with pytest.warns(kb.TieredStorageWarning, match="instead"):
+            got = _scan_rows(root, {}, isolation="read_committed", on_error=on_error)
+        assert got == want, on_error
