@@ -691,3 +691,25 @@ def test_read_committed_prepass_uses_the_twin(key, tmp_path):
         with pytest.warns(kb.TieredStorageWarning, match="instead"):
             got = _scan_rows(root, {}, isolation="read_committed", on_error=on_error)
         assert got == want, on_error
+
+
+def test_a_twin_read_is_reported_once(broker, key, tmp_path):
+    """A damaged segment read from its twin is one segment, reported once:
+    its result counts the twin's rows, and convert reads every segment."""
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    damage = twin_damaged(root, "zstd", broker, key)
+    assert damage.target is not None
+    results: list = []
+    got = _scan_rows(root, {}, on_error="skip", on_segment=results.append)
+    assert got == _rows(kb.scan_log(broker).read_all())
+    assert sorted(r.segment.path for r in results) == sorted(s.path for s in list_segments(root))
+    [damaged] = [r for r in results if r.skipped]
+    broker_log = broker / "orders-0" / damage.target.name[:20]
+    assert damaged.rows == kb.read_segment(f"{broker_log}.log", topic="orders", partition=0).num_rows
+    assert damaged.segment.path == str(damage.target) and damaged.twin is not None
+    assert "instead" in damaged.describe() and "not read" not in damaged.describe()
+    done = _run(["-m", "kafkabatch", "convert", str(root), str(tmp_path / "o.parquet"), "--on-error", "skip",
+                 "--no-progress"], tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"converted {len(_logs(broker))} segments" in done.stderr and "not read" not in done.stderr, done.stderr

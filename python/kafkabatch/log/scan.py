@@ -56,6 +56,24 @@ class SegmentResult:
     end_error: Exception | None = None
     position: int = 0  # where the windows decoded so far end
     last_offset: int | None = None  # the largest offset of the rows returned
+    twin: str | None = None  # the other copy read for offsets this (damaged) segment could not give
+
+    def merge_twin(self, other: SegmentResult) -> None:
+        """Count what the read of a twin (another copy of this segment's offsets) found as this segment's."""
+        self.twin = other.segment.path
+        self.batches += other.batches
+        self.records += other.records
+        self.rows += other.rows
+        self.skipped.extend(other.skipped)
+        self.skipped_bytes += other.skipped_bytes
+        self.trailing_bytes += other.trailing_bytes
+        self.pruned_bytes += other.pruned_bytes
+        if other.status != "clean":
+            self.status = other.status
+        if other.end_error is not None:
+            self.end_error = other.end_error
+        if other.last_offset is not None:
+            self.last_offset = max(other.last_offset, self.last_offset or other.last_offset)
 
     @property
     def problems(self) -> bool:
@@ -64,6 +82,13 @@ class SegmentResult:
     def describe(self) -> str:
         """One line, for logs."""
         lost = [e for e in self.skipped if isinstance(e, TieredStorageError)]
+        if self.twin is not None and lost:
+            # The first error is this copy's damage, the rest are from the twin's read.
+            reason = getattr(lost[0], "reason", None) or lost[0]
+            text = (
+                f"{self.segment.path}: damaged ({reason}); its offsets read from {self.twin} instead: {self.rows} rows"
+            )
+            return text + "".join(f"; skipped {_lost_part(error)}" for error in lost[1:])
         if lost and self.batches == 0 and self.rows == 0:
             reason = getattr(lost[0], "reason", None) or lost[0]
             return f"{self.segment.path}: not read: {reason}"
@@ -581,8 +606,8 @@ def read_with_twins(
     (``seg.twins``: another upload, a broker folder), the offsets it did not
     return are read from that copy instead, up to ``following`` (where the
     partition's next segment takes over, see :func:`next_start`). The damaged segment is counted in
-    ``result.skipped`` (and warned about), whatever ``on_error`` says: no row
-    is lost. Without a twin, the error is raised, or skipped as ``on_error``
+    ``result.skipped`` whatever ``on_error`` says, the twin's rows in ``result`` too (``result.twin``
+    names it; without ``on_segment``, a :class:`TieredStorageWarning` says so): no row is lost. Without a twin, the error is raised, or skipped as ``on_error``
     says."""
     try:
         yield from read_segment_range(
@@ -614,18 +639,15 @@ def read_with_twins(
                 )
             )  # fmt: skip
         except TieredStorageError as error:
-            twin_result.skipped.append(error)
-            if on_segment is not None:
-                on_segment(twin_result)
+            result.skipped.append(error)  # this copy is damaged too: counted with the segment
             continue
-        warnings.warn(
-            f"{damaged}; read offsets {start}..{'' if stop is None else stop - 1} from {twin.path} instead",
-            tiered.TieredStorageWarning,
-            stacklevel=2,
-        )
-        log.warning("read %s instead of %s: %s", twin.path, seg.path, damaged)
-        if on_segment is not None:
-            on_segment(twin_result)
+        result.merge_twin(twin_result)  # one segment, reported once
+        if on_segment is None:  # (a caller taking SegmentResults finds it in the result)
+            warnings.warn(
+                f"{damaged}; read offsets {start}..{'' if stop is None else stop - 1} from {twin.path} instead",
+                tiered.TieredStorageWarning,
+                stacklevel=2,
+            )
         yield from batches
         return
     if options.get("on_error", "raise") == "raise":
