@@ -713,3 +713,15 @@ def test_a_twin_read_is_reported_once(broker, key, tmp_path):
                  "--no-progress"], tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"converted {len(_logs(broker))} segments" in done.stderr and "not read" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("case", [no_log, twin_damaged], ids=["no_log", "twin_damaged"])
+def test_convert_prints_each_skip_once(broker, key, tmp_path, case):
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    damage = case(root, "zstd", broker, key)
+    done = _run(["-m", "kafkabatch", "convert", str(root), str(tmp_path / "o.parquet"), "--on-error", "skip",
+                 "--no-progress"], tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    naming = [line for line in done.stderr.splitlines() if damage.named in line]
+    assert len(naming) == 1, done.stderr

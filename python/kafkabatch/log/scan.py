@@ -36,6 +36,9 @@ from kafkabatch.values.mismatch import Warned, warn_unmatched
 from kafkabatch.values.spec import VALUE_OPTIONS, ValueSpec, apply_all, specs, typed_options, value_only
 
 log = logging.getLogger("kafkabatch.log")
+#: ``extra`` of a logged skip that a :class:`SegmentResult` also counts: a caller
+#: that prints each result (``kafkabatch convert``) leaves these records out.
+REPORTED = {"segment_report": True}
 
 
 @dataclass
@@ -433,7 +436,7 @@ def scan_log(
 
     def record_batches() -> Iterator[pa.RecordBatch]:
         for seg, error in problems or ():  # segments that could not even be listed: counted, named
-            log.warning("skipped %s", error)
+            log.warning("skipped %s", error, extra=REPORTED)
             if on_segment is not None:
                 on_segment(SegmentResult(seg, skipped=[error]))
         for group in by_partition(segments):
@@ -572,7 +575,7 @@ def _past_bad_chunk(
     stop = source.size if end is None else min(end, source.size)
     result.skipped.append(error)
     result.skipped_bytes += (stop if resume is None else min(resume, stop)) - good_end
-    log.warning("skipped %s", error)
+    log.warning("skipped %s", error, extra=REPORTED)
     if resume is None or resume >= stop:
         return None
     return resume
@@ -619,7 +622,7 @@ def read_with_twins(
             if options.get("on_error", "raise") == "raise":
                 raise
             result.skipped.append(error)
-            log.warning("skipped %s", error)
+            log.warning("skipped %s", error, extra=REPORTED)
             return
         result.skipped.append(error)
         damaged = error
