@@ -388,9 +388,18 @@ def test_damaged_bucket(broker, key, tmp_path, mode, case):
                 argv[0], _rows(pq.read_table(parquet)), expected, None, done.stderr.splitlines(), damage, damage.intact
             )
         elif argv[0] == "stats" and damage.start_offset is None and not damage.mixed:
-            records = json.loads(done.stdout)["total"]["records"]
+            total = json.loads(done.stdout)["total"]
+            records = total["records"]
             if records != original.num_rows:
                 assert not damage.intact and records < original.num_rows, (records, original.num_rows)
+                # Fewer records: never silently (the damaged object named, its problems counted).
+                assert damage.named in done.stderr, f"stats: {records} of {original.num_rows}, silent: {done.stderr}"
+                assert (
+                    total["unreadable_batches"]
+                    or total["trailing_bytes"]
+                    or total["invalid_crc_batches"]
+                    or ("skipped" in done.stderr)
+                ), f"stats: {records} of {original.num_rows} records, no problem counted: {total}"
 
 
 # --------------------------------------------------------------------------
@@ -721,3 +730,115 @@ def test_offsets_uploaded_twice_in_other_pieces(broker, key, tmp_path):
     got = kb.scan_log(root).read_all()
     assert len(set(got["offset"].to_pylist())) == got.num_rows
     assert _rows(got) == _rows(kb.scan_log(broker).read_all())
+
+
+def test_a_named_manifest_whose_log_is_gone(broker, key, tmp_path):
+    """A manifest named directly, its .log gone: the same missing-object error
+    as in a folder, and with skip a counted skip naming it."""
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    log = _segment(root)
+    log.unlink()
+    manifest = _manifest_of(log)
+    with pytest.raises(kb.TieredStorageError, match=rf"{log.name}.*the segment's \.log object is missing"):
+        kb.scan_log(manifest).read_all()
+    results: list = []
+    got = kb.scan_log(manifest, on_error="skip", on_segment=results.append).read_all()
+    assert got.num_rows == 0
+    [skipped] = [e for r in results for e in r.skipped]
+    assert log.name in str(skipped)
+
+
+def test_a_glob_of_manifests_reads_their_segments(broker, key, tmp_path):
+    """``bucket/*/*/*.rsm-manifest``: each manifest stands for its segment (the .log objects exist, unlisted)."""
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    got = kb.scan_log(f"{root}/tiered/*/*/*.rsm-manifest").read_all()
+    assert _rows(got) == _rows(kb.scan_log(broker).read_all())
+
+
+def test_an_abandoned_upload_beside_its_completed_reupload(broker, key, tmp_path):
+    """A .log without manifest (an abandoned upload) whose offsets a completed
+    re-upload (another id, same base offset) holds is no hole: every row, a warning."""
+    root = tmp_path / "bucket"
+    uploader = upload(broker, root, "zstd", key)
+    log = _logs(broker)[1]
+    again = tf.Uploader(root, "zstd", CHUNK, prefix="tiered/", seed=9, topic_ids=uploader.topic_ids)
+    abandoned = again.upload(log, "orders", 0, end_offset=_last_offset(log))
+    abandoned["rsm-manifest"].unlink()
+    with pytest.warns(kb.TieredStorageWarning, match=rf"{abandoned['log'].name}.*abandoned"):
+        got = kb.scan_log(root).read_all()
+    assert _rows(got) == _rows(kb.scan_log(broker).read_all())
+
+
+def test_read_committed_prepass_uses_the_twin(key, tmp_path):
+    """A transaction that begins in a segment whose chosen copy is damaged
+    (another upload of it intact) and is aborted in the next: the pre-pass
+    walks the twin, so read_committed raises nothing and returns no aborted row."""
+    broker = tmp_path / "broker"
+    folder = broker / "orders-0"
+    value = b"v" * 300
+
+    def plain(first: int, last: int) -> bytes:
+        return kb.encode([{"value": value}] * (last - first + 1), base_offset=first, records_per_batch=10)
+
+    def txn(first: int, last: int) -> bytes:
+        return kb.encode([{"value": value}] * (last - first + 1), base_offset=first, records_per_batch=10,
+                         producer_id=200, producer_epoch=0, base_sequence=first, transactional=True)  # fmt: skip
+
+    segments = {
+        0: plain(0, 49),
+        50: plain(50, 69) + txn(70, 89) + plain(90, 99),
+        100: txn(100, 109) + kb.control_batch("abort", 200, 0, 110, timestamp=0) + plain(111, 130),
+    }
+    folder.mkdir(parents=True)
+    for base, data in segments.items():
+        (folder / f"{base:020d}.log").write_bytes(data)
+    want = _rows(kb.scan_log(broker, isolation="read_committed").read_all())
+    assert len(want) == 131 - 30 - 1  # the aborted transaction and its marker hidden
+    root = tmp_path / "bucket"
+    uploader = upload(broker, root, "zstd", key)
+    log = _logs(broker)[1]
+    again = tf.Uploader(root, "zstd", CHUNK, prefix="tiered/", seed=7, topic_ids=uploader.topic_ids)
+    again.upload(log, "orders", 0, end_offset=_last_offset(log))
+    [segment] = [s for s in list_segments(root) if s.base_offset == 50]
+    assert segment.twins
+    Path(segment.path).write_bytes(Path(segment.path).read_bytes()[:-100])  # the copy chosen: truncated
+    for on_error in ("raise", "skip"):
+        with pytest.warns(kb.TieredStorageWarning, match="instead"):
+            got = _scan_rows(root, {}, isolation="read_committed", on_error=on_error)
+        assert got == want, on_error
+
+
+def test_a_twin_read_is_reported_once(broker, key, tmp_path):
+    """A damaged segment read from its twin is one segment, reported once:
+    its result counts the twin's rows, and convert reads every segment."""
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    damage = twin_damaged(root, "zstd", broker, key)
+    assert damage.target is not None
+    results: list = []
+    got = _scan_rows(root, {}, on_error="skip", on_segment=results.append)
+    assert got == _rows(kb.scan_log(broker).read_all())
+    assert sorted(r.segment.path for r in results) == sorted(s.path for s in list_segments(root))
+    [damaged] = [r for r in results if r.skipped]
+    broker_log = broker / "orders-0" / damage.target.name[:20]
+    assert damaged.rows == kb.read_segment(f"{broker_log}.log", topic="orders", partition=0).num_rows
+    assert damaged.segment.path == str(damage.target) and damaged.twin is not None
+    assert "instead" in damaged.describe() and "not read" not in damaged.describe()
+    done = _run(["-m", "kafkabatch", "convert", str(root), str(tmp_path / "o.parquet"), "--on-error", "skip",
+                 "--no-progress"], tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"converted {len(_logs(broker))} segments" in done.stderr and "not read" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("case", [no_log, twin_damaged], ids=["no_log", "twin_damaged"])
+def test_convert_prints_each_skip_once(broker, key, tmp_path, case):
+    root = tmp_path / "bucket"
+    upload(broker, root, "zstd", key)
+    damage = case(root, "zstd", broker, key)
+    done = _run(["-m", "kafkabatch", "convert", str(root), str(tmp_path / "o.parquet"), "--on-error", "skip",
+                 "--no-progress"], tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    naming = [line for line in done.stderr.splitlines() if damage.named in line]
+    assert len(naming) == 1, done.stderr

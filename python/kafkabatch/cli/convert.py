@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -480,7 +481,10 @@ def run(args: argparse.Namespace) -> int:
         from kafkabatch.log.scan import scan_log
 
         total = sum(s.size for s in segments)
-        with progress_bar(total, "convert", enabled=not (args.no_progress or args.quiet)) as progress:
+        with (
+            progress_bar(total, "convert", enabled=not (args.no_progress or args.quiet)) as progress,
+            _results_only(),
+        ):
 
             def on_segment(result: Any) -> None:
                 results.append(result)
@@ -533,7 +537,9 @@ def run(args: argparse.Namespace) -> int:
     for result in results:
         if result.skipped or result.trailing_bytes:
             warn(_in_flags(result.describe()))  # a segment lost to a tiered-storage error says so
-            for skipped in result.skipped[:5]:
+            # (the segment's own tiered-storage errors are in that line already)
+            details = [e for e in result.skipped if getattr(e, "object", None) != result.segment.path]
+            for skipped in details[:5]:
                 print(f"  {skipped}", file=sys.stderr)
     lost = [r for r in results if r.batches == 0 and any(isinstance(e, kb.TieredStorageError) for e in r.skipped)]
     results = [r for r in results if r not in lost]
@@ -550,3 +556,21 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+@contextlib.contextmanager
+def _results_only() -> Iterator[None]:
+    """Leave out the logged skips that a segment's result counts too: convert prints each result once."""
+    import logging
+
+    class Reported(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return not getattr(record, "segment_report", False)
+
+    logger = logging.getLogger("kafkabatch.log")
+    reported = Reported()
+    logger.addFilter(reported)
+    try:
+        yield
+    finally:
+        logger.removeFilter(reported)

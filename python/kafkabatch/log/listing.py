@@ -169,21 +169,19 @@ def list_segments(
         if TRANSIENT_FOLDER.search(basename(folder)) and file_path not in explicit:
             continue
         if file_path in manifests:
-            if file_path not in explicit:
-                log_path = tiered.sibling(file_path, ".log")
-                if log_path not in listed_paths:  # a manifest whose segment is gone: never silently
-                    name = tiered.remote_name(log_path)
-                    problem(
-                        _placeholder(log_path, name, file_path, topic, partition),
-                        tiered.missing_object_error(log_path, file_path),
-                    )
+            log_path = tiered.sibling(file_path, ".log")
+            if file_path not in explicit and log_path in listed_paths:
                 continue  # found with its .log
-            # A manifest named directly stands for its segment.
-            file_path = tiered.sibling(file_path, ".log")
-            log_size = _size_of(file_path)
-            if log_size is None:
-                raise FileNotFoundError(f"{file_path!r}: the segment of the manifest you named is missing")
-            size = log_size
+            # A manifest named directly, or matched by a glob that its .log doesn't match, stands for its segment.
+            log_size = _size_of(log_path)
+            if log_size is None:  # a manifest whose segment is gone: never silently
+                name = tiered.remote_name(log_path)
+                problem(
+                    _placeholder(log_path, name, file_path, topic, partition),
+                    tiered.missing_object_error(log_path, file_path),
+                )
+                continue
+            file_path, size = log_path, log_size
         name = tiered.remote_name(file_path)
         if name is None:
             seg_topic, seg_partition = folder_topic_partition(folder, topic, partition)
@@ -204,7 +202,17 @@ def list_segments(
             unmanifested.append((file_path, name))
     for file_path, name in unmanifested:
         folder = parent_uri(file_path)
-        if any(parent_uri(s.path) == folder and (s.base_offset or 0) > name.base_offset for s in segments.values()):
+        neighbours = [s for s in segments.values() if parent_uri(s.path) == folder]
+        if any(s.manifest is not None and _holds(s, name.base_offset) for s in neighbours):
+            # An abandoned upload whose offsets a completed one (another segment id) holds: nothing is missing.
+            warnings.warn(
+                f"{file_path}: no {tiered.MANIFEST} beside it (an abandoned upload; another upload holds its "
+                "offsets); left out",
+                tiered.TieredStorageWarning,
+                stacklevel=2,
+            )
+            continue
+        if any((s.base_offset or 0) > name.base_offset for s in neighbours):
             # Segments are uploaded in offset order: a later one is complete, so this is a hole, not an upload.
             problem(_placeholder(file_path, name, None, topic, partition), tiered.missing_manifest_error(file_path))
             continue
@@ -359,6 +367,18 @@ def _resolve_overlaps(segments: list[Segment]) -> list[Segment]:
             stop = claim.stop if s.path not in cut else min(cut[s.path], claim.stop or cut[s.path])
             out.append(replace(s, floor_offset=claim.floor, stop_offset=stop, twins=twins))
     return out
+
+
+def _holds(seg: Segment, offset: int) -> bool:
+    """Whether an Aiven segment holds ``offset``: its base offset, or one up to its manifest's end offset that its
+    bytes confirm (a manifest's claim alone could hide a hole)."""
+    base = seg.base_offset or 0
+    if base == offset:
+        return True
+    if base > offset or seg.stop_offset is None or offset >= seg.stop_offset or seg.manifest is None:
+        return False
+    held = tiered.held_last_offset(seg.path, seg.manifest, seg.keys, base)
+    return held is not None and held >= offset
 
 
 def _covers(claim: tiered.Claim, offset: int) -> bool:

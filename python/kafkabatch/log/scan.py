@@ -36,6 +36,9 @@ from kafkabatch.values.mismatch import Warned, warn_unmatched
 from kafkabatch.values.spec import VALUE_OPTIONS, ValueSpec, apply_all, specs, typed_options, value_only
 
 log = logging.getLogger("kafkabatch.log")
+#: ``extra`` of a logged skip that a :class:`SegmentResult` also counts: a caller
+#: that prints each result (``kafkabatch convert``) leaves these records out.
+REPORTED = {"segment_report": True}
 
 
 @dataclass
@@ -56,6 +59,24 @@ class SegmentResult:
     end_error: Exception | None = None
     position: int = 0  # where the windows decoded so far end
     last_offset: int | None = None  # the largest offset of the rows returned
+    twin: str | None = None  # the other copy read for offsets this (damaged) segment could not give
+
+    def merge_twin(self, other: SegmentResult) -> None:
+        """Count what the read of a twin (another copy of this segment's offsets) found as this segment's."""
+        self.twin = other.segment.path
+        self.batches += other.batches
+        self.records += other.records
+        self.rows += other.rows
+        self.skipped.extend(other.skipped)
+        self.skipped_bytes += other.skipped_bytes
+        self.trailing_bytes += other.trailing_bytes
+        self.pruned_bytes += other.pruned_bytes
+        if other.status != "clean":
+            self.status = other.status
+        if other.end_error is not None:
+            self.end_error = other.end_error
+        if other.last_offset is not None:
+            self.last_offset = max(other.last_offset, self.last_offset or other.last_offset)
 
     @property
     def problems(self) -> bool:
@@ -64,6 +85,13 @@ class SegmentResult:
     def describe(self) -> str:
         """One line, for logs."""
         lost = [e for e in self.skipped if isinstance(e, TieredStorageError)]
+        if self.twin is not None and lost:
+            # The first error is this copy's damage, the rest are from the twin's read.
+            reason = getattr(lost[0], "reason", None) or lost[0]
+            text = (
+                f"{self.segment.path}: damaged ({reason}); its offsets read from {self.twin} instead: {self.rows} rows"
+            )
+            return text + "".join(f"; skipped {_lost_part(error)}" for error in lost[1:])
         if lost and self.batches == 0 and self.rows == 0:
             reason = getattr(lost[0], "reason", None) or lost[0]
             return f"{self.segment.path}: not read: {reason}"
@@ -410,7 +438,7 @@ def scan_log(
 
     def record_batches() -> Iterator[pa.RecordBatch]:
         for seg, error in problems or ():  # segments that could not even be listed: counted, named
-            log.warning("skipped %s", error)
+            log.warning("skipped %s", error, extra=REPORTED)
             if on_segment is not None:
                 on_segment(SegmentResult(seg, skipped=[error]))
         for group in by_partition(segments):
@@ -549,7 +577,7 @@ def _past_bad_chunk(
     stop = source.size if end is None else min(end, source.size)
     result.skipped.append(error)
     result.skipped_bytes += (stop if resume is None else min(resume, stop)) - good_end
-    log.warning("skipped %s", error)
+    log.warning("skipped %s", error, extra=REPORTED)
     if resume is None or resume >= stop:
         return None
     return resume
@@ -583,8 +611,8 @@ def read_with_twins(
     (``seg.twins``: another upload, a broker folder), the offsets it did not
     return are read from that copy instead, up to ``following`` (where the
     partition's next segment takes over, see :func:`next_start`). The damaged segment is counted in
-    ``result.skipped`` (and warned about), whatever ``on_error`` says: no row
-    is lost. Without a twin, the error is raised, or skipped as ``on_error``
+    ``result.skipped`` whatever ``on_error`` says, the twin's rows in ``result`` too (``result.twin``
+    names it; without ``on_segment``, a :class:`TieredStorageWarning` says so): no row is lost. Without a twin, the error is raised, or skipped as ``on_error``
     says."""
     try:
         yield from read_segment_range(
@@ -596,7 +624,7 @@ def read_with_twins(
             if options.get("on_error", "raise") == "raise":
                 raise
             result.skipped.append(error)
-            log.warning("skipped %s", error)
+            log.warning("skipped %s", error, extra=REPORTED)
             return
         result.skipped.append(error)
         damaged = error
@@ -616,18 +644,15 @@ def read_with_twins(
                 )
             )  # fmt: skip
         except TieredStorageError as error:
-            twin_result.skipped.append(error)
-            if on_segment is not None:
-                on_segment(twin_result)
+            result.skipped.append(error)  # this copy is damaged too: counted with the segment
             continue
-        warnings.warn(
-            f"{damaged}; read offsets {start}..{'' if stop is None else stop - 1} from {twin.path} instead",
-            tiered.TieredStorageWarning,
-            stacklevel=2,
-        )
-        log.warning("read %s instead of %s: %s", twin.path, seg.path, damaged)
-        if on_segment is not None:
-            on_segment(twin_result)
+        result.merge_twin(twin_result)  # one segment, reported once
+        if on_segment is None:  # (a caller taking SegmentResults finds it in the result)
+            warnings.warn(
+                f"{damaged}; read offsets {start}..{'' if stop is None else stop - 1} from {twin.path} instead",
+                tiered.TieredStorageWarning,
+                stacklevel=2,
+            )
         yield from batches
         return
     if options.get("on_error", "raise") == "raise":

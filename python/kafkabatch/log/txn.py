@@ -58,29 +58,43 @@ def hidden_transactions(
     sources = list(sources)
     span_list = list(spans) if spans is not None else [(0, None, Bounds())] * len(sources)
     seg_list = list(segments) if segments is not None else [None] * len(sources)
-    for source, (start, end, bounds), seg in zip(sources, span_list, seg_list):
-        stop = source.size if end is None else min(end, source.size)
-        position: int | None = start
-        while position is not None and position < stop:
-            walked = position
-            try:
-                for a, b, _last in batch_windows(source, walked, stop, max_chunk_bytes, bounds):
-                    _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
-                    source.release()
-                    walked = b
-                break
-            except TieredStorageError as error:
-                if seg is None or error.chunk is None or not isinstance(source, tiered.TieredSource):
-                    raise
-                bad_start, bad_end = source.chunk_range(error.chunk)
-                good = tiered.whole_batches_end(source, walked, bad_start) if walked < bad_start else walked
-                for a, b, _last in batch_windows(source, walked, good, max_chunk_bytes, bounds):
-                    _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
-                    source.release()
-                indexes = tiered.sibling(seg.path, ".indexes")
-                position = tiered.resume_after(source, max(bad_end, good), indexes, seg.base_offset)
+    for source, span, seg in zip(sources, span_list, seg_list):
+        _walk(source, span, seg, open_txns, done, max_chunk_bytes)
     done.extend(Transaction(pid, first, None) for pid, first in open_txns.items())
     return sorted(done, key=lambda t: (t.first_offset, t.producer_id))
+
+
+def _walk(
+    source: Any,
+    span: tuple[int, int | None, Bounds],
+    seg: Segment | None,
+    open_txns: dict[int, int],
+    done: list[Transaction],
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+) -> None:
+    """One source's batch headers over ``span`` into ``open_txns``/``done``;
+    with ``seg``, a remote chunk that can't be undone is walked around (else raised)."""
+    start, end, bounds = span
+    stop = source.size if end is None else min(end, source.size)
+    position: int | None = start
+    while position is not None and position < stop:
+        walked = position
+        try:
+            for a, b, _last in batch_windows(source, walked, stop, max_chunk_bytes, bounds):
+                _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
+                source.release()
+                walked = b
+            break
+        except TieredStorageError as error:
+            if seg is None or error.chunk is None or not isinstance(source, tiered.TieredSource):
+                raise
+            bad_start, bad_end = source.chunk_range(error.chunk)
+            good = tiered.whole_batches_end(source, walked, bad_start) if walked < bad_start else walked
+            for a, b, _last in batch_windows(source, walked, good, max_chunk_bytes, bounds):
+                _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
+                source.release()
+            indexes = tiered.sibling(seg.path, ".indexes")
+            position = tiered.resume_after(source, max(bad_end, good), indexes, seg.base_offset)
 
 
 def _collect_transactions(
@@ -118,27 +132,56 @@ def partition_transactions(
     ``skip`` (``on_error="skip"``): a remote segment that can't be opened is
     left out here, and a chunk that can't be undone walked around (the read
     that follows counts both)."""
-    sources = []
-    spans: list[tuple[int, int | None, Bounds]] = []
-    kept: list[Segment] = []
-    try:
-        for seg in group:
+    open_txns: dict[int, int] = {}
+    done: list[Transaction] = []
+    for seg in group:
+        bounds = segment_bounds(seg, Bounds())
+        try:
+            _walk_segment(seg, seg, bounds, seek, open_txns, done, walk_around=False)
+            continue
+        except TieredStorageError as error:
+            damaged = error
+        # A damaged copy: its twin (another copy of the same offsets) over the same span, as the read does.
+        for twin in seg.twins:
             try:
-                source = open_segment(seg)
-                sources.append(source)
-                bounds = segment_bounds(seg, Bounds())
-                start, end = 0, None
-                if bounds.offsets and seek is not None:
-                    start, end = seek(seg, bounds, source)
+                _walk_segment(twin, seg, bounds, seek, open_txns, done, walk_around=False)
+                break
             except TieredStorageError:
-                if not skip:
-                    raise
-                if len(sources) > len(kept):
-                    sources.pop().close()
                 continue
-            spans.append((start, end, bounds))
-            kept.append(seg)
-        return hidden_transactions(sources, spans=spans, segments=kept if skip else None)
+        else:
+            if not skip:
+                raise damaged
+            try:
+                _walk_segment(seg, seg, bounds, seek, open_txns, done, walk_around=True)
+            except TieredStorageError:
+                pass  # left out here; the read that follows counts it
+    done.extend(Transaction(pid, first, None) for pid, first in open_txns.items())
+    return sorted(done, key=lambda t: (t.first_offset, t.producer_id))
+
+
+def _walk_segment(
+    copy: Segment,
+    seg: Segment,
+    bounds: Bounds,
+    seek: Callable[[Segment, Bounds, Any], tuple[int, int | None]] | None,
+    open_txns: dict[int, int],
+    done: list[Transaction],
+    *,
+    walk_around: bool,
+) -> None:
+    """:func:`_walk` over ``copy`` (``seg`` or a twin of it) for the offsets
+    ``bounds`` leaves to ``seg``; on an error, ``open_txns``/``done`` are left as they were."""
+    opened, finished = dict(open_txns), list(done)
+    source = open_segment(copy)
+    try:
+        start, end = 0, None
+        if bounds.offsets and seek is not None:
+            start, end = seek(copy, bounds, source)
+        _walk(source, (start, end, bounds), copy if walk_around else None, open_txns, done)
+    except TieredStorageError:
+        open_txns.clear()
+        open_txns.update(opened)
+        done[:] = finished
+        raise
     finally:
-        for source in sources:
-            source.close()
+        source.close()
