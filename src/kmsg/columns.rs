@@ -143,6 +143,9 @@ pub struct StructCol {
     pub nulls: NullBufferBuilder,
     pub len: usize,
     pub fields: Fields,
+    /// How to read this struct at each (definition, version) met so far
+    /// (built once each; see `read::Plan`).
+    pub(crate) plans: Vec<super::read::Plan>,
 }
 
 impl Col {
@@ -185,6 +188,7 @@ impl StructCol {
             nulls: NullBufferBuilder::new(0),
             len: 0,
             fields,
+            plans: Vec::new(),
         }
     }
 
