@@ -96,7 +96,7 @@ pub(crate) fn push_str(col: &mut BinCol, v: &[u8], cur: &Cur<'_>) -> Result<()> 
 impl BinCol {
     /// Append text as Java decodes it (invalid UTF-8 becomes replacement
     /// characters); ASCII, the usual case, is checked a word at a time.
-    #[inline]
+    #[inline(always)]
     fn push_text(&mut self, v: &[u8]) -> std::result::Result<(), String> {
         if v.is_ascii() {
             return self.push(v);
@@ -527,7 +527,7 @@ fn read_prim(p: Prim, f: &FieldDef, nullable: bool, flex: bool, cur: &mut Cur<'_
 }
 
 impl BinCol {
-    #[inline]
+    #[inline(always)]
     fn nulls_push(&mut self) {
         let end = self.offsets.last().copied().unwrap_or(0);
         self.offsets.push(end);

@@ -553,7 +553,7 @@ fn head_json(head: &RowHead) -> json::Head {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn push_opt_str(col: &mut Col, v: Option<&str>) {
     match (col, v) {
         (Col::Str(c), Some(s)) => {
@@ -563,7 +563,7 @@ fn push_opt_str(col: &mut Col, v: Option<&str>) {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn push_opt_i16(col: &mut Col, v: Option<i16>) {
     match (col, v) {
         (Col::I16(c), Some(x)) => c.push(x),
