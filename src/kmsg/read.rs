@@ -36,10 +36,18 @@ impl<'a> Cur<'a> {
     pub fn left(&self) -> usize {
         self.b.len() - self.pos
     }
+    #[cold]
+    #[inline(never)]
+    fn short(&self, n: usize, what: &str) -> ReadError {
+        ReadError::corrupt(
+            self.pos,
+            format!("{what} needs {n} bytes but only {} are left", self.left()),
+        )
+    }
     #[inline]
     pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if n > self.left() {
-            return self.err(format!("{what} needs {n} bytes but only {} are left", self.left()));
+            return Err(self.short(n, what));
         }
         let s = &self.b[self.pos..self.pos + n];
         self.pos += n;
@@ -64,6 +72,11 @@ impl<'a> Cur<'a> {
     pub fn i32(&mut self, what: &str) -> Result<i32> {
         Ok(i32::from_be_bytes(self.fixed(what)?))
     }
+    #[cold]
+    #[inline(never)]
+    fn bad_varint(&self, what: &str) -> ReadError {
+        ReadError::corrupt(self.pos, format!("{what}: bad or cut unsigned varint"))
+    }
     #[inline]
     pub fn uvarint(&mut self, what: &str) -> Result<u32> {
         let mut p = self.pos;
@@ -72,7 +85,7 @@ impl<'a> Cur<'a> {
                 self.pos = p;
                 Ok(v)
             }
-            None => self.err(format!("{what}: bad or cut unsigned varint")),
+            None => Err(self.bad_varint(what)),
         }
     }
 }
