@@ -84,7 +84,7 @@ impl<T: Default + Copy> PrimCol<T> {
             nulls: NullBufferBuilder::new(0),
         }
     }
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, v: T) {
         self.vals.push(v);
         self.nulls.append_non_null();
@@ -107,7 +107,7 @@ impl BinCol {
         }
     }
     /// Append a value; `Err` when the column would pass 2 GiB.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, v: &[u8]) -> Result<(), String> {
         self.data.extend_from_slice(v);
         let end = i32::try_from(self.data.len()).map_err(|_| "a column passed 2 GiB".to_string())?;
@@ -143,6 +143,9 @@ pub struct StructCol {
     pub nulls: NullBufferBuilder,
     pub len: usize,
     pub fields: Fields,
+    /// How to read this struct at each (definition, version) met so far
+    /// (built once each; see `read::Plan`).
+    pub(crate) plans: Vec<super::read::Plan>,
 }
 
 impl Col {
@@ -185,11 +188,12 @@ impl StructCol {
             nulls: NullBufferBuilder::new(0),
             len: 0,
             fields,
+            plans: Vec::new(),
         }
     }
 
     /// Mark one more row as present (its children were pushed).
-    #[inline]
+    #[inline(always)]
     pub fn close(&mut self) {
         self.nulls.append_non_null();
         self.len += 1;

@@ -36,10 +36,18 @@ impl<'a> Cur<'a> {
     pub fn left(&self) -> usize {
         self.b.len() - self.pos
     }
+    #[cold]
+    #[inline(never)]
+    fn short(&self, n: usize, what: &str) -> ReadError {
+        ReadError::corrupt(
+            self.pos,
+            format!("{what} needs {n} bytes but only {} are left", self.left()),
+        )
+    }
     #[inline]
     pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if n > self.left() {
-            return self.err(format!("{what} needs {n} bytes but only {} are left", self.left()));
+            return Err(self.short(n, what));
         }
         let s = &self.b[self.pos..self.pos + n];
         self.pos += n;
@@ -64,6 +72,11 @@ impl<'a> Cur<'a> {
     pub fn i32(&mut self, what: &str) -> Result<i32> {
         Ok(i32::from_be_bytes(self.fixed(what)?))
     }
+    #[cold]
+    #[inline(never)]
+    fn bad_varint(&self, what: &str) -> ReadError {
+        ReadError::corrupt(self.pos, format!("{what}: bad or cut unsigned varint"))
+    }
     #[inline]
     pub fn uvarint(&mut self, what: &str) -> Result<u32> {
         let mut p = self.pos;
@@ -72,7 +85,7 @@ impl<'a> Cur<'a> {
                 self.pos = p;
                 Ok(v)
             }
-            None => self.err(format!("{what}: bad or cut unsigned varint")),
+            None => Err(self.bad_varint(what)),
         }
     }
 }
@@ -90,9 +103,21 @@ fn push_bytes(col: &mut BinCol, v: &[u8], cur: &Cur<'_>) -> Result<()> {
 /// Append a string: Java decodes invalid UTF-8 with replacement characters, so do we.
 #[inline]
 pub(crate) fn push_str(col: &mut BinCol, v: &[u8], cur: &Cur<'_>) -> Result<()> {
-    match std::str::from_utf8(v) {
-        Ok(s) => push_bytes(col, s.as_bytes(), cur),
-        Err(_) => push_bytes(col, String::from_utf8_lossy(v).as_bytes(), cur),
+    col.push_text(v).map_err(|reason| ReadError::corrupt(cur.pos, reason))
+}
+
+impl BinCol {
+    /// Append text as Java decodes it (invalid UTF-8 becomes replacement
+    /// characters); ASCII, the usual case, is checked a word at a time.
+    #[inline(always)]
+    fn push_text(&mut self, v: &[u8]) -> std::result::Result<(), String> {
+        if v.is_ascii() {
+            return self.push(v);
+        }
+        match std::str::from_utf8(v) {
+            Ok(s) => self.push(s.as_bytes()),
+            Err(_) => self.push(String::from_utf8_lossy(v).as_bytes()),
+        }
     }
 }
 
@@ -118,7 +143,202 @@ pub fn read_message(
     Ok(cur.pos)
 }
 
+/// A struct's reading at one version, resolved once per column: when every
+/// field the version has is a primitive (string, bytes and UUID included)
+/// and none is tagged, the row is read by `read_flat` in one pass over a
+/// list of steps, with no error built. Anything else, or bytes that pass
+/// doesn't accept, goes to the general reader, which says why.
+pub(crate) struct Plan {
+    id: usize,
+    v: i16,
+    flex: bool,
+    /// `None` when the struct is not flat at this version.
+    steps: Option<Box<[Step]>>,
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    /// The field is not in this version: null.
+    Absent,
+    /// A primitive read into its column's builder; whether a null
+    /// length is accepted (a nullable field, or records).
+    Value { null_ok: bool },
+}
+
+/// Whether `col` is the builder `columns::data_type` makes for `p`.
+fn prim_matches(p: Prim, col: &Col) -> bool {
+    matches!(
+        (p, col),
+        (Prim::Bool, Col::Bool(..))
+            | (Prim::Int8, Col::I8(_))
+            | (Prim::Int16, Col::I16(_))
+            | (Prim::Uint16, Col::U16(_))
+            | (Prim::Int32, Col::I32(_))
+            | (Prim::Uint32, Col::U32(_))
+            | (Prim::Int64, Col::I64(_))
+            | (Prim::Float64, Col::F64(_))
+            | (Prim::Uuid, Col::Uuid(_))
+            | (Prim::String, Col::Str(_))
+            | (Prim::Bytes | Prim::Records, Col::Bin(_))
+    )
+}
+
+fn flat_steps(reg: &Registry, id: usize, v: i16, flex: bool, col: &StructCol) -> Option<Box<[Step]>> {
+    let def = &reg.structs[id];
+    if def.fields.len() > col.children.len() {
+        return None;
+    }
+    let mut steps = Vec::with_capacity(def.fields.len());
+    for (f, child) in def.fields.iter().zip(&col.children) {
+        if !f.versions.contains(v) {
+            steps.push(Step::Absent);
+            continue;
+        }
+        if flex && f.is_tagged_in(v) {
+            return None;
+        }
+        match f.ty {
+            FieldType::Prim(p) if prim_matches(p, child) => steps.push(Step::Value {
+                null_ok: f.nullable.contains(v) || p == Prim::Records,
+            }),
+            _ => return None,
+        }
+    }
+    Some(steps.into_boxed_slice())
+}
+
+/// The index in `col.plans` of the plan for (`id`, `v`, `flex`), built on
+/// first use (a column meets a handful of versions).
+#[inline]
+fn plan_index(reg: &Registry, id: usize, v: i16, flex: bool, col: &mut StructCol) -> usize {
+    if let Some(i) = col.plans.iter().position(|p| p.id == id && p.v == v && p.flex == flex) {
+        return i;
+    }
+    let steps = flat_steps(reg, id, v, flex, col);
+    col.plans.push(Plan { id, v, flex, steps });
+    col.plans.len() - 1
+}
+
+#[inline(always)]
+fn flat_take<'a>(b: &'a [u8], pos: &mut usize, n: usize) -> Option<&'a [u8]> {
+    let end = pos.checked_add(n)?;
+    let s = b.get(*pos..end)?;
+    *pos = end;
+    Some(s)
+}
+
+#[inline(always)]
+fn flat_fixed<const N: usize>(b: &[u8], pos: &mut usize) -> Option<[u8; N]> {
+    let s = b.get(*pos..)?.first_chunk::<N>()?;
+    *pos += N;
+    Some(*s)
+}
+
+/// `length` without the error: `Some(None)` for a null length.
+#[inline(always)]
+fn flat_length(b: &[u8], pos: &mut usize, flex: bool, wide: bool) -> Option<Option<usize>> {
+    if flex {
+        let n = read_zigzag(b, pos)?;
+        Some(if n == 0 { None } else { Some(n as usize - 1) })
+    } else {
+        let n = if wide {
+            i32::from_be_bytes(flat_fixed(b, pos)?)
+        } else {
+            i16::from_be_bytes(flat_fixed(b, pos)?) as i32
+        };
+        Some(if n < 0 { None } else { Some(n as usize) })
+    }
+}
+
+/// One value of a flat struct's row into `col`, as `read_prim` reads it;
+/// `None` (nothing pushed) for anything `read_prim` would not accept.
+#[inline(always)]
+fn flat_value(null_ok: bool, flex: bool, b: &[u8], pos: &mut usize, col: &mut Col) -> Option<()> {
+    match col {
+        Col::Bool(v, nulls) => {
+            let [x] = flat_fixed::<1>(b, pos)?;
+            v.append(x != 0);
+            nulls.append_non_null();
+        }
+        Col::I8(c) => c.push(i8::from_be_bytes(flat_fixed(b, pos)?)),
+        Col::I16(c) => c.push(i16::from_be_bytes(flat_fixed(b, pos)?)),
+        Col::U16(c) => c.push(u16::from_be_bytes(flat_fixed(b, pos)?)),
+        Col::I32(c) => c.push(i32::from_be_bytes(flat_fixed(b, pos)?)),
+        Col::U32(c) => c.push(u32::from_be_bytes(flat_fixed(b, pos)?)),
+        Col::I64(c) => c.push(i64::from_be_bytes(flat_fixed(b, pos)?)),
+        Col::F64(c) => c.push(f64::from_be_bytes(flat_fixed(b, pos)?)),
+        Col::Uuid(c) => c.push(flat_fixed(b, pos)?),
+        Col::Str(c) => match flat_length(b, pos, flex, false)? {
+            Some(n) => c.push_text(flat_take(b, pos, n)?).ok()?,
+            None if null_ok => c.nulls_push(),
+            None => return None,
+        },
+        Col::Bin(c) => match flat_length(b, pos, flex, true)? {
+            Some(n) => c.push(flat_take(b, pos, n)?).ok()?,
+            None if null_ok => c.nulls_push(),
+            None => return None,
+        },
+        Col::List(_) | Col::Struct(_) => return None,
+    }
+    Some(())
+}
+
+/// Read one row of a flat struct (see `Plan`) and close it. `Err(k)`: the
+/// bytes were not accepted and the first `k` children got a value each.
+#[inline]
+fn read_flat(steps: &[Step], flex: bool, cur: &mut Cur<'_>, col: &mut StructCol) -> std::result::Result<(), usize> {
+    let b = cur.b;
+    let mut pos = cur.pos;
+    let n = steps.len();
+    for (k, (step, child)) in steps.iter().zip(col.children.iter_mut()).enumerate() {
+        match *step {
+            Step::Absent => child.push_null(),
+            Step::Value { null_ok } => flat_value(null_ok, flex, b, &mut pos, child).ok_or(k)?,
+        }
+    }
+    if flex {
+        // No tagged fields (with them, the general reader).
+        if read_zigzag(b, &mut pos) != Some(0) {
+            return Err(n);
+        }
+        if let Some(Col::List(list)) = col.children.get_mut(n) {
+            list.close().map_err(|_| n)?;
+        }
+    } else if let Some(c) = col.children.get_mut(n) {
+        c.push_null();
+    }
+    cur.pos = pos;
+    col.close();
+    Ok(())
+}
+
 fn read_struct(reg: &Registry, id: usize, v: i16, flex: bool, cur: &mut Cur<'_>, col: &mut StructCol) -> Result<()> {
+    let p = plan_index(reg, id, v, flex, col);
+    if let Some(steps) = col.plans[p].steps.take() {
+        let read = read_flat(&steps, flex, cur, col);
+        col.plans[p].steps = Some(steps);
+        match read {
+            Ok(()) => return Ok(()),
+            Err(k) => {
+                // Cut the values pushed back off; the general reader says why.
+                for c in &mut col.children[..k] {
+                    let len = c.len();
+                    c.truncate(len.saturating_sub(1));
+                }
+            }
+        }
+    }
+    read_struct_general(reg, id, v, flex, cur, col)
+}
+
+fn read_struct_general(
+    reg: &Registry,
+    id: usize,
+    v: i16,
+    flex: bool,
+    cur: &mut Cur<'_>,
+    col: &mut StructCol,
+) -> Result<()> {
     let def = &reg.structs[id];
     let mut has_tagged = false;
     for (i, f) in def.fields.iter().enumerate() {
@@ -320,7 +540,7 @@ fn read_prim(p: Prim, f: &FieldDef, nullable: bool, flex: bool, cur: &mut Cur<'_
 }
 
 impl BinCol {
-    #[inline]
+    #[inline(always)]
     fn nulls_push(&mut self) {
         let end = self.offsets.last().copied().unwrap_or(0);
         self.offsets.push(end);

@@ -342,8 +342,13 @@ impl<'d> TableDecoder<'d> {
             b.append(head.tombstone);
             nulls.append_non_null();
         }
-        let error_text = error.map(|e| format!("{} at byte {}: {}", self.kind.name(), e.at, e.reason));
-        push_opt_str(&mut self.error, error_text.as_deref());
+        if let Some(e) = error {
+            // Rows without an error are padded with nulls in bulk.
+            let text = format!("{} at byte {}: {}", self.kind.name(), e.at, e.reason);
+            let missing = self.rows - self.error.len();
+            self.error.append_nulls(missing);
+            push_opt_str(&mut self.error, Some(&text));
+        }
         if let Some(j) = &mut self.json {
             push_opt_str(j, json_text.as_deref());
         }
@@ -359,7 +364,6 @@ impl<'d> TableDecoder<'d> {
             &mut self.record_type_id,
             &mut self.key_version,
             &mut self.value_version,
-            &mut self.error,
         ] {
             c.reserve(rows);
         }
@@ -395,10 +399,8 @@ impl<'d> TableDecoder<'d> {
                 err_at(2, format!("control record type {ctype} has no definition"))
             };
         };
-        let value = value.ok_or(ReadError::corrupt(
-            0,
-            format!("{} control record without a value", self.types[t].name),
-        ))?;
+        let value = value
+            .ok_or_else(|| ReadError::corrupt(0, format!("{} control record without a value", self.types[t].name)))?;
         let msg = &self.defs.reg.messages[self.types[t].value];
         // Kafka writes these at their current version, with no version prefix.
         let v = msg.valid.lo;
@@ -416,7 +418,7 @@ impl<'d> TableDecoder<'d> {
         value: Option<&[u8]>,
         head: &mut RowHead,
     ) -> Result<(), ReadError> {
-        let key = key.ok_or(ReadError::corrupt(0, "a record without a key"))?;
+        let key = key.ok_or_else(|| ReadError::corrupt(0, "a record without a key"))?;
         let mut k = Cur::new(key);
         let rtype = k.i16("record type")?;
         head.id = Some(rtype);
@@ -469,7 +471,7 @@ impl<'d> TableDecoder<'d> {
     }
 
     fn push_metadata(&mut self, value: Option<&[u8]>, head: &mut RowHead) -> Result<(), ReadError> {
-        let value = value.ok_or(ReadError::corrupt(0, "a metadata record without a value"))?;
+        let value = value.ok_or_else(|| ReadError::corrupt(0, "a metadata record without a value"))?;
         let mut pos = 0;
         let mut uv = |what: &str| -> Result<i16, ReadError> {
             let at = pos;
@@ -527,6 +529,8 @@ impl<'d> TableDecoder<'d> {
             }
             arrays.push(Arc::new(col.finish()));
         }
+        let missing = rows - self.error.len();
+        self.error.append_nulls(missing);
         arrays.push(self.error.finish());
         if let Some(j) = &mut self.json {
             arrays.push(j.finish());
@@ -549,6 +553,7 @@ fn head_json(head: &RowHead) -> json::Head {
     }
 }
 
+#[inline(always)]
 fn push_opt_str(col: &mut Col, v: Option<&str>) {
     match (col, v) {
         (Col::Str(c), Some(s)) => {
@@ -558,6 +563,7 @@ fn push_opt_str(col: &mut Col, v: Option<&str>) {
     }
 }
 
+#[inline(always)]
 fn push_opt_i16(col: &mut Col, v: Option<i16>) {
     match (col, v) {
         (Col::I16(c), Some(x)) => c.push(x),
