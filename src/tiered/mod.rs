@@ -16,7 +16,7 @@
 //! - [`chunk_index`]: both chunk-index forms and the packed sizes' codec;
 //! - [`key`]: RSA private keys from PEM and the data key's unwrapping;
 //! - [`transform`]: chunks back to segment bytes, in parallel;
-//! - [`write`]: segments stored as the plugin stores them (sample buckets).
+//! - [`mod@write`]: segments stored as the plugin stores them (sample buckets).
 //!
 //! Sizes in a manifest are claims: nothing is allocated from them before
 //! they are checked against the bytes at hand and the configured limits.
