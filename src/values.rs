@@ -19,6 +19,7 @@ pub mod protobuf;
 mod spark_json;
 
 pub use json_fast::without_fast_path;
+pub(crate) use spark_json::write_json_string;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};

@@ -11,6 +11,8 @@ use std::fmt::Write;
 
 use base64::Engine;
 
+use crate::values::write_json_string;
+
 use super::columns::{camel_case, Col, StructCol, UNKNOWN_TAGS};
 use super::model::{FieldType, Registry};
 use super::topics::{TableDecoder, ASSIGNMENT_COLUMN, SUBSCRIPTION_COLUMN};
@@ -68,24 +70,6 @@ pub(crate) fn row_json(dec: &TableDecoder<'_>, t: usize, head: &Head) -> String 
     out
 }
 
-fn write_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 fn write_struct(reg: &Registry, id: usize, v: i16, col: &StructCol, i: usize, out: &mut String) {
     if !col.nulls.is_valid(i) {
         out.push_str("null");
@@ -103,7 +87,7 @@ fn write_struct(reg: &Registry, id: usize, v: i16, col: &StructCol, i: usize, ou
         }
         first = false;
         let name = camel_case(&f.name);
-        write_str(&name, out);
+        write_json_string(&name, out);
         out.push(':');
         // A consumer group member's subscription and assignment: decoded, as
         // kafka-dump-log prints them (the bytes when they are not decoded).
@@ -152,17 +136,17 @@ fn write_value(reg: &Registry, ty: Option<&FieldType>, v: i16, col: &Col, i: usi
             if x.is_finite() {
                 let _ = write!(out, "{x:?}");
             } else {
-                write_str(&x.to_string(), out);
+                write_json_string(&x.to_string(), out);
             }
         }
-        Col::Uuid(c) => write_str(&super::read::uuid_text(&c.vals[i]), out),
+        Col::Uuid(c) => write_json_string(&super::read::uuid_text(&c.vals[i]), out),
         Col::Str(c) => {
             let bytes = &c.data[c.offsets[i] as usize..c.offsets[i + 1] as usize];
-            write_str(&String::from_utf8_lossy(bytes), out);
+            write_json_string(&String::from_utf8_lossy(bytes), out);
         }
         Col::Bin(c) => {
             let bytes = &c.data[c.offsets[i] as usize..c.offsets[i + 1] as usize];
-            write_str(&base64::engine::general_purpose::STANDARD.encode(bytes), out);
+            write_json_string(&base64::engine::general_purpose::STANDARD.encode(bytes), out);
         }
         Col::List(l) => {
             let (a, b) = (l.offsets[i] as usize, l.offsets[i + 1] as usize);
@@ -198,7 +182,7 @@ fn write_any_struct(reg: &Registry, col: &StructCol, i: usize, out: &mut String)
             out.push(',');
         }
         first = false;
-        write_str(field.name(), out);
+        write_json_string(field.name(), out);
         out.push(':');
         write_value(reg, None, 0, &col.children[ci], i, out);
     }

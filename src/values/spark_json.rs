@@ -155,7 +155,7 @@ fn write_compact(tape: &Tape<'_>, idx: u32, out: &mut String) -> u32 {
 }
 
 /// `text` as a JSON string literal (RFC 8259 §7: quotes, backslashes and control characters escaped).
-pub(super) fn write_json_string(text: &str, out: &mut String) {
+pub(crate) fn write_json_string(text: &str, out: &mut String) {
     out.push('"');
     for c in text.chars() {
         match c {
