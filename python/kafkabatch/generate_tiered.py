@@ -37,6 +37,8 @@ from typing import Any
 
 from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import format_bytes, parse_size
+from kafkabatch.log.index import read_time_index
+from kafkabatch.log.naming import kafka_uuid
 
 __all__ = ["LAYOUTS", "KEY_ID", "TieredBucket", "upload_log_dir"]
 
@@ -91,20 +93,16 @@ class TieredBucket:
         return text
 
 
-def _kafka_uuid(uploader: Any) -> str:
-    """A Kafka ``Uuid.toString()``: 16 bytes as URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uploader.random_bytes(16)).decode().rstrip("=")
-
-
 def _read(path: Path) -> bytes:
     return path.read_bytes() if path.exists() else b""
 
 
 def _max_timestamp(timeindex: Path) -> int:
     """The last (largest) timestamp of a ``.timeindex``, or -1."""
-    data = _read(timeindex)
-    last = len(data) // 12 * 12
-    return int.from_bytes(data[last - 12 : last - 4], "big", signed=True) if last else -1
+    if not timeindex.exists():
+        return -1
+    stamps = read_time_index(timeindex)["timestamp"]
+    return int(stamps[-1].as_py()) if len(stamps) else -1
 
 
 def upload_log_dir(
@@ -150,13 +148,13 @@ def upload_log_dir(
     segments = 0
     for topic, partition, folder, end_offset in partitions:
         if topic not in topic_ids:
-            topic_ids[topic] = _kafka_uuid(uploader)
+            topic_ids[topic] = kafka_uuid(uploader.random_bytes(16))
         topic_id = topic_ids[topic]
         logs = sorted(p for p in Path(folder).iterdir() if _SEGMENT.match(p.name))
         for i, log in enumerate(logs):
             base = int(log.name[:20])
             last = int(logs[i + 1].name[:20]) - 1 if i + 1 < len(logs) else end_offset - 1
-            segment_id = _kafka_uuid(uploader)
+            segment_id = kafka_uuid(uploader.random_bytes(16))
             if layout == "local":
                 _local_copy(root, log, topic, partition, topic_id, segment_id)
             else:

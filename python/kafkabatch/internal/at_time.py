@@ -8,7 +8,6 @@ pyarrow.Table ...
 
 from __future__ import annotations
 
-import base64
 import datetime as _dt
 import os
 import re
@@ -23,7 +22,7 @@ import pyarrow.compute as pc
 from kafkabatch.internal.kinds import Internal, resolve_internal
 from kafkabatch.log.bounds import parse_timestamp
 from kafkabatch.log.listing import Segment, list_segments
-from kafkabatch.log.naming import snapshot_id
+from kafkabatch.log.naming import kafka_uuid, snapshot_id
 from kafkabatch.log.prune import RecordFilter
 from kafkabatch.log.scan import scan_log
 from kafkabatch.log.segment import read_segment
@@ -241,19 +240,6 @@ CONFIG_RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGE
 # PartitionChangeRecord's "no change" values
 _NO_LEADER_CHANGE = -2
 _NO_RECOVERY_CHANGE = -1
-
-
-def kafka_uuid(value: Any) -> str | None:
-    """Kafka's text form of a UUID (URL-safe base64, no padding), as its tools print it.
-
-    >>> kafka_uuid(bytes(16))
-    'AAAAAAAAAAAAAAAAAAAAAA'
-    """
-    if value is None:
-        return None
-    if isinstance(value, (bytes, bytearray)):
-        return base64.urlsafe_b64encode(bytes(value)).decode("ascii").rstrip("=")
-    return str(value)
 
 
 @dataclass(frozen=True)

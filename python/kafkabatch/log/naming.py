@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import base64
 import re
+from typing import Any, overload
 
 from kafkabatch._util import topic_partition_of_folder
 
@@ -63,3 +65,20 @@ def folder_topic_partition(folder: str, topic: str | None, partition: int | None
             "{offset}-{segmentId}.log (Kafka's LocalTieredStorage)"
         )
     return (found[0] if topic is None else topic, found[1] if partition is None else partition)
+
+
+@overload
+def kafka_uuid(value: bytes | bytearray) -> str: ...
+@overload
+def kafka_uuid(value: Any) -> str | None: ...
+def kafka_uuid(value: Any) -> str | None:
+    """Kafka's text form of a UUID (URL-safe base64, no padding), as its tools print it.
+
+    >>> kafka_uuid(bytes(16))
+    'AAAAAAAAAAAAAAAAAAAAAA'
+    """
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return base64.urlsafe_b64encode(bytes(value)).decode("ascii").rstrip("=")
+    return str(value)
