@@ -18,6 +18,7 @@ pub mod memory;
 mod parallel;
 pub mod prune;
 pub mod record;
+pub mod scan;
 pub mod storage;
 pub mod tiered;
 pub mod txn;

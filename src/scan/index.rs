@@ -1,0 +1,1 @@
+//! Kafka's index files: `.index`, `.timeindex`, `.txnindex` and tiered `.indexes` slices.

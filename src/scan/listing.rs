@@ -1,0 +1,1 @@
+//! Roots (paths, URIs, globs, lists) to the segments of each partition.

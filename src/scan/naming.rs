@@ -1,0 +1,1 @@
+//! Names: `<topic>-<partition>` folders and segment file names.

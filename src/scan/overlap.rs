@@ -1,0 +1,1 @@
+//! The overlap rule: every offset read once when copies overlap.

@@ -1,0 +1,1 @@
+//! Index seeks, cross-checked against batch headers.
