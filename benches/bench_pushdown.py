@@ -21,11 +21,25 @@ polars rows: ``polars-filtered`` (``scan_polars(...).filter(timestamp >= T).coll
 and ``polars-full`` (``scan_polars(...).collect()``)::
 
     .venv/bin/python benches/bench_pushdown.py [--folder DIR] [--size 100MB] [--repeat 5] [--json OUT]
+
+``--selective`` measures in-process selective reads instead (no Spark): on a
+folder of every default topic (``audit-legacy``'s magic-1 message sets
+included, 512 MB unless ``--size``), each partition folder is read whole with
+``scan_log(folder)`` and from ``start_timestamp=T_p``, ``T_p`` the timestamp
+above which the partition's newest 3 % of records lie; both reads of every
+partition run in each round, in a shuffled order (one warm-up round, then
+medians of ``--repeat`` rounds). Rows: per topic and in all, the summed
+medians of the selective reads against the full ones, and one
+``scan_log(root, start_timestamp=T)`` call over the whole folder with ``T``
+the folder's own 97 % point::
+
+    .venv/bin/python benches/bench_pushdown.py --selective [--folder DIR] [--size 512MB] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -35,6 +49,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -57,14 +72,96 @@ def ensure_folder(folder: Path, size: str, seed: int) -> None:
     print(summary, file=sys.stderr)
 
 
+def selective(folder: Path, size: str, seed: int, repeat: int, json_out: Path | None) -> int:
+    """The ``--selective`` rows (see the module notes)."""
+    import datetime as dt
+
+    import pyarrow.compute as pc
+
+    import kafkabatch as kb
+
+    if not (folder.exists() and any(folder.iterdir())):
+        print(kb.generate(folder, size=size, seed=seed, progress=False), file=sys.stderr)
+    parts = sorted(d for d in folder.iterdir() if d.is_dir())
+
+    def at(us: int) -> dt.datetime:
+        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=us)
+
+    def rows(path: Path, **options: object) -> int:
+        return sum(batch.num_rows for batch in kb.scan_log(str(path), **options))
+
+    starts: dict[str, dt.datetime] = {}
+    expected: dict[str, int] = {}
+    everything = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for part in parts:
+            stamps = pc.cast(kb.scan_log(str(part)).read_all().column("timestamp"), "int64")
+            everything.append(stamps)
+            cutoff = int(pc.quantile(stamps, q=0.97)[0].as_py())
+            starts[part.name] = at(cutoff)
+            expected[part.name] = int(pc.sum(pc.greater_equal(stamps, cutoff)).as_py())
+        import pyarrow as pa
+
+        all_stamps = pa.chunked_array(everything)
+        t_all = int(pc.quantile(all_stamps, q=0.97)[0].as_py())
+        expected["(root)"] = int(pc.sum(pc.greater_equal(all_stamps, t_all)).as_py())
+    total = sum(f.stat().st_size for f in folder.glob("*/*.log"))
+    print(f"folder {folder}: {len(parts)} partitions, {total / 1e6:.1f} MB; load {loadavg()}", flush=True)
+
+    jobs: dict[tuple[str, str], Callable[[], int]] = {}
+    for part in parts:
+        jobs[(part.name, "full")] = functools.partial(rows, part)
+        jobs[(part.name, "newest-3%")] = functools.partial(rows, part, start_timestamp=starts[part.name])
+    jobs[("(root)", "full")] = functools.partial(rows, folder)
+    jobs[("(root)", "newest-3%")] = functools.partial(rows, folder, start_timestamp=at(t_all))
+    times: dict[tuple[str, str], list[float]] = {key: [] for key in jobs}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for round_ in range(repeat + 1):
+            keys = list(jobs)
+            random.Random(seed + round_).shuffle(keys)
+            for key in keys:
+                start = time.perf_counter()
+                n = jobs[key]()
+                elapsed = time.perf_counter() - start
+                if key[1] == "newest-3%":
+                    assert n == expected[key[0]], (key, n, expected[key[0]])
+                if round_:
+                    times[key].append(elapsed)
+            print(f"round {round_} done; load {loadavg()}", flush=True)
+    median = {key: statistics.median(v) for key, v in times.items()}
+    topics: dict[str, list[str]] = {}
+    for part in parts:
+        topics.setdefault(part.name.rpartition("-")[0], []).append(part.name)
+    groups = {**topics, "all partitions": [p.name for p in parts], "one call on the root": ["(root)"]}
+    print(f"\n{'rows of':22} {'full s':>8} {'newest 3% s':>12} {'ratio':>7}")
+    table = {}
+    for name, members in groups.items():
+        full = sum(median[(m, "full")] for m in members)
+        part_ = sum(median[(m, "newest-3%")] for m in members)
+        table[name] = {"full": full, "selective": part_, "ratio": part_ / full}
+        print(f"{name:22} {full:>8.3f} {part_:>12.3f} {part_ / full:>6.3f}x")
+    print(f"\nload at the end {loadavg()}; {platform.platform()}; {os.cpu_count()} cores")
+    if json_out:
+        json_out.write_text(json.dumps({"folder": str(folder), "bytes": total, "rows": table}, indent=2))
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kafkabatch-bench-pushdown")
-    p.add_argument("--size", default="100MB", help="size to generate when the folder is missing")
+    p.add_argument("--folder", type=Path, help="the generated folder (made when missing)")
+    p.add_argument("--size", help="size to generate when the folder is missing (default 100MB, --selective 512MB)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=5, help="timed rounds after one warm-up (median reported)")
     p.add_argument("--json", type=Path, help="write the results as JSON here")
+    p.add_argument("--selective", action="store_true", help="in-process scan_log selective reads, no Spark")
     args = p.parse_args()
+    if args.selective:
+        folder = args.folder or Path(tempfile.gettempdir()) / "kafkabatch-bench-selective"
+        return selective(folder, args.size or "512MB", args.seed, args.repeat, args.json)
+    args.folder = args.folder or Path(tempfile.gettempdir()) / "kafkabatch-bench-pushdown"
+    args.size = args.size or "100MB"
 
     import polars as pl
     import pyarrow.compute as pc

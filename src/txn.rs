@@ -19,8 +19,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::batch::{parse_v2_header, BatchWalker, RawBatch};
+use crate::batch::{parse_v2_header, BatchWalker, RawBatch, TRANSACTIONAL_BIT};
 use crate::control::parse_control;
+use crate::prune::BatchFacts;
 use crate::record::OwnedRecord;
 
 /// An aborted transaction: its producer and its first offset.
@@ -218,43 +219,54 @@ pub fn transaction_pass(
     open: &mut BTreeMap<i64, i64>,
     start_offset: Option<i64>,
     end_offset: Option<i64>,
+    read_control: impl FnMut(&RawBatch) -> Option<OwnedRecord>,
+) -> Vec<EndedTxn> {
+    let batches = BatchWalker::new(data).map(|raw| (BatchFacts::read(&raw, None), raw));
+    transaction_pass_over(batches, open, start_offset, end_offset, read_control)
+}
+
+/// [`transaction_pass`] over batches already walked (their header facts and
+/// bytes, in log order), e.g. from one walk of a file
+/// (`crate::scan::walk::Walk::transaction_pass`).
+pub fn transaction_pass_over<'a>(
+    batches: impl IntoIterator<Item = (BatchFacts, RawBatch<'a>)>,
+    open: &mut BTreeMap<i64, i64>,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
     mut read_control: impl FnMut(&RawBatch) -> Option<OwnedRecord>,
 ) -> Vec<EndedTxn> {
     let mut ended = Vec::new();
-    for raw in BatchWalker::new(data) {
-        if raw.magic() != 2 {
+    for (f, raw) in batches {
+        // only whole transactional v2 headers count (what `parse_v2_header` takes)
+        if f.magic != 2 || !f.header_ok || f.attributes & TRANSACTIONAL_BIT == 0 {
             continue;
         }
-        let Ok(header) = parse_v2_header(&raw) else { continue };
-        if !header.is_transactional {
+        if start_offset.is_some_and(|s| f.last_offset < s) {
             continue;
         }
-        if start_offset.is_some_and(|s| header.last_offset < s) {
-            continue;
-        }
-        if end_offset.is_some_and(|e| header.base_offset >= e) {
+        if end_offset.is_some_and(|e| f.base_offset >= e) {
             break;
         }
-        if header.is_control {
+        if f.is_control() {
             match control_kind(read_control(&raw)) {
                 Kind::Abort => {
-                    if let Some(first_offset) = open.remove(&header.producer_id) {
+                    if let Some(first_offset) = open.remove(&f.producer_id) {
                         ended.push(EndedTxn {
-                            producer_id: header.producer_id,
+                            producer_id: f.producer_id,
                             first_offset,
-                            marker_offset: header.base_offset,
+                            marker_offset: f.base_offset,
                         });
                     }
                 }
                 Kind::Commit => {
-                    open.remove(&header.producer_id);
+                    open.remove(&f.producer_id);
                 }
                 // Unreadable: the transaction stays open, so its records stay
                 // hidden (the decode pass reports the batch).
                 _ => {}
             }
         } else {
-            open.entry(header.producer_id).or_insert(header.base_offset);
+            open.entry(f.producer_id).or_insert(f.base_offset);
         }
     }
     ended

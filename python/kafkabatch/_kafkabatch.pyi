@@ -245,6 +245,62 @@ def transaction_pass(
     max_decompressed_size: int = ...,
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]: ...
 
+# --- one header walk per segment (kafkabatch.log.windows, prune, txn) ---
+
+@final
+class SegmentWalk:
+    @property
+    def start(self) -> int: ...
+    @property
+    def valid_end(self) -> int: ...
+    def __len__(self) -> int: ...
+    def columns(self) -> dict[str, list[int]]: ...
+    def kept_ranges(
+        self,
+        a: int,
+        b: int,
+        *,
+        start_offset: int | None = None,
+        end_offset: int | None = None,
+        start_ts_us: int | None = None,
+        end_ts_us: int | None = None,
+        keep_control: bool = False,
+    ) -> tuple[list[tuple[int, int]], int] | None: ...
+    def narrow(
+        self,
+        a: int,
+        b: int,
+        *,
+        start_offset: int | None = None,
+        end_offset: int | None = None,
+        start_ts_us: int | None = None,
+        end_ts_us: int | None = None,
+        keep_control: bool = False,
+    ) -> tuple[int, int] | None: ...
+    def windows(
+        self,
+        data: Buffer,
+        a: int,
+        b: int,
+        chunk: int,
+        *,
+        start_offset: int | None = None,
+        end_offset: int | None = None,
+    ) -> list[tuple[int, int, bool]] | None: ...
+    def transaction_pass(
+        self,
+        data: Buffer,
+        a: int,
+        b: int,
+        open: list[tuple[int, int]],
+        *,
+        start_offset: int | None = None,
+        end_offset: int | None = None,
+        max_decompressed_size: int = ...,
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]] | None: ...
+
+def walk_batches(data: Buffer, start: int = 0) -> SegmentWalk: ...
+
 # --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
 
 def encode(

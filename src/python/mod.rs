@@ -13,6 +13,7 @@ mod input;
 mod kmsg;
 mod tiered;
 mod values;
+mod walk;
 
 use pyo3::prelude::*;
 
@@ -98,5 +99,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     values::register(m)?;
     tiered::register(m)?;
     kmsg::register(m)?;
+    walk::register(m)?;
     Ok(())
 }

@@ -34,6 +34,7 @@ from typing import Any
 
 from kafkabatch._kafkabatch import kept_ranges as _kept_ranges
 from kafkabatch.log.bounds import Bounds, parse_timestamp
+from kafkabatch.log.windows import segment_walk
 
 #: Comparison operators a :class:`RecordFilter` takes (``in``/``not in`` take a collection).
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "startswith", "endswith", "contains")
@@ -212,9 +213,14 @@ def kept_ranges(data: Any, base: int, bounds: Bounds, keep_control: bool = False
     (Kafka's brokers set it on append), so a batch whose maximum is below
     ``start_ts`` holds no match; with LogAppendTime every record carries that
     timestamp, so one at or above ``end_ts`` holds none either. CreateTime
-    records are out of order, so nothing else follows from a header. Legacy
-    message sets (whose wrapper offsets and timestamps are not their
-    records') and batches that fail to parse are always kept; control
+    records are out of order, so nothing else follows from a header.
+    Legacy message sets: a plain v1 message's timestamp is its record's and a
+    LogAppendTime v1 wrapper's is every inner record's (exact for both
+    bounds); a CreateTime v1 wrapper carries its records' largest timestamp
+    as a broker writes it, so it is ruled out below ``start_ts`` when its
+    offset shows a broker assigned it (above the previous batch's last
+    offset: a producer's wrapper has offset 0 and timestamp 0); v0 messages
+    have no time. Batches that fail to parse are always kept; control
     batches (transaction markers) too with ``keep_control``, for a
     ``read_committed`` decode that learns where transactions end from the
     markers themselves rather than from a partition's aborted list (see
@@ -237,6 +243,36 @@ def prunes_batches(bounds: Bounds) -> bool:
     return bounds.start_ts is not None or bounds.end_ts is not None
 
 
+def source_kept_ranges(
+    source: Any, a: int, b: int, bounds: Bounds, keep_control: bool = False
+) -> tuple[list[tuple[int, int]], int]:
+    """:func:`kept_ranges` of bytes ``[a, b)`` of an open segment: for a local
+    one judged from its one header walk
+    (:func:`kafkabatch.log.windows.segment_walk`), else from the bytes read."""
+    walk = segment_walk(source, a)
+    walked = (
+        None
+        if walk is None
+        else walk.kept_ranges(
+            a,
+            b,
+            start_offset=bounds.start_offset,
+            end_offset=bounds.end_offset,
+            start_ts_us=bounds.start_ts,
+            end_ts_us=bounds.end_ts,
+            keep_control=keep_control,
+        )
+    )
+    if walked is not None:
+        return walked
+    data = source.read(a, b - a)
+    try:
+        return kept_ranges(data, a, bounds, keep_control)
+    finally:
+        del data
+        source.release()
+
+
 def narrow(source: Any, start: int, end: int | None, bounds: Bounds, keep_control: bool = False) -> tuple[int, int]:
     """``[start, end)`` of a segment without its leading and trailing batches
     that can't hold a record in ``bounds`` (judged by headers, see
@@ -245,12 +281,7 @@ def narrow(source: Any, start: int, end: int | None, bounds: Bounds, keep_contro
     end = source.size if end is None else min(end, source.size)
     if start >= end or not prunes_batches(bounds):
         return start, end
-    data = source.read(start, end - start)
-    try:
-        ranges, _ = kept_ranges(data, start, bounds, keep_control)
-    finally:
-        del data
-        source.release()
+    ranges, _ = source_kept_ranges(source, start, end, bounds, keep_control)
     if not ranges:
         return end, end
     return ranges[0][0], ranges[-1][1]

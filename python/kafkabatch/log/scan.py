@@ -27,7 +27,7 @@ from kafkabatch.internal import INTERNAL_OPTIONS, Internal, decode_internal_colu
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
 from kafkabatch.log.listing import Segment, by_partition, list_segments, open_segment, segment_bounds
-from kafkabatch.log.prune import RecordFilter, kept_ranges, narrow, prunes_batches
+from kafkabatch.log.prune import RecordFilter, narrow, prunes_batches, source_kept_ranges
 from kafkabatch.log.sample import first_values
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
@@ -301,12 +301,7 @@ def prune_windows(
         if not prunes_batches(bounds):
             yield a, b, last
             continue
-        data = source.read(a, b - a)
-        try:
-            ranges, pruned = kept_ranges(data, a, bounds, keep_control)
-        finally:
-            del data
-            source.release()
+        ranges, pruned = source_kept_ranges(source, a, b, bounds, keep_control)
         result.pruned_bytes += pruned
         for i, (x, y) in enumerate(ranges):
             yield x, y, last and i == len(ranges) - 1

@@ -15,7 +15,7 @@ from kafkabatch._kafkabatch import TieredStorageError
 from kafkabatch._kafkabatch import transaction_pass as _transaction_pass
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.listing import Segment, open_segment, segment_bounds
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
+from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows, segment_walk, walked_windows
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ def _walk(
     with ``seg``, a remote chunk that can't be undone is walked around (else raised)."""
     start, end, bounds = span
     stop = source.size if end is None else min(end, source.size)
+    if _walk_local(source, start, stop, bounds, open_txns, done, max_chunk_bytes):
+        return
     position: int | None = start
     while position is not None and position < stop:
         walked = position
@@ -97,18 +99,58 @@ def _walk(
             position = tiered.resume_after(source, max(bad_end, good), indexes, seg.base_offset)
 
 
+def _walk_local(
+    source: Any,
+    start: int,
+    stop: int,
+    bounds: Bounds,
+    open_txns: dict[int, int],
+    done: list[Transaction],
+    max_chunk_bytes: int,
+) -> bool:
+    """:func:`_walk` of a local segment from its one header walk (see
+    :func:`kafkabatch.log.windows.segment_walk`); False for other sources."""
+    walk = segment_walk(source, start)
+    windows = walked_windows(source, start, stop, max_chunk_bytes, bounds.start_offset, bounds.end_offset)
+    if walk is None or windows is None:
+        return False
+    data = source.read(0, source.size)
+    try:
+        for a, b, _last in windows:
+            step = walk.transaction_pass(
+                data, a, b, list(open_txns.items()), start_offset=bounds.start_offset, end_offset=bounds.end_offset
+            )
+            if step is None:  # a window the kept walk does not start a batch at: walk that window alone
+                step = _transaction_pass(
+                    data[a:b], list(open_txns.items()), start_offset=bounds.start_offset, end_offset=bounds.end_offset
+                )
+            _record(step, open_txns, done)
+    finally:
+        del data
+        source.release()
+    return True
+
+
+def _record(
+    step: tuple[list[tuple[int, int]], list[tuple[int, int, int]]], open_txns: dict[int, int], done: list[Transaction]
+) -> None:
+    """One pre-pass step's result into ``open_txns``/``done``."""
+    still_open, aborted = step
+    open_txns.clear()
+    open_txns.update(still_open)
+    done.extend(Transaction(pid, first, marker) for pid, first, marker in aborted)
+
+
 def _collect_transactions(
     data: Any, open_txns: dict[int, int], done: list[Transaction], bounds: Bounds = Bounds()
 ) -> None:
     """One piece's batch headers, walked in the Rust core: ``open_txns``
     (producer id -> first offset) updated, the transactions an ABORT marker
     ends appended to ``done`` (see ``_kafkabatch.transaction_pass``)."""
-    still_open, aborted = _transaction_pass(
+    step = _transaction_pass(
         data, list(open_txns.items()), start_offset=bounds.start_offset, end_offset=bounds.end_offset
     )
-    open_txns.clear()
-    open_txns.update(still_open)
-    done.extend(Transaction(pid, first, marker) for pid, first, marker in aborted)
+    _record(step, open_txns, done)
 
 
 def aborted_for(transactions: list[Transaction], first_offset: int) -> list[tuple[int, int]]:

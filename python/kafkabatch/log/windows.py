@@ -7,10 +7,13 @@
 from __future__ import annotations
 
 import struct
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
+import kafkabatch.log.fs as fs
 from kafkabatch._decode import iter_batches, valid_bytes
+from kafkabatch._kafkabatch import SegmentWalk, walk_batches
 from kafkabatch.log.bounds import Bounds
 
 #: Default window for :func:`scan_log`: the bytes of complete batches decoded at once.
@@ -18,6 +21,51 @@ DEFAULT_MAX_CHUNK_BYTES: int = 16 << 20
 
 
 LOG_OVERHEAD = 12  # base offset int64 + length int32
+
+#: The header walk of each open local segment (see :func:`segment_walk`).
+_WALKS: weakref.WeakKeyDictionary[Any, SegmentWalk] = weakref.WeakKeyDictionary()
+
+
+def segment_walk(source: Any, start: int = 0) -> SegmentWalk | None:
+    """The one walk over the batch headers of a local (memory-mapped) segment
+    from byte ``start`` (a batch start), made in the Rust core and kept with
+    the open source: the windows a read decodes, the batches pruning keeps
+    and the transaction pre-pass all come from it. None for other sources
+    (remote ones are read window by window)."""
+    if not isinstance(source, fs.MappedSource) or source.size == 0:
+        return None
+    walk = _WALKS.get(source)
+    if walk is not None and walk.start <= start:
+        return walk
+    data = source.read(0, source.size)
+    try:
+        walk = walk_batches(data, min(start, source.size))
+    finally:
+        del data
+        source.release()
+    _WALKS[source] = walk
+    return walk
+
+
+def walked_windows(
+    source: Any, start: int, end: int, max_bytes: int, start_offset: int | None = None, end_offset: int | None = None
+) -> list[tuple[int, int, bool]] | None:
+    """:func:`batch_windows` of a local segment from its one header walk (see
+    :func:`segment_walk`); None for other sources."""
+    walk = segment_walk(source, start)
+    if walk is None:
+        return None
+    data = source.read(0, source.size)
+    try:
+        windows = walk.windows(data, start, end, max_bytes, start_offset=start_offset, end_offset=end_offset)
+        if windows is None:  # ``start`` inside a batch of the kept walk: walk from there
+            windows = walk_batches(data, start).windows(
+                data, start, end, max_bytes, start_offset=start_offset, end_offset=end_offset
+            )
+    finally:
+        del data
+        source.release()
+    return windows
 
 
 def batch_length(header: Any) -> int | None:
@@ -34,6 +82,9 @@ def batch_ranges(source: Any, start: int, end: int, max_bytes: int) -> list[tupl
     most ``max_bytes`` (a batch larger than that gets a range of its own).
     Whatever can't be walked (an incomplete tail, broken framing) stays in
     the last range, where decoding reports or raises it."""
+    walked = walked_windows(source, start, end, max_bytes)
+    if walked is not None:
+        return [(a, b) for a, b, _last in walked]
     ranges = []
     pos = start
     while pos < end:
@@ -66,6 +117,10 @@ def batch_windows(source: Any, start: int, end: int, chunk: int, bounds: Bounds)
     ``bounds.start_offset`` are left out, and the walk stops after the batch
     reaching ``bounds.end_offset``. Bytes that can't be walked (incomplete
     tail, broken framing) end up in a final window for the decoder to report."""
+    walked = walked_windows(source, start, end, chunk, bounds.start_offset, bounds.end_offset)
+    if walked is not None:
+        yield from walked
+        return
     pos = start
     started = bounds.start_offset is None
     while pos < end:
