@@ -46,8 +46,8 @@ fuzz-smoke:
 # Formatting, lints and types; CI runs it as its own job.
 lint: install
 	cargo fmt --all --check
-	cargo clippy --locked --all-targets --features python -- -D warnings
-	RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features python
+	cargo clippy --locked --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy python/kafkabatch

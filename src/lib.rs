@@ -1,7 +1,7 @@
 //! kafkabatch: decode (and encode) Apache Kafka record batches — magic v2
 //! record batches and v0/v1 legacy message sets, every codec — into Arrow
-//! columns. The core is pure Rust with no Python types; `python` (feature
-//! `python`) is a thin PyO3 layer over it.
+//! columns. The core is pure Rust with no Python types; the PyO3 bindings are
+//! a crate of their own beside it (`bindings/python`).
 
 pub mod arrow_out;
 pub mod batch;
@@ -24,9 +24,6 @@ pub mod tiered;
 pub mod txn;
 pub mod values;
 pub mod varint;
-
-#[cfg(feature = "python")]
-mod python;
 
 pub use compression::Codec;
 pub use decode::{decode, DecodeOptions, Decoded, Isolation, OnError};

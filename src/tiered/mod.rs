@@ -16,6 +16,7 @@
 //! - [`chunk_index`]: both chunk-index forms and the packed sizes' codec;
 //! - [`key`]: RSA private keys from PEM and the data key's unwrapping;
 //! - [`transform`]: chunks back to segment bytes, in parallel;
+//! - [`source`]: a remote segment's bytes read chunk by chunk through any storage;
 //! - [`mod@write`]: segments stored as the plugin stores them (sample buckets).
 //!
 //! Sizes in a manifest are claims: nothing is allocated from them before
@@ -24,6 +25,7 @@
 pub mod chunk_index;
 pub mod key;
 pub mod manifest;
+pub mod source;
 pub mod transform;
 pub mod write;
 

@@ -14,10 +14,10 @@ use pyo3::types::PyCapsule;
 use super::errors::to_py;
 use super::input::Input;
 use super::values::ValueParser;
-use crate::arrow_out::{schema, view_schema};
-use crate::batch::WalkEnd;
-use crate::decode::{self, DEFAULT_MAX_DECOMPRESSED_SIZE};
-use crate::values::PARSE_CHUNK_BYTES;
+use kafkabatch::arrow_out::{schema, view_schema};
+use kafkabatch::batch::WalkEnd;
+use kafkabatch::decode::{self, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use kafkabatch::values::PARSE_CHUNK_BYTES;
 
 /// The output schema, exported with `__arrow_c_schema__`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
@@ -262,7 +262,7 @@ fn decode_py(
 fn valid_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
     let input = Input::new(data)?;
     let bytes = input.as_slice();
-    Ok(py.detach(|| crate::batch::valid_bytes(bytes)))
+    Ok(py.detach(|| kafkabatch::batch::valid_bytes(bytes)))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

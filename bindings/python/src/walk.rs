@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::input::Input;
-use crate::decode::{DecodeOptions, DEFAULT_MAX_DECOMPRESSED_SIZE};
-use crate::prune::HeaderBounds;
-use crate::scan::walk::{walk, Walk};
+use kafkabatch::decode::{DecodeOptions, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use kafkabatch::prune::HeaderBounds;
+use kafkabatch::scan::walk::{walk, Walk};
 
 /// The batches of a buffer from a start position, walked once by header.
 #[pyclass(module = "kafkabatch._kafkabatch", frozen)]

@@ -1,5 +1,5 @@
 //! `decode_internal()`: the key and value columns of one of Kafka's internal
-//! topics in, a table of typed records out (see `crate::kmsg`).
+//! topics in, a table of typed records out (see `kafkabatch::kmsg`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
 use super::arrow::{stream_capsule, take_once};
-use crate::kmsg::{decode_internal as decode_rows, Definitions, Kind};
+use kafkabatch::kmsg::{decode_internal as decode_rows, Definitions, Kind};
 
 /// A decoded table, handed to Arrow consumers once through `__arrow_c_stream__`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]

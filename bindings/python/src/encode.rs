@@ -12,8 +12,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule};
 
-use crate::compression::{Codec, CompressOptions};
-use crate::encode::{
+use kafkabatch::compression::{Codec, CompressOptions};
+use kafkabatch::encode::{
     control_batch, ControlKind, EncodeError, EncodeOptions, Encoder, HeaderRef, RecordRef, TimestampType,
 };
 

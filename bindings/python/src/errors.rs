@@ -4,7 +4,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::error::{DecodeError, ErrorKind};
+use kafkabatch::error::{DecodeError, ErrorKind};
 
 create_exception!(
     kafkabatch,

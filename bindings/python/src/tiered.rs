@@ -11,9 +11,9 @@ use rsa::RsaPrivateKey;
 
 use super::errors::KafkaBatchError;
 use super::input::Input;
-use crate::decode::{DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
-use crate::tiered::transform::{chunks_within, detransform_each_into, detransform_into};
-use crate::tiered::{
+use kafkabatch::decode::{DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
+use kafkabatch::tiered::transform::{chunks_within, detransform_each_into, detransform_into};
+use kafkabatch::tiered::{
     detransform_index, parse_manifest, parse_private_key, unwrap_data_key, ChunkIndex, IndexKind, Manifest,
     TieredError, Transform,
 };

@@ -1,5 +1,5 @@
 //! `PartitionWriter`: the sample-log generator of one partition folder
-//! (`crate::generate`), driven by `kafkabatch.generate` in steps so Python
+//! (`kafkabatch::generate`), driven by `kafkabatch.generate` in steps so Python
 //! can draw a progress bar. Each step runs with the GIL released.
 
 use std::path::PathBuf;
@@ -10,12 +10,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use super::input::Input;
-use crate::tiered::write::{pack_sizes, transform_chunks, zstd_frame, SampleRng, SegmentKey};
-use crate::tiered::TieredError;
+use kafkabatch::tiered::write::{pack_sizes, transform_chunks, zstd_frame, SampleRng, SegmentKey};
+use kafkabatch::tiered::TieredError;
 
-use crate::compression::{Codec, CompressOptions};
-use crate::encode::EncodeError;
-use crate::generate::{
+use kafkabatch::compression::{Codec, CompressOptions};
+use kafkabatch::encode::EncodeError;
+use kafkabatch::generate::{
     GenerateError, Kind, PartitionConfig, PartitionGenerator, PartitionSummary, DEFAULT_INDEX_INTERVAL_BYTES,
 };
 
@@ -143,7 +143,7 @@ fn tiered_to_py(e: TieredError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// Stores segments as Aiven's tiered-storage plugin does (`crate::tiered::write`),
+/// Stores segments as Aiven's tiered-storage plugin does (`kafkabatch::tiered::write`),
 /// for sample buckets: every random byte from a ChaCha20 stream of `seed`.
 /// `public_key` (SubjectPublicKeyInfo PEM) encrypts; `compression` zstd's.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
@@ -233,10 +233,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TieredUploader>()?;
     // The Avro writer schemas of the generated shipments, by Schema Registry id.
     let schemas = pyo3::types::PyDict::new(m.py());
-    for (id, schema) in crate::generate::SHIPMENT_SCHEMA_IDS
-        .iter()
-        .zip([crate::generate::SHIPMENT_SCHEMA_V1, crate::generate::SHIPMENT_SCHEMA_V2])
-    {
+    for (id, schema) in kafkabatch::generate::SHIPMENT_SCHEMA_IDS.iter().zip([
+        kafkabatch::generate::SHIPMENT_SCHEMA_V1,
+        kafkabatch::generate::SHIPMENT_SCHEMA_V2,
+    ]) {
         schemas.set_item(id, schema)?;
     }
     m.add("SHIPMENT_SCHEMAS", schemas)

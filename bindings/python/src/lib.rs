@@ -17,9 +17,11 @@ mod walk;
 
 use pyo3::prelude::*;
 
-use crate::txn::AbortedTxn;
+use kafkabatch::txn::AbortedTxn;
 
-use crate::decode::{DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
+use kafkabatch::decode::{
+    DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT,
+};
 
 /// Parse the keyword options shared by `decode` and `iter_batches`.
 pub(crate) fn options(

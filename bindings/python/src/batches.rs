@@ -8,13 +8,15 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use super::errors::to_py;
 use super::input::Input;
-use crate::batch::{be_i64, BatchHeader, BatchWalker, RawBatch, WalkEnd};
-use crate::compression::Codec;
-use crate::control::parse_control;
-use crate::decode::{decode_batch, hidden_batches, DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
-use crate::prune::HeaderBounds;
-use crate::record::{OwnedRecord, OwnedRecords};
-use crate::txn::Hidden;
+use kafkabatch::batch::{be_i64, BatchHeader, BatchWalker, RawBatch, WalkEnd};
+use kafkabatch::compression::Codec;
+use kafkabatch::control::parse_control;
+use kafkabatch::decode::{
+    decode_batch, hidden_batches, DecodeOptions, Isolation, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE,
+};
+use kafkabatch::prune::HeaderBounds;
+use kafkabatch::record::{OwnedRecord, OwnedRecords};
+use kafkabatch::txn::Hidden;
 
 /// One record, for small jobs (`Batch.records()`).
 #[pyclass(frozen, module = "kafkabatch._kafkabatch", eq)]
@@ -247,7 +249,7 @@ impl Batch {
             to_py(
                 py,
                 &self.header.error(
-                    crate::error::ErrorKind::Corrupt,
+                    kafkabatch::error::ErrorKind::Corrupt,
                     self.header.position,
                     "control batch has no records",
                 ),
@@ -258,7 +260,7 @@ impl Batch {
                 py,
                 &self
                     .header
-                    .error(crate::error::ErrorKind::Corrupt, self.header.position, why),
+                    .error(kafkabatch::error::ErrorKind::Corrupt, self.header.position, why),
             )
         })?;
         Ok(Some(ControlRecord {
@@ -311,7 +313,7 @@ impl Batch {
 fn fallback_header(raw: &RawBatch) -> BatchHeader {
     let magic = raw.magic();
     if magic == 2 {
-        if let Ok(header) = crate::batch::parse_v2_header(raw) {
+        if let Ok(header) = kafkabatch::batch::parse_v2_header(raw) {
             return header;
         }
     }
@@ -322,17 +324,17 @@ fn fallback_header(raw: &RawBatch) -> BatchHeader {
     let attributes = if legacy {
         b[17] as i16
     } else if b.len() > 22 {
-        crate::batch::be_i16(b, 21)
+        kafkabatch::batch::be_i16(b, 21)
     } else {
         0
     };
     let timestamp = if magic == 1 && b.len() >= 26 { be_i64(b, 18) } else { -1 };
     let (crc_at, crc_from) = if legacy { (12, 16) } else { (17, 21) };
-    let crc = crate::batch::be_u32(b, crc_at);
+    let crc = kafkabatch::batch::be_u32(b, crc_at);
     let computed = if legacy {
-        crate::crc::crc32(&b[crc_from..])
+        kafkabatch::crc::crc32(&b[crc_from..])
     } else {
-        crate::crc::crc32c(b.get(crc_from..).unwrap_or_default())
+        kafkabatch::crc::crc32c(b.get(crc_from..).unwrap_or_default())
     };
     BatchHeader {
         position: raw.position,
@@ -519,7 +521,7 @@ fn iter_batches(
 /// The byte ranges of `data` (complete batches from its start) whose batch
 /// headers leave open a record in the bounds (offsets `[start_offset,
 /// end_offset)`, timestamps in microseconds `[start_ts_us, end_ts_us)`),
-/// adjacent ones merged, and the bytes left out (see `crate::prune`).
+/// adjacent ones merged, and the bytes left out (see `kafkabatch::prune`).
 #[pyfunction]
 #[pyo3(signature = (data, *, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, keep_control=false))]
 fn kept_ranges(
@@ -539,7 +541,7 @@ fn kept_ranges(
         start_ts_us,
         end_ts_us,
     };
-    Ok(py.detach(|| crate::prune::kept_ranges(bytes, &bounds, keep_control)))
+    Ok(py.detach(|| kafkabatch::prune::kept_ranges(bytes, &bounds, keep_control)))
 }
 
 /// Which of `n` rows are in the bounds, from the value buffers of their
@@ -567,12 +569,12 @@ fn row_mask(
     };
     let (a, b) = (offsets.as_slice(), timestamps.as_slice());
     let (bits, kept) = py
-        .detach(|| crate::prune::row_mask(a, b, n, &bounds))
+        .detach(|| kafkabatch::prune::row_mask(a, b, n, &bounds))
         .ok_or_else(|| PyValueError::new_err(format!("row_mask: the buffers hold fewer than {n} values")))?;
     Ok((PyBytes::new(py, &bits).unbind(), kept))
 }
 
-/// One step of the read_committed pre-pass (see `crate::txn::transaction_pass`):
+/// One step of the read_committed pre-pass (see `kafkabatch::txn::transaction_pass`):
 /// the transactions `open` (`(producer_id, first_offset)`) after walking
 /// `data`'s headers, and those an ABORT marker in `data` ended, as
 /// `(producer_id, first_offset, marker_offset)`.
@@ -593,7 +595,8 @@ fn transaction_pass(
         ..Default::default()
     };
     let mut open: std::collections::BTreeMap<i64, i64> = open.into_iter().collect();
-    let ended = py.detach(|| crate::decode::transaction_pass(bytes, &mut open, start_offset, end_offset, &options));
+    let ended =
+        py.detach(|| kafkabatch::decode::transaction_pass(bytes, &mut open, start_offset, end_offset, &options));
     Ok((
         open.into_iter().collect(),
         ended

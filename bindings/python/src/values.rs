@@ -16,8 +16,8 @@ use pyo3::types::PyCapsule;
 use super::arrow::{stream_capsule, take_once};
 use super::encode::import_stream;
 use super::errors::KafkaBatchError;
-use crate::values::protobuf::{frames_of, ProtoSource, Protobuf, SchemaFiles, MAX_RECURSION};
-use crate::values::{parse_column, OnValueError, ValueFormat};
+use kafkabatch::values::protobuf::{frames_of, ProtoSource, Protobuf, SchemaFiles, MAX_RECURSION};
+use kafkabatch::values::{parse_column, OnValueError, ValueFormat};
 
 /// A schema file from Python: `(import name, kind, bytes)`, kind `"proto"`
 /// (text), `"descriptor"` (a `FileDescriptorProto`) or `"descriptor_set"`.
