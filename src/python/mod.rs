@@ -11,6 +11,7 @@ mod errors;
 mod generate;
 mod input;
 mod kmsg;
+mod listing;
 mod tiered;
 mod values;
 
@@ -98,5 +99,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     values::register(m)?;
     tiered::register(m)?;
     kmsg::register(m)?;
+    listing::register(m)?;
     Ok(())
 }
