@@ -1,5 +1,10 @@
 """Walking a segment by batch headers: byte windows of complete batches, cut at batch boundaries.
 
+A local segment's headers are walked once, in the Rust core (:func:`segment_walk`);
+its windows, the batches pruning keeps (:mod:`kafkabatch.log.prune`) and the
+read_committed pre-pass (:mod:`kafkabatch.log.txn`) come from that walk. Other
+sources (remote files, tiered segments) are walked window by window as they are read.
+
 >>> batch_ranges(source, 0, source.size, 16 << 20)  # doctest: +SKIP
 [(0, 16777170), (16777170, 20000000)]
 """
