@@ -36,7 +36,7 @@ _PATHS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 #: Recent walks by file: path -> (size, mtime in ns, walk), oldest first; at
 #: most :data:`_KEPT_BATCHES` batches' facts in all.
 _RECENT: collections.OrderedDict[str, tuple[int, int, SegmentWalk]] = collections.OrderedDict()
-_KEPT_BATCHES = 1 << 20
+_KEPT_BATCHES = 1 << 18  # about 16 MiB of facts
 
 
 def remember_path(source: Any, path: str) -> None:
