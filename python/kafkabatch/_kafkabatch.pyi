@@ -2,7 +2,7 @@
 
 from collections.abc import Callable
 from os import PathLike
-from typing import Any, Literal, TypeAlias, final
+from typing import Any, Literal, final
 
 from typing_extensions import Buffer
 
@@ -411,12 +411,6 @@ class RemoteManifest:
     def check_chunk_sizes(self) -> None: ...
     def detransform_index(self, index: str, data: Buffer) -> bytes: ...
 
-#: A listed segment: (path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id,
-#: floor_offset, stop_offset, twins), twins in the same form.
-_ListedSegment: TypeAlias = tuple[
-    str, str, int, int | None, int, str, str | None, str | None, str | None, int | None, int | None, list[Any]
-]
-
 def list_segments(
     root: str,
     *,
@@ -425,10 +419,11 @@ def list_segments(
     collect_problems: bool = False,
     filesystem: object | None = None,
     held_last_offset: Callable[[str, str, int], int | None] | None = None,
-) -> tuple[list[_ListedSegment], list[tuple[str, str]], list[tuple[_ListedSegment, TieredStorageError]]]:
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[tuple[dict[str, Any], TieredStorageError]]]:
     """The core's listing of ``root`` (a path, URI or glob): ``(segments, warnings, problems)``.
 
-    Sorted segments as tuples; warnings as ``(kind, message)``; with
+    Sorted segments as dicts of ``kafkabatch.log.listing.Segment``'s fields but
+    ``keys`` (``twins`` a list of the same dicts, or ``()``); warnings as ``(kind, message)``; with
     ``collect_problems``, remote segments that can't be listed with their error
     (else the first is raised). Remote roots are read through ``filesystem`` (a
     ``pyarrow.fs.FileSystem``) or ``kafkabatch.log.fs.resolve_remote``;

@@ -8,8 +8,9 @@ use std::sync::Mutex;
 
 use arrow_buffer::Buffer;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::tiered::TieredStorageError;
 use crate::scan::listing::{self, HeldOffsets, ListError, ListOptions, Problem, Segment, WarningKind};
@@ -209,28 +210,33 @@ fn to_py(py: Python<'_>, error: ListError, storage: Option<&PyFileSystemStorage>
     }
 }
 
-/// `(path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id,
-/// floor_offset, stop_offset, twins)`, twins in the same form.
-fn segment_tuple<'py>(py: Python<'py>, s: &Segment) -> PyResult<Bound<'py, PyTuple>> {
-    let twins = PyList::empty(py);
-    for twin in &s.twins {
-        twins.append(segment_tuple(py, twin)?)?;
+/// A segment as the fields of `kafkabatch.log.listing.Segment` (a dict the Python
+/// dataclass takes as its own, `keys` left to Python): `path`, `topic`, `partition`,
+/// `base_offset`, `size`, `layout`, `manifest`, `segment_id`, `topic_id`,
+/// `floor_offset`, `stop_offset`, `twins` (a list of the same dicts, or `()`).
+fn segment_fields<'py>(py: Python<'py>, s: &Segment) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "path"), s.path.as_str())?;
+    d.set_item(intern!(py, "topic"), s.topic.as_str())?;
+    d.set_item(intern!(py, "partition"), s.partition)?;
+    d.set_item(intern!(py, "base_offset"), s.base_offset)?;
+    d.set_item(intern!(py, "size"), s.size)?;
+    d.set_item(intern!(py, "layout"), s.layout.as_str())?;
+    d.set_item(intern!(py, "manifest"), s.manifest.as_deref())?;
+    d.set_item(intern!(py, "segment_id"), s.segment_id.as_deref())?;
+    d.set_item(intern!(py, "topic_id"), s.topic_id.as_deref())?;
+    d.set_item(intern!(py, "floor_offset"), s.floor_offset)?;
+    d.set_item(intern!(py, "stop_offset"), s.stop_offset)?;
+    if s.twins.is_empty() {
+        d.set_item(intern!(py, "twins"), PyTuple::empty(py))?; // no new container for the garbage collector
+    } else {
+        let twins = PyList::empty(py);
+        for twin in &s.twins {
+            twins.append(segment_fields(py, twin)?)?;
+        }
+        d.set_item(intern!(py, "twins"), twins)?;
     }
-    (
-        s.path.as_str(),
-        s.topic.as_str(),
-        s.partition,
-        s.base_offset,
-        s.size,
-        s.layout.as_str(),
-        s.manifest.as_deref(),
-        s.segment_id.as_deref(),
-        s.topic_id.as_deref(),
-        s.floor_offset,
-        s.stop_offset,
-        twins,
-    )
-        .into_pyobject(py)
+    Ok(d)
 }
 
 /// The core's listing of `root`: `(segments, warnings, problems)`.
@@ -270,7 +276,7 @@ fn list_segments<'py>(
     let listed = result.map_err(|e| to_py(py, e, python_storage.as_ref()))?;
     let segments = PyList::empty(py);
     for s in &listed.segments {
-        segments.append(segment_tuple(py, s)?)?;
+        segments.append(segment_fields(py, s)?)?;
     }
     let warnings = PyList::empty(py);
     for w in &listed.warnings {
@@ -281,7 +287,7 @@ fn list_segments<'py>(
     }
     let problems = PyList::empty(py);
     for (s, p) in &listed.problems {
-        problems.append((segment_tuple(py, s)?, tiered_error(p).into_value(py)))?;
+        problems.append((segment_fields(py, s)?, tiered_error(p).into_value(py)))?;
     }
     (segments, warnings, problems).into_pyobject(py)
 }

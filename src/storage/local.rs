@@ -65,8 +65,14 @@ pub fn walk(root: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<WalkedFolder>
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            // is_dir through links, as os.walk's entry.is_dir(); errors count as "not a folder".
-            if fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+            // is_dir through links, as os.walk's entry.is_dir() (the entry's own type unless it is
+            // a link: no stat per file); errors count as "not a folder".
+            let is_dir = match entry.file_type() {
+                Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
+                Ok(t) => t.is_dir(),
+                Err(_) => false,
+            };
+            if is_dir {
                 dirs.push(name);
             } else {
                 files.push(name);

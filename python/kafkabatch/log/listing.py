@@ -171,14 +171,19 @@ def list_segments(
     return [_segment(seg, keys) for seg in found]
 
 
-def _segment(fields: tuple, keys: tiered.KeySpec) -> Segment:
-    """A :class:`Segment` from the core's listing (remote segments carry the keys)."""
-    path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id, floor, stop, twins = fields
-    return Segment(
-        path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id, floor, stop,
-        keys=keys if layout != "broker" else (),
-        twins=tuple(_segment(twin, keys) for twin in twins),
-    )  # fmt: skip
+def _segment(fields: dict[str, Any], keys: tiered.KeySpec) -> Segment:
+    """A :class:`Segment` from the core's listing (remote segments carry the keys): the
+    core gives its fields, taken as they are (a frozen dataclass's ``__init__`` would set
+    them one by one through ``object.__setattr__``, the listing's cost for many segments)."""
+    twins = fields["twins"]
+    fields["twins"] = tuple(_segment(twin, keys) for twin in twins) if twins else ()
+    fields["keys"] = keys if fields["layout"] != "broker" else ()
+    seg = _new_object(Segment)
+    seg.__dict__.update(fields)
+    return seg
+
+
+_new_object = object.__new__
 
 
 def by_partition(segments: list[Segment]) -> list[list[Segment]]:
