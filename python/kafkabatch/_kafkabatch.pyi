@@ -431,6 +431,10 @@ def list_segments(
     offset from the segment's bytes where it would hide another copy's offsets.
     """
 
+def remote_name(path: str) -> tuple[str, str | None, int | None, str | None, str, int, str] | None:
+    """``(layout, topic, partition, topic_id, segment_id, base_offset, suffix)`` from a remote
+    segment's names (layout ``""`` when its folders fit no layout), or None."""
+
 @final
 class InternalTable:
     """A decoded internal-topic table; read once through ``__arrow_c_stream__``."""

@@ -292,6 +292,34 @@ fn list_segments<'py>(
     (segments, warnings, problems).into_pyobject(py)
 }
 
+/// The remote-segment facts in a path's names: `(layout, topic, partition, topic_id,
+/// segment_id, base_offset, suffix)` (layout `""` when the folders fit no layout), or `None`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn remote_name(
+    path: &str,
+) -> Option<(
+    &'static str,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    String,
+    i64,
+    String,
+)> {
+    let n = crate::scan::layouts::remote_name(path)?;
+    Some((
+        n.layout.map_or("", |l| l.as_str()),
+        n.topic,
+        n.partition,
+        n.topic_id,
+        n.segment_id,
+        n.base_offset,
+        n.suffix,
+    ))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(list_segments, m)?)
+    m.add_function(wrap_pyfunction!(list_segments, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_name, m)?)
 }
