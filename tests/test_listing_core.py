@@ -151,3 +151,26 @@ def test_an_unreadable_folder_inside_is_oserror(tmp_path):
         assert raised.value.filename == str(locked)
     finally:
         locked.chmod(0o755)
+
+
+def test_warnings_given_before_a_listing_error_are_kept(tmp_path):
+    """An upload in progress in one partition warns; a hole in the next stops the listing: both are said."""
+    from kafkabatch.log.tiered import TieredStorageError, TieredStorageWarning
+
+    topic_folder = tmp_path / "bucket" / "orders-MWJ6FHTfRYy67jzwZdeqSQ"
+    (topic_folder / "0").mkdir(parents=True)
+    (topic_folder / "0" / f"{0:020d}-{ID}.log").write_bytes(b"x")  # no manifest, nothing after it
+    (topic_folder / "1").mkdir()
+    (topic_folder / "1" / f"{0:020d}-{ID}.log").write_bytes(b"x")  # no manifest, a complete one after it
+    later = f"{100:020d}-AAAAAAAAAAAAAAAAAAAAAA"
+    (topic_folder / "1" / f"{later}.log").write_bytes(b"y")
+    (topic_folder / "1" / f"{later}.rsm-manifest").write_text('{"chunkIndex": {"originalFileSize": 1}}')
+    with pytest.warns(TieredStorageWarning, match="0/00000000000000000000-.*an upload in progress"):
+        with pytest.raises(TieredStorageError, match="1/00000000000000000000-.*its manifest .* is missing") as raised:
+            list_segments(tmp_path / "bucket")
+    assert raised.value.kind == "manifest"
+    problems: list = []
+    with pytest.warns(TieredStorageWarning):
+        segments = list_segments(tmp_path / "bucket", problems=problems)
+    assert [(s.partition, s.base_offset) for s in segments] == [(1, 100)]
+    assert [(s.partition, s.base_offset, e.kind) for s, e in problems] == [(1, 0, "manifest")]

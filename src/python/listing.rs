@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::tiered::TieredStorageError;
-use crate::scan::listing::{self, HeldOffsets, ListError, ListOptions, Problem, Segment, WarningKind};
+use crate::scan::listing::{self, HeldOffsets, ListError, ListOptions, ListWarning, Problem, Segment, WarningKind};
 use crate::scan::naming::without_query;
 use crate::storage::{Entry, LocalStorage, Location, Storage, StorageError};
 
@@ -195,7 +195,13 @@ fn to_py(py: Python<'_>, error: ListError, storage: Option<&PyFileSystemStorage>
         ListError::NotFound(m) => PyFileNotFoundError::new_err(m),
         ListError::PermissionDenied(m) => PyPermissionError::new_err(m),
         ListError::Naming(m) => PyValueError::new_err(m),
-        ListError::Tiered(p) => tiered_error(&p),
+        ListError::Tiered(p, warned) => {
+            let err = tiered_error(&p);
+            let _ = err
+                .value(py)
+                .setattr("listing_warnings", warnings_list(py, &warned).ok());
+            err
+        }
         ListError::Io { path, error } => os_error(py, &path, &error),
         ListError::Storage(e) => {
             if let Some(raised) = storage.and_then(PyFileSystemStorage::take_error) {
@@ -239,6 +245,18 @@ fn segment_fields<'py>(py: Python<'py>, s: &Segment) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
+/// Warnings as `(kind, message)`.
+fn warnings_list<'py>(py: Python<'py>, warnings: &[ListWarning]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for w in warnings {
+        let kind = match w.kind {
+            WarningKind::TieredStorage => "tiered_storage",
+        };
+        list.append((kind, w.message.as_str()))?;
+    }
+    Ok(list)
+}
+
 /// The core's listing of `root`: `(segments, warnings, problems)`.
 #[pyfunction]
 #[pyo3(signature = (root, *, topic=None, partition=None, collect_problems=false, filesystem=None, held_last_offset=None))]
@@ -278,13 +296,7 @@ fn list_segments<'py>(
     for s in &listed.segments {
         segments.append(segment_fields(py, s)?)?;
     }
-    let warnings = PyList::empty(py);
-    for w in &listed.warnings {
-        let kind = match w.kind {
-            WarningKind::TieredStorage => "tiered_storage",
-        };
-        warnings.append((kind, w.message.as_str()))?;
-    }
+    let warnings = warnings_list(py, &listed.warnings)?;
     let problems = PyList::empty(py);
     for (s, p) in &listed.problems {
         problems.append((segment_fields(py, s)?, tiered_error(p).into_value(py)))?;

@@ -260,6 +260,16 @@ fn is_dir(path: &str) -> bool {
     fs::metadata(if path.is_empty() { "." } else { path }).is_ok_and(|m| m.is_dir())
 }
 
+/// Whether a folder entry is a folder, through links, as Python's `DirEntry.is_dir()`: the
+/// entry's own type unless it is a link (no stat per file); errors count as "not a folder".
+pub(crate) fn entry_is_dir(entry: &fs::DirEntry) -> bool {
+    match entry.file_type() {
+        Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
+        Ok(t) => t.is_dir(),
+        Err(_) => false,
+    }
+}
+
 /// The names in folder `dir` (`""` = the working folder) and whether each is a folder
 /// (through links, as `DirEntry.is_dir()`: no stat unless the entry is a link); only
 /// folders when `dir_only`. A folder that can't be read has none, as for Python. Names
@@ -273,11 +283,7 @@ fn list_dir(dir: &str, dir_only: bool) -> Vec<(String, bool)> {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        let is_dir = match entry.file_type() {
-            Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
-            Ok(t) => t.is_dir(),
-            Err(_) => false,
-        };
+        let is_dir = entry_is_dir(&entry);
         if !dir_only || is_dir {
             names.push((name, is_dir));
         }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 
-use super::glob::join;
+use super::glob::{entry_is_dir, join};
 use super::{Entry, Location, Storage, StorageError};
 
 /// Files on this machine's file systems; a [`Location`] is a path.
@@ -65,13 +65,7 @@ pub fn walk(root: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<WalkedFolder>
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            // is_dir through links, as os.walk's entry.is_dir() (the entry's own type unless it is
-            // a link: no stat per file); errors count as "not a folder".
-            let is_dir = match entry.file_type() {
-                Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
-                Ok(t) => t.is_dir(),
-                Err(_) => false,
-            };
+            let is_dir = entry_is_dir(&entry); // as os.walk's entry.is_dir()
             if is_dir {
                 dirs.push(name);
             } else {

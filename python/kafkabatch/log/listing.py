@@ -156,13 +156,18 @@ def list_segments(
     def held_last_offset(log_path: str, manifest: str, base_offset: int) -> int | None:
         return tiered.held_last_offset(log_path, manifest, keyspec(), base_offset)
 
-    found, warned, unlisted = _native_list_segments(
-        root,
-        topic=topic,
-        partition=partition,
-        collect_problems=problems is not None,
-        held_last_offset=held_last_offset,
-    )
+    try:
+        found, warned, unlisted = _native_list_segments(
+            root,
+            topic=topic,
+            partition=partition,
+            collect_problems=problems is not None,
+            held_last_offset=held_last_offset,
+        )
+    except tiered.TieredStorageError as error:  # what the listing said before it stopped, then why
+        for _kind, message in getattr(error, "listing_warnings", None) or ():
+            warnings.warn(message, tiered.TieredStorageWarning, stacklevel=2)
+        raise
     keys = keyspec()
     for _kind, message in warned:  # one kind so far: a remote object left out
         warnings.warn(message, tiered.TieredStorageWarning, stacklevel=2)
