@@ -174,3 +174,22 @@ def test_warnings_given_before_a_listing_error_are_kept(tmp_path):
         segments = list_segments(tmp_path / "bucket", problems=problems)
     assert [(s.partition, s.base_offset) for s in segments] == [(1, 100)]
     assert [(s.partition, s.base_offset, e.kind) for s, e in problems] == [(1, 0, "manifest")]
+
+
+def test_one_wording_for_a_missing_manifest(tmp_path):
+    """Listing a .log named directly without its manifest says what reading code says of it."""
+    from kafkabatch.log.tiered import TieredStorageError, missing_manifest_error
+
+    folder = tmp_path / "orders-MWJ6FHTfRYy67jzwZdeqSQ" / "0"
+    folder.mkdir(parents=True)
+    log = folder / f"{5:020d}-{ID}.log"
+    log.write_bytes(b"x")
+    with pytest.raises(TieredStorageError) as raised:
+        list_segments(log)
+    expected = missing_manifest_error(str(log))
+    assert (str(raised.value), raised.value.kind, raised.value.object, raised.value.reason) == (
+        str(expected),
+        expected.kind,
+        expected.object,
+        expected.reason,
+    )

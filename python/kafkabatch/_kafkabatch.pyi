@@ -435,6 +435,10 @@ def remote_name(path: str) -> tuple[str, str | None, int | None, str | None, str
     """``(layout, topic, partition, topic_id, segment_id, base_offset, suffix)`` from a remote
     segment's names (layout ``""`` when its folders fit no layout), or None."""
 
+def listing_reason(what: Literal["missing_object", "missing_manifest", "layout"], path: str) -> str:
+    """Why a remote segment can't be read, in the listing's words (``path``: the manifest
+    whose ``.log`` is gone, the ``.log`` whose manifest is, or the misplaced object)."""
+
 @final
 class InternalTable:
     """A decoded internal-topic table; read once through ``__arrow_c_stream__``."""

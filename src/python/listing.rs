@@ -331,7 +331,25 @@ fn remote_name(
     ))
 }
 
+/// Why a remote segment can't be read, in the listing's words: `"missing_object"` (`path`:
+/// the manifest whose `.log` is gone), `"missing_manifest"` (`path`: the `.log`), `"layout"`
+/// (`path`: the object whose folders fit no layout).
+#[pyfunction]
+fn listing_reason(what: &str, path: &str) -> PyResult<String> {
+    use crate::scan::layouts::{layout_reason, sibling};
+    use crate::scan::naming::text;
+    match what {
+        "missing_object" => Ok(text::missing_object(path)),
+        "missing_manifest" => Ok(text::missing_manifest(&sibling(path, text::MANIFEST))),
+        "layout" => Ok(layout_reason(path)),
+        other => Err(PyValueError::new_err(format!(
+            "what must be 'missing_object', 'missing_manifest' or 'layout', not {other:?}"
+        ))),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_segments, m)?)?;
+    m.add_function(wrap_pyfunction!(listing_reason, m)?)?;
     m.add_function(wrap_pyfunction!(remote_name, m)?)
 }

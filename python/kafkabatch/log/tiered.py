@@ -43,6 +43,7 @@ from typing import Any
 import kafkabatch.log.fs as fs
 from kafkabatch._decode import iter_batches
 from kafkabatch._kafkabatch import RemoteManifest, TieredKeys, TieredStorageError
+from kafkabatch._kafkabatch import listing_reason as _listing_reason
 from kafkabatch._kafkabatch import remote_name as _native_remote_name
 from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
 from kafkabatch.log.naming import basename, without_query
@@ -96,19 +97,12 @@ def remote_name(path: str) -> RemoteName | None:
 
 def missing_object_error(log_path: str, manifest_path: str) -> TieredStorageError:
     """A manifest whose ``.log`` object is not there: its segment can't be read."""
-    return _error(
-        log_path, "truncated", f"the segment's .log object is missing (its manifest {basename(manifest_path)} is there)"
-    )
+    return _error(log_path, "truncated", _listing_reason("missing_object", manifest_path))
 
 
 def missing_manifest_error(log_path: str) -> TieredStorageError:
     """An Aiven remote ``.log`` named directly without its manifest: its bytes are chunks that can't be read alone."""
-    return _error(
-        log_path,
-        "manifest",
-        f"its manifest {basename(sibling(log_path, MANIFEST))} is missing (an upload in progress or abandoned?); "
-        "the object is stored in chunks (compressed or encrypted) that can't be read without it",
-    )
+    return _error(log_path, "manifest", _listing_reason("missing_manifest", log_path))
 
 
 def sibling(path: str, suffix: str) -> str:
