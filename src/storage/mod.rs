@@ -30,10 +30,15 @@
 //! assert_eq!(bytes.as_slice(), b"af");
 //! ```
 
+pub mod glob;
+pub mod local;
+
 use std::fmt;
 use std::ops::Range;
 
 use arrow_buffer::Buffer;
+
+pub use local::LocalStorage;
 
 /// A file's address as its front end spells it: a local path (`/data/orders-0/0.log`)
 /// or a URI (`s3://bucket/prefix/orders-0/0.log`), kept as text so errors and
