@@ -1,7 +1,8 @@
 """Type stubs for the native extension (checked by mypy.stubtest in `make test`)."""
 
+from collections.abc import Callable
 from os import PathLike
-from typing import Any, Literal, final
+from typing import Any, Literal, TypeAlias, final
 
 from typing_extensions import Buffer
 
@@ -465,6 +466,31 @@ class RemoteManifest:
     ) -> tuple[bytes, list[TieredStorageError]]: ...
     def check_chunk_sizes(self) -> None: ...
     def detransform_index(self, index: str, data: Buffer) -> bytes: ...
+
+#: A listed segment: (path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id,
+#: floor_offset, stop_offset, twins), twins in the same form.
+_ListedSegment: TypeAlias = tuple[
+    str, str, int, int | None, int, str, str | None, str | None, str | None, int | None, int | None, list[Any]
+]
+
+def list_segments(
+    root: str,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    collect_problems: bool = False,
+    filesystem: object | None = None,
+    held_last_offset: Callable[[str, str, int], int | None] | None = None,
+) -> tuple[list[_ListedSegment], list[tuple[str, str]], list[tuple[_ListedSegment, TieredStorageError]]]:
+    """The core's listing of ``root`` (a path, URI or glob): ``(segments, warnings, problems)``.
+
+    Sorted segments as tuples; warnings as ``(kind, message)``; with
+    ``collect_problems``, remote segments that can't be listed with their error
+    (else the first is raised). Remote roots are read through ``filesystem`` (a
+    ``pyarrow.fs.FileSystem``) or ``kafkabatch.log.fs.resolve_remote``;
+    ``held_last_offset(log, manifest, base_offset)`` confirms a manifest's end
+    offset from the segment's bytes where it would hide another copy's offsets.
+    """
 
 @final
 class InternalTable:

@@ -218,7 +218,7 @@ fn bracket(pat: &[char], start: usize, j: usize) -> Token {
 // --------------------------------------------------------------------------
 
 /// `os.path.split`: (head without its trailing `/`s unless all `/`, tail).
-fn split(path: &str) -> (&str, &str) {
+pub(crate) fn split(path: &str) -> (&str, &str) {
     let at = path.rfind('/').map_or(0, |i| i + 1);
     let (head, tail) = path.split_at(at);
     if !head.is_empty() && !head.chars().all(|c| c == '/') {

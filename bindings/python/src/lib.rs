@@ -11,6 +11,7 @@ mod errors;
 mod generate;
 mod input;
 mod kmsg;
+mod listing;
 mod tiered;
 mod values;
 mod walk;
@@ -102,5 +103,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tiered::register(m)?;
     kmsg::register(m)?;
     walk::register(m)?;
+    listing::register(m)?;
     Ok(())
 }
