@@ -301,6 +301,20 @@ class SegmentWalk:
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]] | None: ...
 
 def walk_batches(data: Buffer, start: int = 0) -> SegmentWalk: ...
+def offset_index_entries(data: Buffer, base_offset: int) -> tuple[list[int], list[int]]: ...
+def index_entries_used(data: Buffer, kind: str) -> int: ...
+def seek_range(
+    log: Buffer,
+    base_offset: int,
+    index_name: str,
+    index: Buffer | None,
+    time_index_name: str,
+    time_index: Buffer | None,
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    start_timestamp_ms: int | None = None,
+) -> tuple[int, int | None, str | None]: ...
 
 # --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
 

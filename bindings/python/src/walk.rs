@@ -1,6 +1,7 @@
-//! One walk over a segment's batch headers (`crate::scan::walk`), for the
-//! planning in `kafkabatch.log`: windows, kept ranges and the transaction
-//! pass of a read all come from the one walk.
+//! One walk over a segment's batch headers (`kafkabatch::scan::walk`), for
+//! the planning in `kafkabatch.log`: windows, kept ranges and the transaction
+//! pass of a read all come from the one walk; and the index files and the
+//! checked seeks with them (`kafkabatch::scan::index`, `kafkabatch::scan::seek`).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,8 @@ use pyo3::types::PyDict;
 use super::input::Input;
 use kafkabatch::decode::{DecodeOptions, DEFAULT_MAX_DECOMPRESSED_SIZE};
 use kafkabatch::prune::HeaderBounds;
+use kafkabatch::scan::index::{offset_index_used, time_index_used};
+use kafkabatch::scan::seek::{IndexFile, SeekBounds};
 use kafkabatch::scan::walk::{walk, Walk};
 
 /// The batches of a buffer from a start position, walked once by header.
@@ -189,8 +192,78 @@ impl SegmentWalk {
     }
 }
 
+/// `(offsets, positions)` of a `.index` file's bytes by Kafka's rules (see
+/// `kafkabatch::scan::index::offset_index_entries`); ValueError saying why
+/// when a broker could not have written them.
+#[pyfunction]
+fn offset_index_entries(data: &Bound<'_, PyAny>, base_offset: i64) -> PyResult<(Vec<i64>, Vec<i64>)> {
+    let input = Input::new(data)?;
+    kafkabatch::scan::index::offset_index_entries(input.as_slice(), base_offset)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// How many whole entries of an index file's bytes are in use, before the
+/// preallocated zero tail: `kind` is "offset" (`.index`) or "time" (`.timeindex`).
+#[pyfunction]
+fn index_entries_used(data: &Bound<'_, PyAny>, kind: &str) -> PyResult<usize> {
+    let input = Input::new(data)?;
+    match kind {
+        "offset" => Ok(offset_index_used(input.as_slice())),
+        "time" => Ok(time_index_used(input.as_slice())),
+        _ => Err(PyValueError::new_err(format!(
+            "kind must be 'offset' or 'time', not {kind:?}"
+        ))),
+    }
+}
+
+/// The byte range `(start, end)` of a segment's bytes `log` worth reading
+/// for the bounds, from its `.index` and `.timeindex` bytes (None: no such
+/// file) checked against the log, and None; or `(0, None, reason)` when the
+/// indexes can't be trusted (see `kafkabatch::scan::seek`).
+#[pyfunction]
+#[pyo3(signature = (log, base_offset, index_name, index, time_index_name, time_index, *, start_offset=None, end_offset=None, start_timestamp_ms=None))]
+#[allow(clippy::too_many_arguments)]
+fn seek_range(
+    py: Python<'_>,
+    log: &Bound<'_, PyAny>,
+    base_offset: i64,
+    index_name: &str,
+    index: Option<&Bound<'_, PyAny>>,
+    time_index_name: &str,
+    time_index: Option<&Bound<'_, PyAny>>,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+    start_timestamp_ms: Option<i64>,
+) -> PyResult<(usize, Option<usize>, Option<String>)> {
+    let log = Input::new(log)?;
+    let index = index.map(Input::new).transpose()?;
+    let time_index = time_index.map(Input::new).transpose()?;
+    let bounds = SeekBounds {
+        start_offset,
+        end_offset,
+        start_timestamp_ms,
+    };
+    let index = IndexFile {
+        name: index_name,
+        data: index.as_ref().map(Input::as_slice),
+    };
+    let time_index = IndexFile {
+        name: time_index_name,
+        data: time_index.as_ref().map(Input::as_slice),
+    };
+    let log = log.as_slice();
+    let found = py.detach(|| kafkabatch::scan::seek::seek_range(log, base_offset, index, time_index, bounds));
+    Ok(match found {
+        Ok((start, end)) => (start, end, None),
+        Err(bad) => (0, None, Some(bad.0)),
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SegmentWalk>()?;
     m.add_function(wrap_pyfunction!(walk_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(offset_index_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(index_entries_used, m)?)?;
+    m.add_function(wrap_pyfunction!(seek_range, m)?)?;
     Ok(())
 }

@@ -39,6 +39,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafkabatch._kafkabatch import index_entries_used as _index_entries_used
+from kafkabatch._kafkabatch import offset_index_entries as _offset_index_entries
 from kafkabatch._util import segment_base_offset
 
 __all__ = [
@@ -72,8 +74,8 @@ class InvalidIndexError(ValueError):
 
 def offset_index_entries(data: bytes | bytearray | memoryview, base_offset: int) -> tuple[list[int], list[int]]:
     """``(offsets, positions)`` of the entries of a ``.index`` file's bytes,
-    by Kafka's rules; the one parser behind seeking (:mod:`kafkabatch.log.seek`)
-    and Spark's task planning.
+    by Kafka's rules, in the Rust core; the one parser behind seeking
+    (:mod:`kafkabatch.log.seek`) and Spark's task planning.
 
     - A size that is not a multiple of 8 is corrupt (``OffsetIndex.sanityCheck``).
     - The preallocated zero tail ends the entries: they stop at the first
@@ -89,34 +91,10 @@ def offset_index_entries(data: bytes | bytearray | memoryview, base_offset: int)
     >>> offset_index_entries(bytes.fromhex("0000003900001029 0000007100002063 0000000000000000"), 1000)
     ([1057, 1113], [4137, 8291])
     """
-    view = memoryview(data).cast("B")
-    n, partial = divmod(len(view), OFFSET_INDEX_ENTRY_SIZE)
-    if partial:
-        raise InvalidIndexError(f"{len(view)} bytes is not a multiple of the {OFFSET_INDEX_ENTRY_SIZE}-byte entry size")
-    relative = _column(bytes(view[: n * OFFSET_INDEX_ENTRY_SIZE]), n, OFFSET_INDEX_ENTRY_SIZE, 0, 4, pa.int32())
-    position = _column(bytes(view[: n * OFFSET_INDEX_ENTRY_SIZE]), n, OFFSET_INDEX_ENTRY_SIZE, 4, 4, pa.int32())
-    relative, position = _trim_offset_index(relative, position)
-    rel = relative.to_pylist()
-    pos = position.to_pylist()
-    for i, (r, p) in enumerate(zip(rel, pos)):
-        if r < 0 or p < 0:
-            raise InvalidIndexError(f"entry {i} has a negative relative offset or position ({r}, {p})")
-        if i and (r <= rel[i - 1] or p <= pos[i - 1]):
-            raise InvalidIndexError(
-                f"entry {i} ({base_offset + r} at byte {p}) does not follow entry {i - 1} "
-                f"({base_offset + rel[i - 1]} at byte {pos[i - 1]}): offsets and positions must grow"
-            )
-    return [base_offset + r for r in rel], pos
-
-
-def _trim_offset_index(relative: pa.Array, position: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Drop the preallocated zero tail: entries after the first one (past
-    entry 0) whose relative offset is 0."""
-    if len(relative) > 1:
-        cut = _first_true(pc.equal(relative.slice(1), 0))
-        if cut >= 0:
-            return relative.slice(0, cut + 1), position.slice(0, cut + 1)
-    return relative, position
+    try:
+        return _offset_index_entries(data, base_offset)
+    except ValueError as e:
+        raise InvalidIndexError(str(e)) from None
 
 
 def base_offset_from_path(path: str | os.PathLike[str]) -> int:
@@ -138,16 +116,21 @@ def _load(path: str | os.PathLike[str], entry_size: int, base_offset: int | None
     """(whole entries' bytes, number of entries, base offset)."""
     base = base_offset_from_path(path) if base_offset is None else int(base_offset)
     data = Path(path).read_bytes()
-    n, partial = divmod(len(data), entry_size)
+    n = len(data) // entry_size
+    warn_partial_entry(path, len(data), entry_size, stacklevel=4)
+    return data[: n * entry_size], n, base
+
+
+def warn_partial_entry(path: str | os.PathLike[str], size: int, entry_size: int, stacklevel: int = 2) -> None:
+    """The :class:`IndexFileWarning` for an index file of ``size`` bytes that ends in a partial entry."""
+    partial = size % entry_size
     if partial:
         warnings.warn(
-            f"{os.fspath(path)}: {len(data)} bytes is not a multiple of the {entry_size}-byte entry size; "
+            f"{os.fspath(path)}: {size} bytes is not a multiple of the {entry_size}-byte entry size; "
             f"the last {partial} bytes (a partial entry) are ignored",
             IndexFileWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
-        data = data[: n * entry_size]
-    return data, n, base
 
 
 def _column(data: bytes, n: int, entry_size: int, at: int, width: int, type_: pa.DataType) -> pa.Array:
@@ -158,11 +141,6 @@ def _column(data: bytes, n: int, entry_size: int, at: int, width: int, type_: pa
         source = at + (width - 1 - k if _LITTLE else k)
         out[k::width] = data[source::entry_size]
     return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(out)])
-
-
-def _first_true(mask: pa.Array) -> int:
-    """Index of the first true value of a boolean array, or -1."""
-    return int(pc.index(mask, pa.scalar(True)).as_py())
 
 
 def read_offset_index(path: str | os.PathLike[str], *, base_offset: int | None = None) -> pa.Table:
@@ -187,9 +165,10 @@ def read_offset_index(path: str | os.PathLike[str], *, base_offset: int | None =
     [{'relative_offset': 57, 'offset': 1057, 'position': 4153}, {'relative_offset': 113, 'offset': 1113, 'position': 8291}]
     """
     data, n, base = _load(path, OFFSET_INDEX_ENTRY_SIZE, base_offset)
+    n = _index_entries_used(data, "offset")  # before the zero tail
+    data = data[: n * OFFSET_INDEX_ENTRY_SIZE]
     relative = _column(data, n, OFFSET_INDEX_ENTRY_SIZE, 0, 4, pa.int32())
     position = _column(data, n, OFFSET_INDEX_ENTRY_SIZE, 4, 4, pa.int32())
-    relative, position = _trim_offset_index(relative, position)
     offset = pc.add(relative.cast(pa.int64()), pa.scalar(base, pa.int64()))
     return pa.table({"relative_offset": relative, "offset": offset, "position": position})
 
@@ -212,17 +191,10 @@ def read_time_index(path: str | os.PathLike[str], *, base_offset: int | None = N
     [{'timestamp': 1700000000412, 'relative_offset': 57, 'offset': 1057}]
     """
     data, n, base = _load(path, TIME_INDEX_ENTRY_SIZE, base_offset)
+    n = _index_entries_used(data, "time")  # before the zero tail
+    data = data[: n * TIME_INDEX_ENTRY_SIZE]
     timestamp = _column(data, n, TIME_INDEX_ENTRY_SIZE, 0, 8, pa.int64())
     relative = _column(data, n, TIME_INDEX_ENTRY_SIZE, 8, 4, pa.int32())
-    if n:
-        zero_relative = pc.equal(relative, 0)
-        unused = pc.or_(
-            pc.and_(zero_relative, pc.equal(timestamp, 0)),
-            pa.concat_arrays([pa.array([False]), zero_relative.slice(1)]),
-        )
-        cut = _first_true(unused)
-        if cut >= 0:
-            timestamp, relative = timestamp.slice(0, cut), relative.slice(0, cut)
     offset = pc.add(relative.cast(pa.int64()), pa.scalar(base, pa.int64()))
     return pa.table({"timestamp": timestamp, "relative_offset": relative, "offset": offset})
 
