@@ -240,7 +240,7 @@ impl From<SourceError> for ScanError {
 /// for batch in scan.reader()? {
 ///     rows += batch?.num_rows();
 /// }
-/// assert!(rows > 0 && rows as u64 <= written.committed_records);
+/// assert!(rows > 0 && rows as u64 <= written.records);
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -142,7 +142,7 @@ impl ReadContext {
         let storage = self.storage_for(path)?;
         let size = storage
             .size(&location)?
-            .ok_or(crate::storage::StorageError::NotFound(location.clone()))?;
+            .ok_or_else(|| crate::storage::StorageError::NotFound(location.clone()))?;
         Ok(Source::Ranged {
             storage,
             location,
