@@ -1,6 +1,6 @@
 """Type stubs for the native extension (checked by mypy.stubtest in `make test`)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from os import PathLike
 from typing import Any, Literal, final
 
@@ -532,3 +532,32 @@ def decode_internal(
     ``value_version``, ``tombstone``, one struct column per record type,
     ``error`` (per row) and, with ``json=True``, ``json``.
     """
+
+def _scan_read(
+    roots: list[str],
+    *,
+    start_offset: int | Mapping[Any, Any] | None = None,
+    end_offset: int | Mapping[Any, Any] | None = None,
+    start_timestamp: int | None = None,
+    end_timestamp: int | None = None,
+    isolation: str = "read_uncommitted",
+    topic: str | None = None,
+    partition: int | None = None,
+    topics: list[str] | None = None,
+    partitions: list[int] | None = None,
+    tiered_keys: Mapping[str, str] | None = None,
+    validate_crc: bool = True,
+    include_control: bool = False,
+    on_error: str = "raise",
+    max_decompressed_size: int = ...,
+    max_chunk_bytes: int = ...,
+) -> Any:
+    """Internal, not part of the API: the Rust core's ``Scan`` (plan and read of
+    ``roots``, local paths only) as a ``pyarrow.RecordBatchReader`` of :data:`kafkabatch.SCHEMA`, for the
+    tests that compare it with :func:`kafkabatch.scan_log`. Timestamps are epoch
+    milliseconds; ``tiered_keys`` maps key-pair ids to PEM text."""
+
+@final
+class ScanStream:
+    """Internal: the core reader's Arrow C stream, read once by ``_scan_read``."""
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...

@@ -6,11 +6,21 @@
 //!
 //! Everything here reads through [`crate::storage::Storage`], so every front
 //! end (Python, the CLI, Spark, a JVM) plans the same way.
+//!
+//! [`Scan`] ties it together: roots and options → [`Plan`] (per partition,
+//! [`Split`]s of segments with the bounds their records must meet) →
+//! [`ScanReader`], Arrow record batches of [`crate::arrow_out::schema`] in
+//! topic, partition, offset order.
 
 pub mod index;
 pub mod layouts;
 pub mod listing;
 pub mod naming;
 pub mod overlap;
+pub mod plan;
+pub mod read;
 pub mod seek;
 pub mod walk;
+
+pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
+pub use read::{ReadContext, ReadStats, ScanReader};

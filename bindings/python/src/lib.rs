@@ -12,6 +12,7 @@ mod generate;
 mod input;
 mod kmsg;
 mod listing;
+mod scan;
 mod tiered;
 mod values;
 mod walk;
@@ -104,5 +105,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kmsg::register(m)?;
     walk::register(m)?;
     listing::register(m)?;
+    scan::register(m)?;
     Ok(())
 }

@@ -1,0 +1,186 @@
+//! `_scan_read`: the core's `Scan` (roots → plan → Arrow) as a pyarrow
+//! `RecordBatchReader`. Internal: it exists so the tests can compare the
+//! core's reader with `kafkabatch.scan_log`; local roots only for now.
+
+use std::collections::BTreeMap;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyTuple};
+
+use kafkabatch::decode::{OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use kafkabatch::scan::listing::ListError;
+use kafkabatch::scan::plan::DEFAULT_MAX_CHUNK_BYTES;
+use kafkabatch::scan::{Scan, ScanError, ScanIsolation, ScanReader};
+
+/// The core's reader as Arrow's C stream reader; errors become Arrow errors with the core's words.
+struct Stream(ScanReader);
+
+impl Iterator for Stream {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0
+            .next()
+            .map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl RecordBatchReader for Stream {
+    fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+}
+
+/// A one-shot holder of the stream for `pyarrow.RecordBatchReader.from_stream`.
+#[pyclass(module = "kafkabatch._kafkabatch")]
+struct ScanStream {
+    reader: Option<ScanReader>,
+}
+
+#[pymethods]
+impl ScanStream {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &mut self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // the schema is fixed
+        let reader = self
+            .reader
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this stream was already consumed"))?;
+        PyCapsule::new_with_value(
+            py,
+            FFI_ArrowArrayStream::new(Box::new(Stream(reader))),
+            c"arrow_array_stream",
+        )
+    }
+}
+
+/// An offset bound: an int for every partition, or `{topic: {partition: offset}}` /
+/// `{(topic, partition): offset}`.
+fn offset_bound(
+    mut scan: Scan,
+    spec: Option<&Bound<'_, PyAny>>,
+    what: &str,
+    set: fn(Scan, &str, i64, i64) -> Scan,
+    all: fn(Scan, Option<i64>) -> Scan,
+) -> PyResult<Scan> {
+    let Some(spec) = spec else {
+        return Ok(scan);
+    };
+    if let Ok(value) = spec.extract::<i64>() {
+        return Ok(all(scan, Some(value)));
+    }
+    let Ok(map) = spec.cast::<PyDict>() else {
+        return Err(PyTypeError::new_err(format!("{what} must be an int or a mapping")));
+    };
+    for (key, value) in map.iter() {
+        if let Ok(tuple) = key.cast::<PyTuple>() {
+            let (topic, partition): (String, i64) = tuple.extract()?;
+            scan = set(scan, &topic, partition, value.extract()?);
+        } else {
+            let topic: String = key.extract()?;
+            let per: BTreeMap<i64, i64> = value.extract()?;
+            for (partition, offset) in per {
+                scan = set(scan, &topic, partition, offset);
+            }
+        }
+    }
+    Ok(scan)
+}
+
+/// Read `roots` with the core's `Scan` into a `pyarrow.RecordBatchReader` of
+/// `kafkabatch.SCHEMA` (internal: see the stub).
+#[pyfunction]
+#[pyo3(signature = (roots, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None, isolation="read_uncommitted", topic=None, partition=None, topics=None, partitions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[allow(clippy::too_many_arguments)]
+fn _scan_read<'py>(
+    py: Python<'py>,
+    roots: Vec<String>,
+    start_offset: Option<&Bound<'py, PyAny>>,
+    end_offset: Option<&Bound<'py, PyAny>>,
+    start_timestamp: Option<i64>,
+    end_timestamp: Option<i64>,
+    isolation: &str,
+    topic: Option<String>,
+    partition: Option<i64>,
+    topics: Option<Vec<String>>,
+    partitions: Option<Vec<i64>>,
+    tiered_keys: Option<BTreeMap<String, String>>,
+    validate_crc: bool,
+    include_control: bool,
+    on_error: &str,
+    max_decompressed_size: usize,
+    max_chunk_bytes: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let isolation = match isolation {
+        "read_uncommitted" => ScanIsolation::ReadUncommitted,
+        "read_committed" => ScanIsolation::ReadCommitted,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "isolation must be 'read_uncommitted' or 'read_committed', not {other:?}"
+            )))
+        }
+    };
+    let on_error = match on_error {
+        "raise" => OnError::Raise,
+        "skip" => OnError::Skip,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "on_error must be 'raise' or 'skip', not {other:?}"
+            )))
+        }
+    };
+    let mut scan = Scan::new(roots)
+        .start_timestamp_ms(start_timestamp)
+        .end_timestamp_ms(end_timestamp)
+        .isolation(isolation)
+        .topic_override(topic)
+        .partition_override(partition)
+        .tiered_keys(tiered_keys.unwrap_or_default())
+        .validate_crc(validate_crc)
+        .include_control(include_control)
+        .on_error(on_error)
+        .max_decompressed_size(max_decompressed_size)
+        .max_chunk_bytes(max_chunk_bytes);
+    if let Some(topics) = topics {
+        scan = scan.topics(topics);
+    }
+    if let Some(partitions) = partitions {
+        scan = scan.partitions(partitions);
+    }
+    scan = offset_bound(
+        scan,
+        start_offset,
+        "start_offset",
+        Scan::partition_start_offset,
+        Scan::start_offset,
+    )?;
+    scan = offset_bound(
+        scan,
+        end_offset,
+        "end_offset",
+        Scan::partition_end_offset,
+        Scan::end_offset,
+    )?;
+    let reader = py.detach(|| scan.reader()).map_err(|e| match e {
+        ScanError::List(ListError::NotFound(text)) => PyFileNotFoundError::new_err(text),
+        ScanError::List(ListError::PermissionDenied(text)) => PyPermissionError::new_err(text),
+        e => PyValueError::new_err(e.to_string()),
+    })?;
+    let stream = Bound::new(py, ScanStream { reader: Some(reader) })?;
+    py.import("pyarrow")?
+        .getattr("RecordBatchReader")?
+        .call_method1("from_stream", (stream,))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ScanStream>()?;
+    m.add_function(wrap_pyfunction!(_scan_read, m)?)
+}

@@ -1,0 +1,704 @@
+//! From roots and options to a plan: the segments of each topic-partition
+//! worth reading, as [`Split`]s (a byte range of one segment with the bounds
+//! its records must fall in), and for `read_committed` each partition's
+//! aborted and still-open transactions, collected from its batch headers
+//! before any record is read.
+//!
+//! The semantics are those of the Python package's `scan_log`: offset bounds
+//! (one for every partition or per topic-partition), time bounds, the overlap
+//! rule between copies of a partition (see [`crate::scan::listing`]), segments
+//! skipped by their names, leading and trailing batches outside time bounds
+//! cut by one header walk of each local segment.
+//!
+//! Not here yet: index seeks (`.index`/`.timeindex`, tiered `.indexes`):
+//! every kept segment is walked from its first batch; joining copies of one
+//! partition given as separate roots (one glob covering them is needed);
+//! reading another copy of
+//! a damaged remote segment (its twins); skipping segments that can't be
+//! listed or opened under `on_error = skip` (they fail the plan or the read).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use rsa::RsaPrivateKey;
+use serde::{Deserialize, Serialize};
+
+use super::layouts::Layout;
+use super::listing::{
+    by_partition, list_segments, segment_bounds, sort_key, ListError, ListOptions, ListWarning, Segment,
+};
+use super::naming::uri_scheme;
+use super::read::{self, ReadContext, ScanReader};
+use crate::decode::{DecodeOptions, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
+use crate::error::DecodeError;
+use crate::prune::HeaderBounds;
+use crate::storage::{LocalStorage, Storage, StorageError};
+use crate::tiered::source::SourceError;
+use crate::tiered::{parse_private_key, TieredError};
+
+/// Bytes of complete batches decoded at once (one batch larger than this is decoded alone).
+pub const DEFAULT_MAX_CHUNK_BYTES: usize = 16 << 20;
+
+/// The version written into every serialised [`Split`].
+pub const SPLIT_VERSION: u32 = 1;
+
+/// The storage of a remote root or file (`s3://...`): a front end's choice
+/// (object_store, a `pyarrow.fs.FileSystem`, Hadoop's `FileSystem`).
+pub type Resolver = Arc<dyn Fn(&str) -> Result<Arc<dyn Storage>, StorageError> + Send + Sync>;
+
+/// Which records a scan returns of transactional producers (Kafka's `isolation.level`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScanIsolation {
+    /// Every record, aborted transactions included.
+    #[default]
+    ReadUncommitted,
+    /// Committed records only: each partition's transactions are collected from
+    /// its headers first, so a marker in a later window or segment still decides.
+    ReadCommitted,
+}
+
+/// An offset bound: one for every partition, and per topic-partition overrides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OffsetBound {
+    pub all: Option<i64>,
+    pub per_partition: BTreeMap<(String, i64), i64>,
+}
+
+impl OffsetBound {
+    /// The bound of one topic-partition: its own, else the one for all.
+    pub fn get(&self, topic: &str, partition: i64) -> Option<i64> {
+        self.per_partition
+            .get(&(topic.to_string(), partition))
+            .copied()
+            .or(self.all)
+    }
+}
+
+/// An aborted transaction (or one still open: no `last_offset`), as a broker's
+/// `.txnindex` or a Fetch response's aborted list says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Transaction {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The ABORT marker's offset; `None` while open.
+    pub last_offset: Option<i64>,
+}
+
+/// One byte range of one segment to read, with everything a reader needs but
+/// the keys of encrypted segments (those travel once with the options).
+/// Serialises to versioned JSON ([`Split::to_bytes`]) for Spark's executors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Split {
+    pub version: u32,
+    /// A local path or a URI (for Aiven segments, the `.log` object).
+    pub path: String,
+    pub topic: String,
+    pub partition: i64,
+    /// `broker`, `local-tiered` or `aiven`.
+    pub layout: String,
+    /// The Aiven manifest object.
+    pub manifest: Option<String>,
+    /// The segment's (original) size in bytes.
+    pub size: u64,
+    /// Bytes `[start, end)` of the segment: `start` is a batch boundary.
+    pub start: u64,
+    pub end: u64,
+    /// Exact bounds of the records returned (timestamps in microseconds).
+    pub start_offset: Option<i64>,
+    pub end_offset: Option<i64>,
+    pub start_ts_us: Option<i64>,
+    pub end_ts_us: Option<i64>,
+    /// The partition's transactions (read_committed), from the plan's pre-pass.
+    pub transactions: Option<Vec<Transaction>>,
+}
+
+impl Split {
+    /// The split as versioned JSON.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // A struct of strings, numbers and options always serialises.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// A split from [`Split::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Split, ScanError> {
+        let split: Split = serde_json::from_slice(bytes).map_err(|e| ScanError::Split(e.to_string()))?;
+        if split.version != SPLIT_VERSION {
+            return Err(ScanError::Split(format!(
+                "split version {} is not {SPLIT_VERSION} (planned by another kafkabatch version)",
+                split.version
+            )));
+        }
+        if split.start > split.end || split.end > split.size {
+            return Err(ScanError::Split(format!(
+                "bytes {}..{} do not fit a segment of {} bytes",
+                split.start, split.end, split.size
+            )));
+        }
+        Ok(split)
+    }
+
+    /// The header bounds of the records it returns.
+    pub fn bounds(&self) -> HeaderBounds {
+        HeaderBounds {
+            start_offset: self.start_offset,
+            end_offset: self.end_offset,
+            start_ts_us: self.start_ts_us,
+            end_ts_us: self.end_ts_us,
+        }
+    }
+
+    pub(crate) fn layout(&self) -> Layout {
+        match self.layout.as_str() {
+            "aiven" => Layout::Aiven,
+            "local-tiered" => Layout::LocalTiered,
+            _ => Layout::Broker,
+        }
+    }
+}
+
+/// One topic-partition's part of a plan: its splits in offset order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionPlan {
+    pub topic: String,
+    pub partition: i64,
+    pub splits: Vec<Split>,
+    /// Aborted and open transactions (read_committed), sorted by first offset.
+    pub transactions: Option<Vec<Transaction>>,
+}
+
+/// What a scan will read, partition by partition, in topic and partition order.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub partitions: Vec<PartitionPlan>,
+    /// What listing warned about (remote uploads in progress or abandoned).
+    pub warnings: Vec<ListWarning>,
+}
+
+impl Plan {
+    /// Every split, in topic, partition, offset order.
+    pub fn splits(&self) -> impl Iterator<Item = &Split> {
+        self.partitions.iter().flat_map(|p| p.splits.iter())
+    }
+}
+
+/// Why a scan failed, naming the file (or the option) concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// A bad option, in the option's name.
+    #[error("{0}")]
+    Options(String),
+    #[error(transparent)]
+    List(#[from] ListError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A remote segment that can't be read (manifest, key, chunk, truncated object).
+    #[error("{object}: {error}")]
+    Tiered { object: String, error: TieredError },
+    /// A batch that can't be decoded, its positions counted from the start of the file.
+    #[error("{path}: {error}")]
+    Decode { path: String, error: DecodeError },
+    /// A serialised split that can't be read back.
+    #[error("bad split: {0}")]
+    Split(String),
+}
+
+impl From<SourceError> for ScanError {
+    fn from(e: SourceError) -> Self {
+        match e {
+            SourceError::Tiered { object, error } => ScanError::Tiered {
+                object: object.to_string(),
+                error,
+            },
+            SourceError::Storage(e) => ScanError::Storage(e),
+        }
+    }
+}
+
+/// A read of Kafka log segments: roots (local paths, URIs, globs of either,
+/// broker log dirs, `<topic>-<partition>` folders, segment files, tiered-storage
+/// buckets) and options, planned with [`Scan::plan`] and read with
+/// [`Scan::reader`] into Arrow record batches of [`crate::arrow_out::schema`].
+///
+/// ```
+/// use kafkabatch::generate::{Kind, PartitionConfig, PartitionGenerator};
+/// use kafkabatch::scan::{Scan, ScanIsolation};
+///
+/// // a broker log dir with one partition of generated orders
+/// let dir = std::env::temp_dir().join(format!("kb-scan-doc-{}", std::process::id()));
+/// let mut orders = PartitionGenerator::new(PartitionConfig::new(dir.join("orders-0"), "orders", 0, Kind::Orders))?;
+/// orders.step(u64::MAX)?;
+/// let written = orders.finish()?;
+///
+/// let scan = Scan::new([dir.to_str().unwrap()])
+///     .start_offset(Some(10))
+///     .isolation(ScanIsolation::ReadCommitted);
+/// let plan = scan.plan()?;
+/// assert_eq!((plan.partitions.len(), plan.partitions[0].topic.as_str()), (1, "orders"));
+/// let mut rows = 0;
+/// for batch in scan.reader()? {
+///     rows += batch?.num_rows();
+/// }
+/// assert!(rows > 0 && rows as u64 <= written.records);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Scan {
+    roots: Vec<String>,
+    start_offset: OffsetBound,
+    end_offset: OffsetBound,
+    start_ts_us: Option<i64>,
+    end_ts_us: Option<i64>,
+    isolation: ScanIsolation,
+    topics: Option<BTreeSet<String>>,
+    partitions: Option<BTreeSet<i64>>,
+    topic_override: Option<String>,
+    partition_override: Option<i64>,
+    keys: BTreeMap<String, String>,
+    validate_crc: bool,
+    include_control: bool,
+    on_error: OnError,
+    max_decompressed_size: usize,
+    max_chunk_bytes: usize,
+    resolver: Option<Resolver>,
+}
+
+impl fmt::Debug for Scan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // keys are never shown
+        f.debug_struct("Scan")
+            .field("roots", &self.roots)
+            .field("start_offset", &self.start_offset)
+            .field("end_offset", &self.end_offset)
+            .field("start_ts_us", &self.start_ts_us)
+            .field("end_ts_us", &self.end_ts_us)
+            .field("isolation", &self.isolation)
+            .field("topics", &self.topics)
+            .field("partitions", &self.partitions)
+            .field("key_ids", &self.keys.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scan {
+    /// A scan of `roots`, every record of every partition, read_uncommitted.
+    pub fn new<I, S>(roots: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Scan {
+            roots: roots.into_iter().map(Into::into).collect(),
+            start_offset: OffsetBound::default(),
+            end_offset: OffsetBound::default(),
+            start_ts_us: None,
+            end_ts_us: None,
+            isolation: ScanIsolation::ReadUncommitted,
+            topics: None,
+            partitions: None,
+            topic_override: None,
+            partition_override: None,
+            keys: BTreeMap::new(),
+            validate_crc: true,
+            include_control: false,
+            on_error: OnError::Raise,
+            max_decompressed_size: DEFAULT_MAX_DECOMPRESSED_SIZE,
+            max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
+            resolver: None,
+        }
+    }
+
+    /// The first offset returned (inclusive), for every partition.
+    pub fn start_offset(mut self, offset: Option<i64>) -> Self {
+        self.start_offset.all = offset;
+        self
+    }
+
+    /// The offset to stop before (exclusive), for every partition.
+    pub fn end_offset(mut self, offset: Option<i64>) -> Self {
+        self.end_offset.all = offset;
+        self
+    }
+
+    /// The first offset of one topic-partition (over [`Scan::start_offset`]).
+    pub fn partition_start_offset(mut self, topic: &str, partition: i64, offset: i64) -> Self {
+        self.start_offset
+            .per_partition
+            .insert((topic.to_string(), partition), offset);
+        self
+    }
+
+    /// The offset one topic-partition stops before (over [`Scan::end_offset`]).
+    pub fn partition_end_offset(mut self, topic: &str, partition: i64, offset: i64) -> Self {
+        self.end_offset
+            .per_partition
+            .insert((topic.to_string(), partition), offset);
+        self
+    }
+
+    /// Records from this time on (epoch milliseconds, inclusive).
+    pub fn start_timestamp_ms(mut self, ms: Option<i64>) -> Self {
+        self.start_ts_us = ms.map(|t| t.saturating_mul(1000));
+        self
+    }
+
+    /// Records before this time (epoch milliseconds, exclusive).
+    pub fn end_timestamp_ms(mut self, ms: Option<i64>) -> Self {
+        self.end_ts_us = ms.map(|t| t.saturating_mul(1000));
+        self
+    }
+
+    /// Time bounds in microseconds (what a front end parsed dates into).
+    pub fn timestamp_range_us(mut self, start: Option<i64>, end: Option<i64>) -> Self {
+        self.start_ts_us = start;
+        self.end_ts_us = end;
+        self
+    }
+
+    pub fn isolation(mut self, isolation: ScanIsolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// Only these topics (after names are read and overrides applied).
+    pub fn topics<I: IntoIterator<Item = S>, S: Into<String>>(mut self, topics: I) -> Self {
+        self.topics = Some(topics.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Only these partitions.
+    pub fn partitions<I: IntoIterator<Item = i64>>(mut self, partitions: I) -> Self {
+        self.partitions = Some(partitions.into_iter().collect());
+        self
+    }
+
+    /// Every segment's topic, instead of its folder's (Python's `topic=`).
+    pub fn topic_override(mut self, topic: Option<String>) -> Self {
+        self.topic_override = topic;
+        self
+    }
+
+    /// Every segment's partition, instead of its folder's (Python's `partition=`).
+    pub fn partition_override(mut self, partition: Option<i64>) -> Self {
+        self.partition_override = partition;
+        self
+    }
+
+    /// RSA private keys (PEM text) by key-pair id, for encrypted tiered segments.
+    pub fn tiered_keys<I, K, P>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = (K, P)>,
+        K: Into<String>,
+        P: Into<String>,
+    {
+        self.keys = keys.into_iter().map(|(k, p)| (k.into(), p.into())).collect();
+        self
+    }
+
+    pub fn validate_crc(mut self, on: bool) -> Self {
+        self.validate_crc = on;
+        self
+    }
+
+    pub fn include_control(mut self, on: bool) -> Self {
+        self.include_control = on;
+        self
+    }
+
+    pub fn on_error(mut self, on_error: OnError) -> Self {
+        self.on_error = on_error;
+        self
+    }
+
+    /// The cap on one batch's decompressed size, in bytes.
+    pub fn max_decompressed_size(mut self, bytes: usize) -> Self {
+        self.max_decompressed_size = bytes;
+        self
+    }
+
+    /// Bytes of complete batches decoded at once (default 16 MiB).
+    pub fn max_chunk_bytes(mut self, bytes: usize) -> Self {
+        self.max_chunk_bytes = bytes;
+        self
+    }
+
+    /// The storage of remote roots and files; without it, a remote root is an error.
+    pub fn resolver(mut self, resolver: Resolver) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    fn check(&self) -> Result<(), ScanError> {
+        if self.roots.is_empty() {
+            return Err(ScanError::Options("no roots to scan".into()));
+        }
+        if self.max_chunk_bytes == 0 {
+            return Err(ScanError::Options("max_chunk_bytes must be positive".into()));
+        }
+        if self.max_decompressed_size == 0 || self.max_decompressed_size > MAX_DECOMPRESSED_SIZE_LIMIT {
+            return Err(ScanError::Options(format!(
+                "max_decompressed_size must be between 1 and {MAX_DECOMPRESSED_SIZE_LIMIT} bytes, not {}",
+                self.max_decompressed_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// What readers of this scan's splits need (keys parsed once).
+    pub fn context(&self) -> Result<ReadContext, ScanError> {
+        self.check()?;
+        let mut keys: BTreeMap<String, RsaPrivateKey> = BTreeMap::new();
+        for (id, pem) in &self.keys {
+            let key = parse_private_key(pem).map_err(|error| ScanError::Tiered {
+                object: format!("key pair {id:?}"),
+                error,
+            })?;
+            keys.insert(id.clone(), key);
+        }
+        Ok(ReadContext {
+            resolver: self.resolver.clone(),
+            keys: Arc::new(keys),
+            options: DecodeOptions {
+                validate_crc: self.validate_crc,
+                include_control: self.include_control,
+                on_error: self.on_error,
+                max_decompressed_size: self.max_decompressed_size,
+                ..DecodeOptions::default()
+            },
+            max_chunk_bytes: self.max_chunk_bytes,
+        })
+    }
+
+    /// List the roots, leave each offset to one copy, skip what names and
+    /// headers rule out, and (read_committed) collect each partition's transactions.
+    pub fn plan(&self) -> Result<Plan, ScanError> {
+        let context = self.context()?;
+        self.plan_with(&context)
+    }
+
+    /// [`Scan::plan`] with a context already made.
+    pub fn plan_with(&self, context: &ReadContext) -> Result<Plan, ScanError> {
+        let options = ListOptions {
+            topic: self.topic_override.clone(),
+            partition: self.partition_override,
+            collect_problems: false,
+        };
+        let held = read::HeldByBytes { context };
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut warnings = Vec::new();
+        // (topic, partition) -> the root that listed it
+        let mut owner: HashMap<(String, i64), &str> = HashMap::new();
+        for root in &self.roots {
+            let remote = uri_scheme(root).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
+            let storage: Arc<dyn Storage> = if remote {
+                context.storage_for(root)?
+            } else {
+                Arc::new(LocalStorage)
+            };
+            let listing = list_segments(root, storage.as_ref(), &options, &held)?;
+            warnings.extend(listing.warnings);
+            for seg in &listing.segments {
+                let first = *owner.entry((seg.topic.clone(), seg.partition)).or_insert(root.as_str());
+                if first != root.as_str() {
+                    // The overlap rule needs both roots' segments before it is applied.
+                    return Err(ScanError::Options(format!(
+                        "partition {}-{} is under both {first:?} and {root:?}: joining copies of a partition \
+                         from several roots is not supported yet; give one glob covering both",
+                        seg.topic, seg.partition
+                    )));
+                }
+            }
+            segments.extend(listing.segments);
+        }
+        segments.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
+        segments.retain(|s| {
+            self.topics.as_ref().is_none_or(|t| t.contains(&s.topic))
+                && self.partitions.as_ref().is_none_or(|p| p.contains(&s.partition))
+        });
+        let mut partitions = Vec::new();
+        for group in by_partition(segments) {
+            let (topic, partition) = (group[0].topic.clone(), group[0].partition);
+            let bounds = HeaderBounds {
+                start_offset: self.start_offset.get(&topic, partition),
+                end_offset: self.end_offset.get(&topic, partition),
+                start_ts_us: self.start_ts_us,
+                end_ts_us: self.end_ts_us,
+            };
+            let transactions = match self.isolation {
+                ScanIsolation::ReadCommitted => Some(read::partition_transactions(&group, context)?),
+                ScanIsolation::ReadUncommitted => None,
+            };
+            let mut splits = Vec::new();
+            if !empty(&bounds) {
+                for (i, seg) in group.iter().enumerate() {
+                    let (so, eo) = segment_bounds(seg, bounds.start_offset, bounds.end_offset);
+                    let seg_bounds = HeaderBounds {
+                        start_offset: so,
+                        end_offset: eo,
+                        ..bounds
+                    };
+                    if segment_skippable(&group, i, &bounds) || empty(&seg_bounds) {
+                        continue;
+                    }
+                    let split = Split {
+                        version: SPLIT_VERSION,
+                        path: seg.path.clone(),
+                        topic: topic.clone(),
+                        partition,
+                        layout: seg.layout.as_str().to_string(),
+                        manifest: seg.manifest.clone(),
+                        size: seg.size,
+                        start: 0,
+                        end: seg.size,
+                        start_offset: so,
+                        end_offset: eo,
+                        start_ts_us: bounds.start_ts_us,
+                        end_ts_us: bounds.end_ts_us,
+                        transactions: transactions.clone(),
+                    };
+                    if let Some(split) = read::narrow(split, context)? {
+                        splits.push(split);
+                    }
+                }
+            }
+            partitions.push(PartitionPlan {
+                topic,
+                partition,
+                splits,
+                transactions,
+            });
+        }
+        Ok(Plan { partitions, warnings })
+    }
+
+    /// The records of every split of [`Scan::plan`], in topic, partition, offset order.
+    pub fn reader(&self) -> Result<ScanReader, ScanError> {
+        let context = self.context()?;
+        let plan = self.plan_with(&context)?;
+        Ok(ScanReader::new(plan.splits().cloned().collect(), context))
+    }
+}
+
+/// Bounds no record can meet: `start >= end` for offsets or for times.
+fn empty(b: &HeaderBounds) -> bool {
+    matches!((b.start_offset, b.end_offset), (Some(s), Some(e)) if s >= e)
+        || matches!((b.start_ts_us, b.end_ts_us), (Some(s), Some(e)) if s >= e)
+}
+
+/// Whether file names alone show segment `i` (of one partition, in order)
+/// holds no offset in `bounds` (the offsets the overlap rule leaves to it).
+fn segment_skippable(segments: &[Segment], i: usize, bounds: &HeaderBounds) -> bool {
+    let seg = &segments[i];
+    let Some(base) = seg.base_offset else {
+        return false;
+    };
+    let first = seg.floor_offset.map_or(base, |f| f.max(base));
+    if bounds.end_offset.is_some_and(|e| first >= e) {
+        return true;
+    }
+    if let Some(start) = bounds.start_offset {
+        if seg.stop_offset.is_some_and(|stop| stop <= start) {
+            return true;
+        }
+        if seg.stop_offset.is_none() {
+            if let Some(next) = segments.get(i + 1) {
+                if next.floor_offset.is_none() && next.base_offset.is_some_and(|b| b <= start) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(base: i64) -> Segment {
+        Segment {
+            path: format!("/d/t-0/{base:020}.log"),
+            topic: "t".into(),
+            partition: 0,
+            base_offset: Some(base),
+            size: 10,
+            layout: Layout::Broker,
+            manifest: None,
+            segment_id: None,
+            topic_id: None,
+            floor_offset: None,
+            stop_offset: None,
+            twins: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn segments_are_skipped_by_their_names_only_when_no_offset_can_be_in_bounds() {
+        let group = vec![seg(0), seg(100), seg(200)];
+        let at = |s: Option<i64>, e: Option<i64>| {
+            let b = HeaderBounds {
+                start_offset: s,
+                end_offset: e,
+                ..Default::default()
+            };
+            (0..3).map(|i| segment_skippable(&group, i, &b)).collect::<Vec<_>>()
+        };
+        assert_eq!(at(None, None), [false, false, false]);
+        assert_eq!(at(Some(150), None), [true, false, false]);
+        assert_eq!(at(Some(100), None), [true, false, false]);
+        assert_eq!(at(Some(99), Some(100)), [false, true, true]);
+        assert_eq!(at(None, Some(201)), [false, false, false]);
+    }
+
+    #[test]
+    fn splits_round_trip_as_json_and_carry_no_keys() {
+        let split = Split {
+            version: SPLIT_VERSION,
+            path: "s3://b/t-0/0.log".into(),
+            topic: "t".into(),
+            partition: 3,
+            layout: "aiven".into(),
+            manifest: Some("s3://b/t-0/0.rsm-manifest".into()),
+            size: 100,
+            start: 10,
+            end: 90,
+            start_offset: Some(5),
+            end_offset: None,
+            start_ts_us: Some(1_000),
+            end_ts_us: None,
+            transactions: Some(vec![Transaction {
+                producer_id: 7,
+                first_offset: 3,
+                last_offset: None,
+            }]),
+        };
+        let bytes = split.to_bytes();
+        assert_eq!(Split::from_bytes(&bytes).unwrap(), split);
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(!text.contains("key"), "{text}");
+        let mut bad = split.clone();
+        bad.end = 200;
+        assert!(Split::from_bytes(&bad.to_bytes()).is_err());
+        bad.end = 90;
+        bad.version = 99;
+        assert!(Split::from_bytes(&bad.to_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("version 99"));
+    }
+
+    #[test]
+    fn per_partition_bounds_override_the_one_for_all() {
+        let mut b = OffsetBound {
+            all: Some(5),
+            ..Default::default()
+        };
+        b.per_partition.insert(("t".into(), 1), 9);
+        assert_eq!(
+            (b.get("t", 0), b.get("t", 1), b.get("u", 1)),
+            (Some(5), Some(9), Some(5))
+        );
+    }
+}

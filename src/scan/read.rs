@@ -1,0 +1,788 @@
+//! Reading splits into Arrow: each split's bytes (a local file memory-mapped,
+//! a remote file by ranged reads, an Aiven segment chunk by chunk through
+//! [`TieredSource`]) walked by batch header, decoded in windows of complete
+//! batches of at most `max_chunk_bytes` (one larger batch alone), batches
+//! whose headers rule out every record in the bounds left undecoded, and the
+//! rows filtered exactly with [`crate::prune::row_mask`].
+//!
+//! Under `read_committed` each decoded range gets the partition's aborted
+//! transactions not finished before its first offset (what a broker sends
+//! with a fetch from there), from the plan's pre-pass
+//! ([`partition_transactions`]).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampMicrosecondType};
+use arrow_array::{BooleanArray, RecordBatch};
+use arrow_buffer::{BooleanBuffer, Buffer};
+use rsa::RsaPrivateKey;
+
+use super::layouts::Layout;
+use super::listing::{segment_bounds, HeldOffsets, Segment};
+use super::naming::uri_scheme;
+use super::plan::{ScanError, Split, Transaction};
+use super::walk::{walk, Walk, Window};
+use crate::decode::{decode_range, DecodeOptions, Isolation};
+use crate::error::DecodeError;
+use crate::prune::{row_mask, HeaderBounds};
+use crate::storage::{LocalStorage, Location, Storage};
+use crate::tiered::source::TieredSource;
+use crate::tiered::{parse_manifest, unwrap_data_key, Manifest, TieredError, Transform};
+use crate::txn::AbortedTxn;
+
+/// Size of the fixed prefix every batch and legacy message starts with: offset (8) and length (4).
+const LOG_OVERHEAD: usize = 12;
+
+/// What the readers of a scan's splits share: where remote files are, the
+/// parsed keys of encrypted segments, decode options, the window size.
+#[derive(Clone)]
+pub struct ReadContext {
+    pub(crate) resolver: Option<super::plan::Resolver>,
+    pub(crate) keys: Arc<BTreeMap<String, RsaPrivateKey>>,
+    pub(crate) options: DecodeOptions,
+    pub(crate) max_chunk_bytes: usize,
+}
+
+impl std::fmt::Debug for ReadContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadContext")
+            .field("key_ids", &self.keys.keys().collect::<Vec<_>>())
+            .field("options", &self.options)
+            .field("max_chunk_bytes", &self.max_chunk_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_remote(path: &str) -> bool {
+    uri_scheme(path).is_some_and(|s| !s.eq_ignore_ascii_case("file"))
+}
+
+impl ReadContext {
+    /// The storage holding `path`: local files, or the resolver's for URIs.
+    pub fn storage_for(&self, path: &str) -> Result<Arc<dyn Storage>, ScanError> {
+        if !is_remote(path) {
+            return Ok(Arc::new(LocalStorage));
+        }
+        match &self.resolver {
+            Some(resolve) => Ok(resolve(path)?),
+            None => Err(ScanError::Options(format!(
+                "{path}: a remote location, and this scan was given no storage for remote roots"
+            ))),
+        }
+    }
+
+    /// The transform undoing an Aiven segment's chunks: its data key unwrapped with the key pair it names.
+    fn transform(&self, manifest: &Manifest) -> Result<Transform, TieredError> {
+        let Some(enc) = &manifest.encryption else {
+            return Transform::new(manifest.compression, None);
+        };
+        let Some(key) = self.keys.get(&enc.key_id) else {
+            return Err(TieredError::key(if self.keys.is_empty() {
+                format!(
+                    "the segment is encrypted with key pair {:?} and no keys were given (tiered_keys)",
+                    enc.key_id
+                )
+            } else {
+                let known: Vec<&str> = self.keys.keys().map(String::as_str).collect();
+                format!(
+                    "the segment is encrypted with key pair {:?}, which is not among the keys given ({})",
+                    enc.key_id,
+                    known.join(", ")
+                )
+            }));
+        };
+        let data_key = unwrap_data_key(key, &enc.wrapped_key).ok_or_else(|| {
+            TieredError::key(format!(
+                "the private key given for key pair {:?} does not unwrap the segment's data key (wrong key?)",
+                enc.key_id
+            ))
+        })?;
+        Transform::new(manifest.compression, Some((&data_key, &enc.aad)))
+    }
+
+    /// Open the bytes of one segment.
+    fn open(&self, path: &str, layout: Layout, manifest: Option<&str>) -> Result<Source, ScanError> {
+        if layout == Layout::Aiven {
+            let Some(manifest_path) = manifest else {
+                return Err(ScanError::Tiered {
+                    object: path.to_string(),
+                    error: TieredError::manifest("no manifest was listed for this remote segment"),
+                });
+            };
+            let storage = self.storage_for(manifest_path)?;
+            let location = Location::new(manifest_path);
+            let tiered = |error: TieredError| ScanError::Tiered {
+                object: manifest_path.to_string(),
+                error,
+            };
+            let Some(size) = storage.size(&location)? else {
+                return Err(tiered(TieredError::truncated("the manifest object is missing")));
+            };
+            let text = storage.read_range(&location, 0..size)?;
+            let manifest = parse_manifest(text.as_slice()).map_err(tiered)?;
+            let transform = self.transform(&manifest).map_err(tiered)?;
+            let source = TieredSource::open(
+                self.storage_for(path)?,
+                Location::new(path),
+                Arc::new(manifest),
+                transform,
+                self.options.max_decompressed_size,
+                "max_decompressed_size",
+            )?;
+            return Ok(Source::Tiered(Box::new(source)));
+        }
+        let location = Location::new(path);
+        if !is_remote(path) {
+            if let Some(map) = LocalStorage.map(&location)? {
+                return Ok(Source::Mapped(map));
+            }
+        }
+        let storage = self.storage_for(path)?;
+        let size = storage
+            .size(&location)?
+            .ok_or_else(|| crate::storage::StorageError::NotFound(location.clone()))?;
+        Ok(Source::Ranged {
+            storage,
+            location,
+            size,
+        })
+    }
+}
+
+/// One segment's bytes.
+enum Source {
+    /// A whole local file, memory-mapped.
+    Mapped(Buffer),
+    /// A plain remote file, by ranged reads.
+    Ranged {
+        storage: Arc<dyn Storage>,
+        location: Location,
+        size: u64,
+    },
+    /// An Aiven segment's original bytes.
+    Tiered(Box<TieredSource>),
+}
+
+/// A piece of a segment held at once, walked by header: `data[from..to]`
+/// are the bytes to read (file position `base + i` for `data[i]`).
+struct Piece {
+    data: Buffer,
+    base: u64,
+    from: usize,
+    to: usize,
+    walk: Walk,
+}
+
+impl Source {
+    fn size(&self) -> u64 {
+        match self {
+            Source::Mapped(map) => map.len() as u64,
+            Source::Ranged { size, .. } => *size,
+            Source::Tiered(source) => source.size(),
+        }
+    }
+
+    fn read(&mut self, position: u64, length: u64) -> Result<Buffer, ScanError> {
+        let end = position.saturating_add(length).min(self.size());
+        let position = position.min(end);
+        match self {
+            Source::Mapped(map) => Ok(map.slice_with_length(position as usize, (end - position) as usize)),
+            Source::Ranged { storage, location, .. } => Ok(storage.read_range(location, position..end)?),
+            Source::Tiered(source) => Ok(source.read(position, end - position)?),
+        }
+    }
+
+    /// The next piece from `pos` (a batch boundary) towards `end`: a mapped
+    /// file at once; other sources about `chunk` bytes of complete batches
+    /// (one larger batch whole), the last piece reaching `end` with whatever
+    /// bytes there are.
+    fn piece(&mut self, pos: u64, end: u64, chunk: usize) -> Result<Piece, ScanError> {
+        let end = end.min(self.size());
+        if let Source::Mapped(map) = self {
+            let data = map.clone();
+            let walk = walk(&data, pos as usize);
+            return Ok(Piece {
+                walk,
+                from: pos as usize,
+                to: end as usize,
+                base: 0,
+                data,
+            });
+        }
+        let want = (chunk as u64).min(end - pos);
+        let mut data = self.read(pos, want)?;
+        let mut w = walk(&data, 0);
+        if pos + want < end && w.valid_end == 0 && data.len() >= LOG_OVERHEAD {
+            // one batch larger than the window: read it whole when it fits the range
+            let length = i32::from_be_bytes(data[8..12].try_into().unwrap_or([0; 4]));
+            let size = LOG_OVERHEAD as u64 + u64::try_from(length).unwrap_or(0);
+            if length > 0 && pos + size <= end {
+                data = self.read(pos, size)?;
+                w = walk(&data, 0);
+            }
+        }
+        let at_end = pos + data.len() as u64 >= end;
+        let to = if at_end || w.valid_end == 0 {
+            data.len()
+        } else {
+            w.valid_end
+        };
+        Ok(Piece {
+            walk: w,
+            from: 0,
+            to,
+            base: pos,
+            data,
+        })
+    }
+}
+
+/// `error` with its positions counted from the start of the file.
+fn relocate(mut error: DecodeError, base: u64, path: &str) -> ScanError {
+    let base = base as usize;
+    error.batch_position += base;
+    if !error.in_payload {
+        error.byte_position += base;
+    }
+    ScanError::Decode {
+        path: path.to_string(),
+        error,
+    }
+}
+
+/// The `(producer id, first offset)` pairs a piece starting at `first_offset`
+/// needs: the transactions not finished before it.
+fn aborted_for(transactions: &[Transaction], first_offset: i64) -> Vec<AbortedTxn> {
+    transactions
+        .iter()
+        .filter(|t| t.last_offset.is_none_or(|last| last >= first_offset))
+        .map(|t| AbortedTxn {
+            producer_id: t.producer_id,
+            first_offset: t.first_offset,
+        })
+        .collect()
+}
+
+fn bounded(b: &HeaderBounds) -> bool {
+    b.start_offset.is_some() || b.end_offset.is_some() || b.start_ts_us.is_some() || b.end_ts_us.is_some()
+}
+
+/// Only the rows of `batch` in `bounds`; `None` when none is.
+fn filter_rows(batch: RecordBatch, bounds: &HeaderBounds) -> Result<Option<RecordBatch>, ScanError> {
+    let n = batch.num_rows();
+    if n == 0 {
+        return Ok(None);
+    }
+    if !bounded(bounds) {
+        return Ok(Some(batch));
+    }
+    let offsets = batch.column(4).as_primitive::<Int64Type>();
+    let stamps = batch.column(5).as_primitive::<TimestampMicrosecondType>();
+    let (bits, kept) = row_mask(
+        offsets.values().inner().as_slice(),
+        stamps.values().inner().as_slice(),
+        n,
+        bounds,
+    )
+    .ok_or_else(|| ScanError::Options("a decoded batch without its offset or timestamp values".into()))?;
+    if kept == n {
+        return Ok(Some(batch));
+    }
+    if kept == 0 {
+        return Ok(None);
+    }
+    let mask = BooleanArray::new(BooleanBuffer::new(Buffer::from_vec(bits), 0, n), None);
+    let filtered = arrow_select::filter::filter_record_batch(&batch, &mask)
+        .map_err(|e| ScanError::Options(format!("filtering rows: {e}")))?;
+    Ok(Some(filtered))
+}
+
+/// What reading has found so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Splits opened.
+    pub splits: usize,
+    /// Batches decoded, records decoded, rows returned.
+    pub batches: usize,
+    pub records: usize,
+    pub rows: usize,
+    /// Batches dropped under `on_error = skip`, and their bytes.
+    pub skipped: Vec<String>,
+    pub skipped_bytes: usize,
+    /// Bytes of batches left undecoded: their headers show no record in the bounds.
+    pub pruned_bytes: usize,
+}
+
+/// One split being read.
+struct SplitRead {
+    split: Split,
+    source: Source,
+    pos: u64,
+    end: u64,
+    done: bool,
+    piece: Option<Piece>,
+    windows: VecDeque<Window>,
+}
+
+/// The record batches of splits, in order: an iterator of
+/// `Result<RecordBatch, ScanError>` of [`crate::arrow_out::schema`]; no batch is empty.
+pub struct ScanReader {
+    splits: VecDeque<Split>,
+    context: ReadContext,
+    current: Option<SplitRead>,
+    pending: VecDeque<RecordBatch>,
+    stats: ReadStats,
+    failed: bool,
+}
+
+impl std::fmt::Debug for ScanReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanReader")
+            .field("splits_left", &self.splits.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ScanReader {
+    /// A reader of `splits` (from a plan, or deserialised on an executor).
+    pub fn new(splits: Vec<Split>, context: ReadContext) -> Self {
+        ScanReader {
+            splits: splits.into(),
+            context,
+            current: None,
+            pending: VecDeque::new(),
+            stats: ReadStats::default(),
+            failed: false,
+        }
+    }
+
+    /// The schema of every batch.
+    pub fn schema(&self) -> arrow_schema::SchemaRef {
+        crate::arrow_out::schema()
+    }
+
+    /// What reading has found so far.
+    pub fn stats(&self) -> &ReadStats {
+        &self.stats
+    }
+
+    /// Fill `pending` with the next window's rows; false when every split is read.
+    fn advance(&mut self) -> Result<bool, ScanError> {
+        loop {
+            let Some(read) = self.current.as_mut() else {
+                let Some(split) = self.splits.pop_front() else {
+                    return Ok(false);
+                };
+                let layout = split.layout();
+                let source = self.context.open(&split.path, layout, split.manifest.as_deref())?;
+                self.stats.splits += 1;
+                self.current = Some(SplitRead {
+                    pos: split.start,
+                    end: split.end.min(source.size()),
+                    split,
+                    source,
+                    done: false,
+                    piece: None,
+                    windows: VecDeque::new(),
+                });
+                continue;
+            };
+            if let Some(window) = read.windows.pop_front() {
+                let last = window.2;
+                read_window(read, window, &self.context, &mut self.stats, &mut self.pending)?;
+                if last {
+                    read.done = true;
+                    read.windows.clear();
+                }
+                return Ok(true);
+            }
+            if read.done || read.pos >= read.end {
+                self.current = None;
+                continue;
+            }
+            let piece = read.source.piece(read.pos, read.end, self.context.max_chunk_bytes)?;
+            let bounds = read.split.bounds();
+            let windows = piece
+                .walk
+                .windows(
+                    &piece.data,
+                    piece.from,
+                    piece.to,
+                    self.context.max_chunk_bytes,
+                    bounds.start_offset,
+                    bounds.end_offset,
+                )
+                .unwrap_or_else(|| vec![(piece.from, piece.to, true)]);
+            read.pos = piece.base + piece.to as u64;
+            read.windows = windows.into();
+            read.piece = Some(piece);
+        }
+    }
+}
+
+/// Decode one window of the current piece into `out` (rows in bounds only).
+fn read_window(
+    read: &mut SplitRead,
+    (a, b, _last): Window,
+    context: &ReadContext,
+    stats: &mut ReadStats,
+    out: &mut VecDeque<RecordBatch>,
+) -> Result<(), ScanError> {
+    let Some(piece) = read.piece.as_ref() else {
+        return Ok(());
+    };
+    let bounds = read.split.bounds();
+    let ranges = if bounds.start_ts_us.is_some() || bounds.end_ts_us.is_some() {
+        match piece.walk.kept_ranges(a, b, &bounds, false) {
+            Some((ranges, pruned)) => {
+                stats.pruned_bytes += pruned;
+                ranges
+            }
+            None => vec![(a, b)],
+        }
+    } else {
+        vec![(a, b)]
+    };
+    let partition = i32::try_from(read.split.partition)
+        .map_err(|_| ScanError::Options(format!("partition {} is not an int32", read.split.partition)))?;
+    for (x, y) in ranges {
+        let mut options = context.options.clone();
+        if let Some(transactions) = &read.split.transactions {
+            let first = piece
+                .data
+                .get(x..x + 8)
+                .map_or(0, |b| i64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
+            options.isolation = Isolation::ReadCommitted {
+                aborted: Some(aborted_for(transactions, first)),
+                hide_open: false,
+            };
+        }
+        let decoded = decode_range(
+            &piece.data,
+            x,
+            y,
+            Some(&read.split.topic),
+            Some(partition),
+            &options,
+            None,
+        )
+        .map_err(|e| relocate(e, piece.base, &read.split.path))?;
+        stats.batches += decoded.batches;
+        stats.records += decoded.records;
+        stats.skipped_bytes += decoded.skipped_bytes;
+        for e in decoded.skipped {
+            stats
+                .skipped
+                .push(relocate(e, piece.base, &read.split.path).to_string());
+        }
+        for batch in decoded.chunks {
+            if let Some(batch) = filter_rows(batch, &bounds)? {
+                stats.rows += batch.num_rows();
+                out.push_back(batch);
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Iterator for ScanReader {
+    type Item = Result<RecordBatch, ScanError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(batch) = self.pending.pop_front() {
+                return Some(Ok(batch));
+            }
+            if self.failed {
+                return None;
+            }
+            match self.advance() {
+                Ok(true) => continue,
+                Ok(false) => return None,
+                Err(e) => {
+                    self.failed = true;
+                    self.current = None;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// Leading and trailing batches of a local segment that can't hold a record
+/// in a split's time bounds cut by one header walk; `None` when none can.
+/// Other splits (no time bounds, remote files) are returned as they are.
+pub(crate) fn narrow(mut split: Split, context: &ReadContext) -> Result<Option<Split>, ScanError> {
+    let bounds = split.bounds();
+    if (bounds.start_ts_us.is_none() && bounds.end_ts_us.is_none()) || is_remote(&split.path) {
+        return Ok(Some(split));
+    }
+    let Source::Mapped(map) = context.open(&split.path, split.layout(), split.manifest.as_deref())? else {
+        return Ok(Some(split));
+    };
+    let start = (split.start as usize).min(map.len());
+    let end = (split.end as usize).min(map.len());
+    let w = walk(&map, start);
+    let Some((a, b)) = w.narrow(start, end, &bounds, false) else {
+        return Ok(Some(split));
+    };
+    if a >= b {
+        return Ok(None);
+    }
+    (split.start, split.end) = (a as u64, b as u64);
+    Ok(Some(split))
+}
+
+/// The read_committed pre-pass over one partition's segments (in log
+/// order), each walked over the offsets the overlap rule leaves to it: the
+/// transactions an ABORT marker ends, then those still open, sorted by first
+/// offset and producer.
+pub(crate) fn partition_transactions(group: &[Segment], context: &ReadContext) -> Result<Vec<Transaction>, ScanError> {
+    let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut done: Vec<Transaction> = Vec::new();
+    for seg in group {
+        let (start, end) = segment_bounds(seg, None, None);
+        let mut source = context.open(&seg.path, seg.layout, seg.manifest.as_deref())?;
+        let size = source.size();
+        let mut pos = 0;
+        while pos < size {
+            let piece = source.piece(pos, size, context.max_chunk_bytes)?;
+            let ended = piece
+                .walk
+                .transaction_pass(
+                    &piece.data,
+                    piece.from..piece.to,
+                    &mut open,
+                    start,
+                    end,
+                    &context.options,
+                )
+                .unwrap_or_default();
+            done.extend(ended.into_iter().map(|t| Transaction {
+                producer_id: t.producer_id,
+                first_offset: t.first_offset,
+                last_offset: Some(t.marker_offset),
+            }));
+            let next = piece.base + piece.to as u64;
+            if next <= pos || piece.walk.valid_end < piece.to {
+                break; // the rest can't be walked
+            }
+            pos = next;
+        }
+    }
+    done.extend(open.into_iter().map(|(producer_id, first_offset)| Transaction {
+        producer_id,
+        first_offset,
+        last_offset: None,
+    }));
+    done.sort_by_key(|t| (t.first_offset, t.producer_id));
+    Ok(done)
+}
+
+/// Confirms a remote segment's manifest by its bytes: the last offset its last
+/// batch header holds (`None` when it can't be read).
+pub(crate) struct HeldByBytes<'a> {
+    pub(crate) context: &'a ReadContext,
+}
+
+impl HeldOffsets for HeldByBytes<'_> {
+    fn held_last_offset(&self, log: &str, manifest: &str, _base_offset: i64) -> Option<i64> {
+        let mut source = self.context.open(log, Layout::Aiven, Some(manifest)).ok()?;
+        let size = source.size();
+        let (mut pos, mut last) = (0u64, None);
+        while pos < size {
+            let piece = source.piece(pos, size, self.context.max_chunk_bytes).ok()?;
+            if let Some(f) = piece.walk.batches.last() {
+                last = Some(f.last_offset);
+            }
+            let next = piece.base + piece.walk.valid_end as u64;
+            if next <= pos || piece.walk.valid_end < piece.to {
+                break;
+            }
+            pos = next;
+        }
+        last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
+
+    use crate::compression::Codec;
+    use crate::decode::{decode, DecodeOptions, Isolation};
+    use crate::generate::{Kind, PartitionConfig, PartitionGenerator};
+    use crate::scan::{Scan, ScanIsolation};
+
+    /// (topic, partition, offset, timestamp µs) of each row.
+    type Row = (String, i32, i64, i64);
+
+    fn rows_of(batches: impl IntoIterator<Item = arrow_array::RecordBatch>) -> Vec<Row> {
+        let mut out = Vec::new();
+        for b in batches {
+            let topics = b.column(2).as_string::<i32>();
+            let partitions = b.column(3).as_primitive::<Int32Type>();
+            let offsets = b.column(4).as_primitive::<Int64Type>();
+            let stamps = b.column(5).as_primitive::<TimestampMicrosecondType>();
+            for i in 0..b.num_rows() {
+                out.push((
+                    topics.value(i).to_string(),
+                    partitions.value(i),
+                    offsets.value(i),
+                    stamps.value(i),
+                ));
+            }
+        }
+        out
+    }
+
+    /// A broker log dir: transactional orders in small segments, legacy v1 gzip audit lines.
+    fn generated(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("kb-scan-read-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut orders = PartitionConfig::new(dir.join("orders-0"), "orders", 0, Kind::Orders);
+        orders.target_bytes = 400 << 10;
+        orders.segment_bytes = 64 << 10;
+        orders.transactional_producers = 3;
+        let mut audit = PartitionConfig::new(dir.join("audit-legacy-1"), "audit-legacy", 1, Kind::Audit);
+        audit.magic = 1;
+        audit.codec = Codec::Gzip;
+        audit.target_bytes = 200 << 10;
+        audit.segment_bytes = 64 << 10;
+        audit.transactional_producers = 0;
+        for cfg in [orders, audit] {
+            let mut g = PartitionGenerator::new(cfg).unwrap();
+            g.step(u64::MAX).unwrap();
+            g.finish().unwrap();
+        }
+        dir
+    }
+
+    /// Every partition's segments joined and decoded at once: what a scan must return.
+    fn expected(dir: &Path, committed: bool) -> Vec<Row> {
+        let mut folders: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        folders.sort();
+        let mut out = Vec::new();
+        for folder in folders {
+            let name = folder.file_name().unwrap().to_str().unwrap().to_string();
+            let (topic, partition) = name.rsplit_once('-').unwrap();
+            let mut logs: Vec<_> = std::fs::read_dir(&folder)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "log"))
+                .collect();
+            logs.sort();
+            let data: Vec<u8> = logs.iter().flat_map(|p| std::fs::read(p).unwrap()).collect();
+            let options = DecodeOptions {
+                isolation: if committed {
+                    Isolation::ReadCommitted {
+                        aborted: None,
+                        hide_open: true,
+                    }
+                } else {
+                    Isolation::ReadUncommitted
+                },
+                ..Default::default()
+            };
+            let decoded = decode(&data, Some(topic), Some(partition.parse().unwrap()), &options).unwrap();
+            out.extend(rows_of(decoded.chunks));
+        }
+        out
+    }
+
+    fn read(scan: &Scan) -> Vec<Row> {
+        rows_of(scan.reader().unwrap().map(Result::unwrap))
+    }
+
+    #[test]
+    fn a_scan_returns_what_decoding_each_partition_whole_returns_under_any_bounds() {
+        let dir = generated("bounds");
+        let root = dir.to_str().unwrap();
+        for committed in [false, true] {
+            let all = expected(&dir, committed);
+            assert!(all.len() > 1000 && all.iter().any(|r| r.0 == "audit-legacy"));
+            let isolation = if committed {
+                ScanIsolation::ReadCommitted
+            } else {
+                ScanIsolation::ReadUncommitted
+            };
+            let scan = |s: Option<i64>, e: Option<i64>, t0: Option<i64>, t1: Option<i64>| {
+                Scan::new([root])
+                    .isolation(isolation)
+                    .max_chunk_bytes(5000)
+                    .start_offset(s)
+                    .end_offset(e)
+                    .timestamp_range_us(t0, t1)
+            };
+            assert_eq!(read(&scan(None, None, None, None)), all);
+            let (first_ts, last_ts) = (
+                all.iter().map(|r| r.3).min().unwrap(),
+                all.iter().map(|r| r.3).max().unwrap(),
+            );
+            let mid = first_ts + (last_ts - first_ts) / 2;
+            for (s, e, t0, t1) in [
+                (Some(700), None, None, None),
+                (None, Some(333), None, None),
+                (Some(250), Some(1900), None, None),
+                (None, None, Some(mid), None),
+                (None, None, None, Some(mid)),
+                (Some(100), None, Some(first_ts + 1), Some(mid)),
+                (Some(50), Some(10), None, None),
+            ] {
+                let want: Vec<Row> = all
+                    .iter()
+                    .filter(|r| {
+                        s.is_none_or(|s| r.2 >= s)
+                            && e.is_none_or(|e| r.2 < e)
+                            && t0.is_none_or(|t| r.3 >= t)
+                            && t1.is_none_or(|t| r.3 < t)
+                    })
+                    .cloned()
+                    .collect();
+                assert_eq!(read(&scan(s, e, t0, t1)), want, "{committed} {s:?} {e:?} {t0:?} {t1:?}");
+            }
+            // per-partition bounds and filters
+            let one = Scan::new([root])
+                .isolation(isolation)
+                .partition_start_offset("orders", 0, 900)
+                .topics(["orders"]);
+            let want: Vec<Row> = all.iter().filter(|r| r.0 == "orders" && r.2 >= 900).cloned().collect();
+            assert_eq!(read(&one), want);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn time_bounds_cut_splits_to_the_batches_that_can_match() {
+        let dir = generated("narrow");
+        let root = dir.to_str().unwrap();
+        let all = expected(&dir, false);
+        let last_ts = all.iter().filter(|r| r.0 == "orders").map(|r| r.3).max().unwrap();
+        let plan = Scan::new([root])
+            .topics(["orders"])
+            .timestamp_range_us(Some(last_ts), None)
+            .plan()
+            .unwrap();
+        let splits: Vec<_> = plan.splits().collect();
+        // the newest record lies in the last segment: the others are planned away
+        assert_eq!(splits.len(), 1, "{splits:?}");
+        assert!(splits[0].start > 0 || splits[0].end < splits[0].size);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_root_fails_in_its_words_and_a_remote_one_needs_a_storage() {
+        let missing = Scan::new(["/nonexistent/kb-scan"]).plan().unwrap_err();
+        assert!(missing.to_string().contains("/nonexistent/kb-scan"), "{missing}");
+        let remote = Scan::new(["s3://bucket/prefix/"]).plan().unwrap_err();
+        assert!(remote.to_string().contains("no storage"), "{remote}");
+        let bad = Scan::new(["/tmp"]).max_chunk_bytes(0).plan().unwrap_err();
+        assert_eq!(bad.to_string(), "max_chunk_bytes must be positive");
+    }
+}
