@@ -89,6 +89,11 @@ impl<T: Default + Copy> PrimCol<T> {
         self.vals.push(v);
         self.nulls.append_non_null();
     }
+    /// Append `v` `n` times.
+    pub fn push_n(&mut self, v: T, n: usize) {
+        self.vals.resize(self.vals.len() + n, v);
+        self.nulls.append_n_non_nulls(n);
+    }
 }
 
 /// Variable-length values (UTF-8 or binary): offsets and bytes.
@@ -118,6 +123,93 @@ impl BinCol {
     fn end(&self) -> i32 {
         self.offsets.last().copied().unwrap_or(0)
     }
+    /// Make the values text as Java decodes it: invalid UTF-8 becomes
+    /// replacement characters. Strings are pushed as read and checked here,
+    /// once per column: all ASCII (the usual case) in one pass over the
+    /// bytes, else value by value. Should the replacements take the column
+    /// past 2 GiB, the values from there on are null.
+    pub fn make_text(&mut self) {
+        if self.data.is_ascii() {
+            return;
+        }
+        let n = self.offsets.len() - 1;
+        fn value(c: &BinCol, i: usize) -> &[u8] {
+            &c.data[c.offsets[i] as usize..c.offsets[i + 1] as usize]
+        }
+        if (0..n).all(|i| std::str::from_utf8(value(self, i)).is_ok()) {
+            return;
+        }
+        let mut data = Vec::with_capacity(self.data.len());
+        let mut offsets = Vec::with_capacity(self.offsets.len());
+        offsets.push(0);
+        let mut nulls = NullBufferBuilder::new(n);
+        for i in 0..n {
+            let v = value(self, i);
+            let before = data.len();
+            match std::str::from_utf8(v) {
+                Ok(_) => data.extend_from_slice(v),
+                Err(_) => data.extend_from_slice(String::from_utf8_lossy(v).as_bytes()),
+            }
+            match i32::try_from(data.len()) {
+                Ok(end) if self.nulls.is_valid(i) => {
+                    offsets.push(end);
+                    nulls.append_non_null();
+                }
+                _ => {
+                    data.truncate(before);
+                    offsets.push(before as i32);
+                    nulls.append_null();
+                }
+            }
+        }
+        self.data = data;
+        self.offsets = offsets;
+        self.nulls = nulls;
+    }
+
+    /// An empty column with room for the offsets of `rows` values.
+    pub fn with_rows(rows: usize) -> BinCol {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        BinCol {
+            offsets,
+            data: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+        }
+    }
+    /// Append `v` `n` times (a name repeated over a run of rows); when the
+    /// column would pass 2 GiB, the run is null instead.
+    pub fn push_n(&mut self, v: &[u8], n: usize) {
+        let start = self.data.len();
+        let fits = v
+            .len()
+            .checked_mul(n)
+            .and_then(|total| total.checked_add(start))
+            .is_some_and(|end| i32::try_from(end).is_ok());
+        if !fits {
+            return self.push_n_nulls(n);
+        }
+        // The bytes doubled copy by copy; the offsets counted up.
+        let total = v.len() * n;
+        self.data.reserve(total);
+        if n > 0 {
+            self.data.extend_from_slice(v);
+        }
+        while self.data.len() - start < total {
+            let have = self.data.len() - start;
+            self.data.extend_from_within(start..start + have.min(total - have));
+        }
+        // Within 2 GiB (checked above), so every offset fits.
+        let len = v.len();
+        self.offsets.extend((1..=n).map(|i| (start + i * len) as i32));
+        self.nulls.append_n_non_nulls(n);
+    }
+    /// Append `n` nulls.
+    pub fn push_n_nulls(&mut self, n: usize) {
+        let end = self.end();
+        self.offsets.resize(self.offsets.len() + n, end);
+        self.nulls.append_n_nulls(n);
+    }
 }
 
 pub struct ListCol {
@@ -146,6 +238,10 @@ pub struct StructCol {
     /// How to read this struct at each (definition, version) met so far
     /// (built once each; see `read::Plan`).
     pub(crate) plans: Vec<super::read::Plan>,
+    /// The plan that read the last rows, when it left children behind
+    /// (fields its version lacks): those lag `len`, their missing rows are
+    /// null, and `sync` pads them.
+    pub(crate) lazy: Option<usize>,
 }
 
 impl Col {
@@ -189,6 +285,41 @@ impl StructCol {
             len: 0,
             fields,
             plans: Vec::new(),
+            lazy: None,
+        }
+    }
+
+    /// Pad the children the last plan left behind with nulls up to `len`
+    /// (before anything reads or writes them row by row).
+    #[inline]
+    pub fn sync(&mut self) {
+        if let Some(p) = self.lazy.take() {
+            let len = self.len;
+            for &i in self.plans[p].lagging() {
+                if let Some(c) = self.children.get_mut(i) {
+                    let have = c.len();
+                    if have < len {
+                        c.append_nulls(len - have);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `sync` this struct and every struct below it (the depth of the
+    /// definitions, at most `model::MAX_DEPTH`).
+    pub fn sync_deep(&mut self) {
+        self.sync();
+        for c in &mut self.children {
+            match c {
+                Col::Struct(s) => s.sync_deep(),
+                Col::List(l) => {
+                    if let Col::Struct(s) = &mut l.child {
+                        s.sync_deep();
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
@@ -225,6 +356,7 @@ impl StructCol {
     }
 
     pub fn finish(&mut self) -> StructArray {
+        self.sync();
         let arrays: Vec<ArrayRef> = self.children.iter_mut().map(Col::finish).collect();
         let nulls = self.nulls.finish();
         let len = self.len;
@@ -442,10 +574,11 @@ impl Col {
                 Arc::new(FixedSizeBinaryArray::new(16, bytes, c.nulls.finish()))
             }
             Col::Str(c) => {
+                c.make_text();
                 let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
                 let data = Buffer::from_vec(std::mem::take(&mut c.data));
-                // SAFETY: every value pushed to a Str column came from a `&str`
-                // (see `read::push_str`), so the bytes between offsets are UTF-8.
+                // SAFETY: `make_text` just made every value UTF-8 (or null,
+                // an empty value).
                 Arc::new(unsafe { StringArray::new_unchecked(offsets, data, c.nulls.finish()) })
             }
             Col::Bin(c) => {

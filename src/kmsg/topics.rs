@@ -6,10 +6,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_buffer::BooleanBufferBuilder;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 
-use super::columns::{null_array, struct_fields, zeros_for, Col, StructCol};
+use super::columns::{null_array, struct_fields, zeros_for, BinCol, Col, StructCol};
 use super::defs::{control_type, Definitions, Kind};
 use super::json;
 use super::model::MessageDef;
@@ -175,11 +176,13 @@ pub struct TableDecoder<'d> {
     by_control: HashMap<i16, usize>,
     cols: Vec<StructCol>,
     consumer_protocol: Option<(usize, usize)>,
-    record_type: Col,
-    record_type_id: Col,
-    key_version: Col,
-    value_version: Col,
-    tombstone: Col,
+    /// The index of `GroupMetadata` in `types` (its members' bytes are decoded too).
+    group_metadata: Option<usize>,
+    /// The rows' fixed columns (record type, id, versions, tombstone) as
+    /// runs of equal rows: a partition is mostly runs of one record type at
+    /// one version, so a row costs a comparison, and the columns are
+    /// written in bulk by `finish`.
+    heads: Vec<(RowHead, u32)>,
     error: Col,
     json: Option<Col>,
     rows: usize,
@@ -188,11 +191,12 @@ pub struct TableDecoder<'d> {
 }
 
 /// What one row turned out to be, for the fixed columns.
-#[derive(Default)]
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
 struct RowHead {
     type_index: Option<usize>,
-    /// The row's name when it has no record type (control markers).
-    name: Option<&'static str>,
+    /// The row's name when it has no record type (control markers): an
+    /// index in `CONTROL_NAMES`.
+    name: Option<u8>,
     id: Option<i16>,
     key_version: Option<i16>,
     value_version: Option<i16>,
@@ -219,6 +223,16 @@ impl IdTable {
             .and_then(|i| self.0.get(i))
             .and_then(Option::as_ref)
     }
+}
+
+/// The names of control records without a record type of their own.
+const CONTROL_NAMES: [&str; 3] = ["Abort", "Commit", "Control"];
+
+/// An error of a message read at byte `by` of the record's bytes, its reason after `what`.
+#[cold]
+#[inline(never)]
+fn within(e: ReadError, by: usize, what: &str) -> ReadError {
+    ReadError::corrupt(e.at + by, format!("{what}{}", e.reason))
 }
 
 fn err_at<T>(at: usize, reason: impl Into<String>) -> Result<T, ReadError> {
@@ -265,19 +279,17 @@ impl<'d> TableDecoder<'d> {
                 _ => StructCol::from_fields(Fields::empty()),
             })
             .collect();
+        let group_metadata = types.iter().position(|t| t.name == "GroupMetadata");
         TableDecoder {
             defs,
             kind,
+            group_metadata,
             types,
             by_id,
             by_control,
             cols,
             consumer_protocol,
-            record_type: Col::for_data_type(&DataType::Utf8),
-            record_type_id: Col::for_data_type(&DataType::Int16),
-            key_version: Col::for_data_type(&DataType::Int16),
-            value_version: Col::for_data_type(&DataType::Int16),
-            tombstone: Col::for_data_type(&DataType::Boolean),
+            heads: Vec::new(),
             error: Col::for_data_type(&DataType::Utf8),
             json: with_json.then(|| Col::for_data_type(&DataType::Utf8)),
             rows: 0,
@@ -330,17 +342,15 @@ impl<'d> TableDecoder<'d> {
             }
         }
         let json_text = match (&error, &self.json, head.type_index) {
-            (None, Some(_), Some(t)) => Some(json::row_json(self, t, &head_json(&head))),
+            (None, Some(_), Some(t)) => {
+                self.cols[t].sync_deep();
+                Some(json::row_json(self, t, &head_json(&head)))
+            }
             _ => None,
         };
-        let name = head.type_index.map(|t| self.types[t].name.as_str()).or(head.name);
-        push_opt_str(&mut self.record_type, name);
-        push_opt_i16(&mut self.record_type_id, head.id);
-        push_opt_i16(&mut self.key_version, head.key_version);
-        push_opt_i16(&mut self.value_version, head.value_version);
-        if let Col::Bool(b, nulls) = &mut self.tombstone {
-            b.append(head.tombstone);
-            nulls.append_non_null();
+        match self.heads.last_mut() {
+            Some((last, n)) if *last == head && *n < u32::MAX => *n += 1,
+            _ => self.heads.push((head, 1)),
         }
         if let Some(e) = error {
             // Rows without an error are padded with nulls in bulk.
@@ -355,18 +365,40 @@ impl<'d> TableDecoder<'d> {
         self.rows += 1;
     }
 
-    /// Expect `rows` rows: room is reserved in the fixed columns now and in a
-    /// record type's column when its first row comes.
+    /// Expect `rows` rows: room is reserved in a record type's column when
+    /// its first row comes.
     pub fn expect_rows(&mut self, rows: usize) {
         self.expected = rows;
-        for c in [
-            &mut self.record_type,
-            &mut self.record_type_id,
-            &mut self.key_version,
-            &mut self.value_version,
-        ] {
-            c.reserve(rows);
+    }
+
+    /// The fixed columns (`record_type` .. `tombstone`) of the rows so far,
+    /// written run by run; the runs start over.
+    fn finish_heads(&mut self) -> [ArrayRef; 5] {
+        let mut cols = [DataType::Int16, DataType::Int16, DataType::Int16].map(|t| Col::for_data_type(&t));
+        let mut tombstone = BooleanBufferBuilder::new(self.rows);
+        let mut names = BinCol::with_rows(self.rows);
+        for (head, n) in std::mem::take(&mut self.heads) {
+            let n = n as usize;
+            let name = match (head.type_index, head.name) {
+                (Some(t), _) => Some(self.types[t].name.as_str()),
+                (None, Some(c)) => CONTROL_NAMES.get(usize::from(c)).copied(),
+                (None, None) => None,
+            };
+            match name {
+                Some(s) => names.push_n(s.as_bytes(), n),
+                None => names.push_n_nulls(n),
+            }
+            for (col, v) in cols.iter_mut().zip([head.id, head.key_version, head.value_version]) {
+                match (col, v) {
+                    (Col::I16(c), Some(x)) => c.push_n(x, n),
+                    (col, _) => col.append_nulls(n),
+                }
+            }
+            tombstone.append_n(n, head.tombstone);
         }
+        let [id, kv, vv] = cols.map(|mut c| c.finish());
+        let tombstone: ArrayRef = Arc::new(BooleanArray::new(tombstone.finish(), None));
+        [Col::Str(names).finish(), id, kv, vv, tombstone]
     }
 
     /// Pad type `t`'s column with nulls up to the current row, and return it.
@@ -388,9 +420,8 @@ impl<'d> TableDecoder<'d> {
         head.key_version = Some(version);
         head.id = Some(ctype);
         head.name = Some(match ctype {
-            0 => "Abort",
-            1 => "Commit",
-            _ => "Control",
+            0 | 1 => ctype as u8,
+            _ => 2,
         });
         let Some(&t) = self.by_control.get(&ctype) else {
             return if ctype <= 1 {
@@ -436,7 +467,7 @@ impl<'d> TableDecoder<'d> {
             key_msg.valid.lo
         };
         head.key_version = Some(kv);
-        let is_group = rt.name == "GroupMetadata";
+        let is_group = self.group_metadata == Some(t);
         let cp = self.consumer_protocol;
         let rows = self.rows;
         let col = self.column(t);
@@ -444,8 +475,9 @@ impl<'d> TableDecoder<'d> {
             [Col::Struct(a), Col::Struct(b)] => (a, b),
             _ => return err_at(0, "column does not match the definitions"),
         };
-        read_message(&defs.reg, key_msg, kv, &key[2..], key_col)
-            .map_err(|e| ReadError::corrupt(e.at + 2, format!("key: {}", e.reason)))?;
+        if let Err(e) = read_message(&defs.reg, key_msg, kv, &key[2..], key_col) {
+            return Err(within(e, 2, "key: "));
+        }
         match value {
             None => {
                 head.tombstone = true;
@@ -456,8 +488,9 @@ impl<'d> TableDecoder<'d> {
                 let vv = c.i16("value version")?;
                 head.value_version = Some(vv);
                 let before = value_col.len;
-                read_message(&defs.reg, value_msg, vv, &value[2..], value_col)
-                    .map_err(|e| ReadError::corrupt(e.at + 2, format!("value: {}", e.reason)))?;
+                if let Err(e) = read_message(&defs.reg, value_msg, vv, &value[2..], value_col) {
+                    return Err(within(e, 2, "value: "));
+                }
                 if is_group {
                     if let Some(cp) = cp {
                         consumer_protocol(defs, cp, value_col, before)?;
@@ -494,8 +527,10 @@ impl<'d> TableDecoder<'d> {
         head.type_index = Some(t);
         let msg = &defs.reg.messages[self.types[t].value];
         let col = self.column(t);
-        let used = read_message(&defs.reg, msg, version, &value[pos..], col)
-            .map_err(|e| ReadError::corrupt(e.at + pos, e.reason))?;
+        let used = match read_message(&defs.reg, msg, version, &value[pos..], col) {
+            Ok(used) => used,
+            Err(e) => return Err(within(e, pos, "")),
+        };
         if pos + used != value.len() {
             return err_at(
                 pos + used,
@@ -509,13 +544,7 @@ impl<'d> TableDecoder<'d> {
     pub fn finish(&mut self) -> RecordBatch {
         let schema = self.schema();
         let rows = self.rows;
-        let mut arrays: Vec<ArrayRef> = vec![
-            self.record_type.finish(),
-            self.record_type_id.finish(),
-            self.key_version.finish(),
-            self.value_version.finish(),
-            self.tombstone.finish(),
-        ];
+        let mut arrays: Vec<ArrayRef> = self.finish_heads().into();
         let zeros = zeros_for(rows);
         for col in &mut self.cols {
             if col.len == 0 {
@@ -563,14 +592,6 @@ fn push_opt_str(col: &mut Col, v: Option<&str>) {
     }
 }
 
-#[inline(always)]
-fn push_opt_i16(col: &mut Col, v: Option<i16>) {
-    match (col, v) {
-        (Col::I16(c), Some(x)) => c.push(x),
-        (col, _) => col.push_null(),
-    }
-}
-
 /// Decode the members' `subscription` and `assignment` bytes of the
 /// `GroupMetadataValue` just read (row `row` of `value`) with the consumer
 /// protocol, when the group's `protocolType` is "consumer": an int16
@@ -583,6 +604,7 @@ fn consumer_protocol(
     value: &mut StructCol,
     row: usize,
 ) -> Result<(), ReadError> {
+    value.sync();
     let fields = value.fields.clone();
     let idx = |name: &str| fields.iter().position(|f| f.name() == name);
     let (Some(pt), Some(mi)) = (idx("protocolType"), idx("members")) else {
@@ -601,6 +623,7 @@ fn consumer_protocol(
     let Col::Struct(item) = &mut members.child else {
         return Ok(());
     };
+    item.sync();
     let names: Vec<String> = item.fields.iter().map(|f| f.name().clone()).collect();
     let pos = |n: &str| names.iter().position(|x| x == n);
     let (Some(si), Some(ai), Some(sd), Some(ad)) = (
