@@ -8,7 +8,7 @@ use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array,
     Int8Array, ListArray, StringArray, StructArray, UInt16Array, UInt32Array,
 };
-use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields};
 
 use super::model::{FieldType, Prim, Registry};
@@ -72,16 +72,94 @@ pub fn struct_fields(reg: &Registry, id: usize, flexible: bool) -> Fields {
     Fields::from(fields)
 }
 
+/// Validity of a column's values: Arrow's `NullBufferBuilder` behind a count
+/// of valid values not yet appended to it, so that appending a valid value
+/// (nearly every append) is one increment, whatever the compiler inlines.
+#[derive(Debug)]
+pub struct Nulls {
+    /// Valid values after those of `inner`.
+    tail: usize,
+    inner: NullBufferBuilder,
+}
+
+impl Default for Nulls {
+    fn default() -> Self {
+        Nulls::new()
+    }
+}
+
+impl Nulls {
+    pub fn new() -> Nulls {
+        Nulls {
+            tail: 0,
+            inner: NullBufferBuilder::new(0),
+        }
+    }
+    #[inline]
+    fn flush(&mut self) {
+        if self.tail > 0 {
+            self.inner.append_n_non_nulls(self.tail);
+            self.tail = 0;
+        }
+    }
+    #[inline(always)]
+    pub fn append_non_null(&mut self) {
+        self.tail += 1;
+    }
+    #[inline]
+    pub fn append_n_non_nulls(&mut self, n: usize) {
+        self.tail += n;
+    }
+    #[inline]
+    pub fn append_null(&mut self) {
+        self.flush();
+        self.inner.append_null();
+    }
+    pub fn append_n_nulls(&mut self, n: usize) {
+        self.flush();
+        self.inner.append_n_nulls(n);
+    }
+    pub fn len(&self) -> usize {
+        self.inner.len() + self.tail
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Whether value `i` is valid (values past the end count as valid).
+    pub fn is_valid(&self, i: usize) -> bool {
+        i >= self.inner.len() || self.inner.is_valid(i)
+    }
+    pub fn truncate(&mut self, n: usize) {
+        let head = self.inner.len();
+        if n >= head {
+            self.tail = self.tail.min(n - head);
+        } else {
+            self.tail = 0;
+            self.inner.truncate(n);
+        }
+    }
+    pub fn finish(&mut self) -> Option<NullBuffer> {
+        self.flush();
+        self.inner.finish()
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn too_big(what: &str) -> String {
+    what.to_string()
+}
+
 pub struct PrimCol<T> {
     pub vals: Vec<T>,
-    pub nulls: NullBufferBuilder,
+    pub nulls: Nulls,
 }
 
 impl<T: Default + Copy> PrimCol<T> {
     fn new() -> Self {
         PrimCol {
             vals: Vec::new(),
-            nulls: NullBufferBuilder::new(0),
+            nulls: Nulls::new(),
         }
     }
     #[inline(always)]
@@ -100,7 +178,7 @@ impl<T: Default + Copy> PrimCol<T> {
 pub struct BinCol {
     pub offsets: Vec<i32>,
     pub data: Vec<u8>,
-    pub nulls: NullBufferBuilder,
+    pub nulls: Nulls,
 }
 
 impl BinCol {
@@ -108,14 +186,16 @@ impl BinCol {
         BinCol {
             offsets: vec![0],
             data: Vec::new(),
-            nulls: NullBufferBuilder::new(0),
+            nulls: Nulls::new(),
         }
     }
     /// Append a value; `Err` when the column would pass 2 GiB.
     #[inline(always)]
     pub fn push(&mut self, v: &[u8]) -> Result<(), String> {
         self.data.extend_from_slice(v);
-        let end = i32::try_from(self.data.len()).map_err(|_| "a column passed 2 GiB".to_string())?;
+        let Ok(end) = i32::try_from(self.data.len()) else {
+            return Err(too_big("a column passed 2 GiB"));
+        };
         self.offsets.push(end);
         self.nulls.append_non_null();
         Ok(())
@@ -142,7 +222,7 @@ impl BinCol {
         let mut data = Vec::with_capacity(self.data.len());
         let mut offsets = Vec::with_capacity(self.offsets.len());
         offsets.push(0);
-        let mut nulls = NullBufferBuilder::new(n);
+        let mut nulls = Nulls::new();
         for i in 0..n {
             let v = value(self, i);
             let before = data.len();
@@ -174,7 +254,7 @@ impl BinCol {
         BinCol {
             offsets,
             data: Vec::new(),
-            nulls: NullBufferBuilder::new(0),
+            nulls: Nulls::new(),
         }
     }
     /// Append `v` `n` times (a name repeated over a run of rows); when the
@@ -214,7 +294,7 @@ impl BinCol {
 
 pub struct ListCol {
     pub offsets: Vec<i32>,
-    pub nulls: NullBufferBuilder,
+    pub nulls: Nulls,
     pub child: Col,
     item: FieldRef,
 }
@@ -223,7 +303,9 @@ impl ListCol {
     /// Close a list after its items were pushed to `child`.
     #[inline]
     pub fn close(&mut self) -> Result<(), String> {
-        let end = i32::try_from(self.child.len()).map_err(|_| "a list column passed 2^31 items".to_string())?;
+        let Ok(end) = i32::try_from(self.child.len()) else {
+            return Err(too_big("a list column passed 2^31 items"));
+        };
         self.offsets.push(end);
         self.nulls.append_non_null();
         Ok(())
@@ -232,7 +314,7 @@ impl ListCol {
 
 pub struct StructCol {
     pub children: Vec<Col>,
-    pub nulls: NullBufferBuilder,
+    pub nulls: Nulls,
     pub len: usize,
     pub fields: Fields,
     /// How to read this struct at each (definition, version) met so far
@@ -281,7 +363,7 @@ impl StructCol {
         let children = fields.iter().map(|f| Col::for_data_type(f.data_type())).collect();
         StructCol {
             children,
-            nulls: NullBufferBuilder::new(0),
+            nulls: Nulls::new(),
             len: 0,
             fields,
             plans: Vec::new(),
@@ -371,7 +453,7 @@ impl StructCol {
 
 /// One column of decoded values.
 pub enum Col {
-    Bool(BooleanBufferBuilder, NullBufferBuilder),
+    Bool(BooleanBufferBuilder, Nulls),
     I8(PrimCol<i8>),
     I16(PrimCol<i16>),
     U16(PrimCol<u16>),
@@ -390,7 +472,7 @@ pub enum Col {
 impl Col {
     pub fn for_data_type(dt: &DataType) -> Col {
         match dt {
-            DataType::Boolean => Col::Bool(BooleanBufferBuilder::new(0), NullBufferBuilder::new(0)),
+            DataType::Boolean => Col::Bool(BooleanBufferBuilder::new(0), Nulls::new()),
             DataType::Int8 => Col::I8(PrimCol::new()),
             DataType::Int16 => Col::I16(PrimCol::new()),
             DataType::UInt16 => Col::U16(PrimCol::new()),
@@ -402,7 +484,7 @@ impl Col {
             DataType::FixedSizeBinary(16) => Col::Uuid(PrimCol::new()),
             DataType::List(item) => Col::List(Box::new(ListCol {
                 offsets: vec![0],
-                nulls: NullBufferBuilder::new(0),
+                nulls: Nulls::new(),
                 child: Col::for_data_type(item.data_type()),
                 item: item.clone(),
             })),
@@ -596,20 +678,29 @@ impl Col {
     }
 }
 
-/// A zeroed buffer for `null_array`s of `n` rows: 16-byte aligned, the widest
-/// value (a UUID) times `n + 1`, from zeroed memory (no writes).
-pub fn zeros_for(n: usize) -> Buffer {
-    Buffer::from_vec(vec![0u128; n + 1])
+/// What `null_array`s of `n` rows are made of: a zeroed buffer, 16-byte
+/// aligned, the widest value (a UUID) times `n + 1`, from zeroed memory (no
+/// writes), and the all-null validity over it (its nulls counted once).
+pub struct Zeros {
+    buf: Buffer,
+    nulls: arrow_buffer::NullBuffer,
+}
+
+pub fn zeros_for(n: usize) -> Zeros {
+    let buf = Buffer::from_vec(vec![0u128; n + 1]);
+    let nulls = arrow_buffer::NullBuffer::new(arrow_buffer::BooleanBuffer::new(buf.clone(), 0, n));
+    Zeros { buf, nulls }
 }
 
 /// An all-null array of `dt` with `n` rows whose buffers are all slices of
 /// one shared zeroed buffer (`zeros_for(n)`): a record type's column in a
 /// chunk without a record of that type costs next to nothing.
-pub fn null_array(dt: &DataType, n: usize, zeros: &Buffer) -> ArrayRef {
+pub fn null_array(dt: &DataType, n: usize, z: &Zeros) -> ArrayRef {
     use arrow_array::types::{Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type};
     use arrow_array::PrimitiveArray;
-    use arrow_buffer::{BooleanBuffer, NullBuffer};
-    let nulls = Some(NullBuffer::new(BooleanBuffer::new(zeros.clone(), 0, n)));
+    use arrow_buffer::BooleanBuffer;
+    let zeros = &z.buf;
+    let nulls = Some(z.nulls.clone());
     macro_rules! prim {
         ($t:ty) => {
             Arc::new(PrimitiveArray::<$t>::new(
@@ -645,7 +736,7 @@ pub fn null_array(dt: &DataType, n: usize, zeros: &Buffer) -> ArrayRef {
         )),
         DataType::Struct(fields) if fields.is_empty() => Arc::new(StructArray::new_empty_fields(n, nulls)),
         DataType::Struct(fields) => {
-            let children = fields.iter().map(|f| null_array(f.data_type(), n, zeros)).collect();
+            let children = fields.iter().map(|f| null_array(f.data_type(), n, z)).collect();
             Arc::new(StructArray::new(fields.clone(), children, nulls))
         }
         other => arrow_array::new_null_array(other, n),

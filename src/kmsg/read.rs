@@ -299,16 +299,20 @@ fn flat_value(null_ok: bool, flex: bool, b: &[u8], pos: &mut usize, col: &mut Co
     Some(())
 }
 
-/// Read one row of a flat struct (see `Plan`) and close it; the fields the
-/// version lacks are left behind (`Plan::lagging`). `Err(k)`: the bytes
-/// were not accepted, and the first `k` children may hold a value of this
-/// row.
-#[inline]
-fn read_flat(steps: &[Step], flex: bool, cur: &mut Cur<'_>, col: &mut StructCol) -> std::result::Result<(), usize> {
-    let b = cur.b;
-    let mut pos = cur.pos;
+/// Read one row of a flat struct (see `Plan`) into its children; the fields
+/// the version lacks are left behind (`Plan::lagging`). Returns the
+/// position after the row. `Err(k)`: the bytes were not accepted, and the
+/// first `k` children may hold a value of this row.
+#[inline(always)]
+fn read_flat(
+    steps: &[Step],
+    flex: bool,
+    b: &[u8],
+    mut pos: usize,
+    children: &mut [Col],
+) -> std::result::Result<usize, usize> {
     let n = steps.len();
-    for (k, (step, child)) in steps.iter().zip(col.children.iter_mut()).enumerate() {
+    for (k, (step, child)) in steps.iter().zip(children.iter_mut()).enumerate() {
         match *step {
             Step::Absent => {}
             Step::Value { null_ok } => flat_value(null_ok, flex, b, &mut pos, child).ok_or(k)?,
@@ -319,38 +323,72 @@ fn read_flat(steps: &[Step], flex: bool, cur: &mut Cur<'_>, col: &mut StructCol)
         if read_zigzag(b, &mut pos) != Some(0) {
             return Err(n);
         }
-        if let Some(Col::List(list)) = col.children.get_mut(n) {
+        if let Some(Col::List(list)) = children.get_mut(n) {
             list.close().map_err(|_| n)?;
         }
     }
-    cur.pos = pos;
-    col.close();
-    Ok(())
+    Ok(pos)
+}
+
+/// Read one row of `col` from `cur` with plan `p` when it is flat, and
+/// close it. `Err(())`: the plan is not flat or the bytes were not
+/// accepted, and nothing of the row is left behind.
+#[inline(always)]
+fn read_planned(p: usize, cur: &mut Cur<'_>, col: &mut StructCol) -> std::result::Result<(), ()> {
+    if col.lazy.is_some_and(|l| l != p) {
+        col.sync();
+    }
+    let StructCol {
+        plans, children, len, ..
+    } = col;
+    let plan = &plans[p];
+    let Some(steps) = &plan.steps else {
+        return Err(());
+    };
+    match read_flat(steps, plan.flex, cur.b, cur.pos, children) {
+        Ok(pos) => {
+            cur.pos = pos;
+            let lazy = !plan.lagging.is_empty();
+            col.close();
+            if lazy {
+                col.lazy = Some(p);
+            }
+            Ok(())
+        }
+        Err(k) => {
+            // Cut the values pushed back off.
+            let rows = *len;
+            for c in &mut children[..k] {
+                c.truncate(rows);
+            }
+            Err(())
+        }
+    }
+}
+
+/// The plan of a struct at one version, when it is flat: `read_flat_row`
+/// reads rows with it.
+pub(crate) fn flat_plan(reg: &Registry, msg: &MessageDef, version: i16, col: &mut StructCol) -> Option<usize> {
+    if !msg.valid.contains(version) {
+        return None;
+    }
+    let flex = msg.flexible.contains(version);
+    let p = plan_index(reg, msg.root, version, flex, col);
+    col.plans[p].steps.is_some().then_some(p)
+}
+
+/// Read one row of `col` (a message's root struct) from `bytes` with a
+/// flat plan from `flat_plan`; `false`, with nothing of the row left
+/// behind, when the bytes are not accepted (the general reader says why).
+#[inline(always)]
+pub(crate) fn read_flat_row(col: &mut StructCol, p: usize, bytes: &[u8]) -> bool {
+    read_planned(p, &mut Cur::new(bytes), col).is_ok()
 }
 
 fn read_struct(reg: &Registry, id: usize, v: i16, flex: bool, cur: &mut Cur<'_>, col: &mut StructCol) -> Result<()> {
     let p = plan_index(reg, id, v, flex, col);
-    if col.lazy.is_some_and(|l| l != p) {
-        col.sync();
-    }
-    if let Some(steps) = col.plans[p].steps.take() {
-        let read = read_flat(&steps, flex, cur, col);
-        col.plans[p].steps = Some(steps);
-        match read {
-            Ok(()) => {
-                if !col.plans[p].lagging.is_empty() {
-                    col.lazy = Some(p);
-                }
-                return Ok(());
-            }
-            Err(k) => {
-                // Cut the values pushed back off; the general reader says why.
-                let rows = col.len;
-                for c in &mut col.children[..k] {
-                    c.truncate(rows);
-                }
-            }
-        }
+    if read_planned(p, cur, col).is_ok() {
+        return Ok(());
     }
     col.sync();
     read_struct_general(reg, id, v, flex, cur, col)

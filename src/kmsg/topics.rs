@@ -14,7 +14,7 @@ use super::columns::{null_array, struct_fields, zeros_for, BinCol, Col, StructCo
 use super::defs::{control_type, Definitions, Kind};
 use super::json;
 use super::model::MessageDef;
-use super::read::{read_message, Cur, ReadError};
+use super::read::{flat_plan, read_flat_row, read_message, Cur, ReadError};
 use crate::varint::read_zigzag;
 
 /// One record type of a topic, and its column.
@@ -188,6 +188,24 @@ pub struct TableDecoder<'d> {
     rows: usize,
     /// Rows the caller expects (room reserved for them).
     expected: usize,
+    /// The record type and value version of the last coordinator row read
+    /// by `push_flat`, with what it needs to read the next of the same.
+    flat: Option<FlatRow>,
+    /// Whether the last run of `heads` is `flat`'s (its rows extend it).
+    flat_run: bool,
+}
+
+/// A coordinator record's key and value both read by flat plans (see
+/// `read::Plan`): the common case of a partition, rows of one record type
+/// at one key and value version.
+#[derive(Clone, Copy)]
+struct FlatRow {
+    rtype: i16,
+    value_version: i16,
+    t: usize,
+    key_plan: usize,
+    value_plan: usize,
+    head: RowHead,
 }
 
 /// What one row turned out to be, for the fixed columns.
@@ -294,6 +312,8 @@ impl<'d> TableDecoder<'d> {
             json: with_json.then(|| Col::for_data_type(&DataType::Utf8)),
             rows: 0,
             expected: 0,
+            flat: None,
+            flat_run: false,
         }
     }
 
@@ -323,6 +343,12 @@ impl<'d> TableDecoder<'d> {
     /// Decode one record: its key and value (`None` for null) and whether it
     /// is a control record. A failure goes to the row's `error`.
     pub fn push(&mut self, key: Option<&[u8]>, value: Option<&[u8]>, control: bool) {
+        if let (Some(k), Some(v), false, None) = (key, value, control, &self.json) {
+            if self.kind.is_coordinator() && self.push_flat(k, v) {
+                return;
+            }
+        }
+        self.flat_run = false;
         let mut head = RowHead::default();
         let result = if control {
             self.push_control(key, value, &mut head)
@@ -363,6 +389,88 @@ impl<'d> TableDecoder<'d> {
             push_opt_str(j, json_text.as_deref());
         }
         self.rows += 1;
+    }
+
+    /// A coordinator record whose key and value are read by flat plans, in
+    /// one pass with nothing to build but the values; `false`, with
+    /// nothing left behind, for anything else (`push` then reads it and
+    /// says what is wrong).
+    #[inline]
+    fn push_flat(&mut self, key: &[u8], value: &[u8]) -> bool {
+        let (Some(kt), Some(vt)) = (key.first_chunk::<2>(), value.first_chunk::<2>()) else {
+            return false;
+        };
+        let (rtype, vv) = (i16::from_be_bytes(*kt), i16::from_be_bytes(*vt));
+        let flat = match self.flat {
+            Some(f) if f.rtype == rtype && f.value_version == vv => f,
+            _ => match self.flat_row(rtype, vv) {
+                Some(f) => {
+                    self.flat = Some(f);
+                    self.flat_run = false;
+                    f
+                }
+                None => return false,
+            },
+        };
+        let rows = self.rows;
+        let col = self.column(flat.t);
+        let [Col::Struct(kc), Col::Struct(vc)] = col.children.as_mut_slice() else {
+            return false;
+        };
+        if !read_flat_row(kc, flat.key_plan, &key[2..]) {
+            return false;
+        }
+        if !read_flat_row(vc, flat.value_plan, &value[2..]) {
+            kc.truncate(rows);
+            return false;
+        }
+        col.close();
+        match self.heads.last_mut() {
+            Some((_, n)) if self.flat_run && *n < u32::MAX => *n += 1,
+            _ => {
+                self.heads.push((flat.head, 1));
+                self.flat_run = true;
+            }
+        }
+        self.rows += 1;
+        true
+    }
+
+    /// The flat plans of record type `rtype` with a value at version `vv`,
+    /// when both key and value are flat (GroupMetadata, whose members'
+    /// bytes are decoded too, never is).
+    fn flat_row(&mut self, rtype: i16, vv: i16) -> Option<FlatRow> {
+        let &t = self.by_id.get(rtype)?;
+        if self.group_metadata == Some(t) {
+            return None;
+        }
+        let reg = &self.defs.reg;
+        let rt = &self.types[t];
+        let key_msg = &reg.messages[rt.key?];
+        let value_msg = &reg.messages[rt.value];
+        let kv = if key_msg.valid.contains(rtype) {
+            rtype
+        } else {
+            key_msg.valid.lo
+        };
+        let [Col::Struct(kc), Col::Struct(vc)] = self.cols[t].children.as_mut_slice() else {
+            return None;
+        };
+        Some(FlatRow {
+            rtype,
+            value_version: vv,
+            t,
+            key_plan: flat_plan(reg, key_msg, kv, kc)?,
+            value_plan: flat_plan(reg, value_msg, vv, vc)?,
+            head: RowHead {
+                type_index: Some(t),
+                name: None,
+                id: Some(rtype),
+                key_version: Some(kv),
+                value_version: Some(vv),
+                tombstone: false,
+            },
+        })
     }
 
     /// Expect `rows` rows: room is reserved in a record type's column when
