@@ -8,7 +8,7 @@ use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array,
     Int8Array, ListArray, StringArray, StructArray, UInt16Array, UInt32Array,
 };
-use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields};
 
 use super::model::{FieldType, Prim, Registry};
@@ -72,16 +72,94 @@ pub fn struct_fields(reg: &Registry, id: usize, flexible: bool) -> Fields {
     Fields::from(fields)
 }
 
+/// Validity of a column's values: Arrow's `NullBufferBuilder` behind a count
+/// of valid values not yet appended to it, so that appending a valid value
+/// (nearly every append) is one increment, whatever the compiler inlines.
+#[derive(Debug)]
+pub struct Nulls {
+    /// Valid values after those of `inner`.
+    tail: usize,
+    inner: NullBufferBuilder,
+}
+
+impl Default for Nulls {
+    fn default() -> Self {
+        Nulls::new()
+    }
+}
+
+impl Nulls {
+    pub fn new() -> Nulls {
+        Nulls {
+            tail: 0,
+            inner: NullBufferBuilder::new(0),
+        }
+    }
+    #[inline]
+    fn flush(&mut self) {
+        if self.tail > 0 {
+            self.inner.append_n_non_nulls(self.tail);
+            self.tail = 0;
+        }
+    }
+    #[inline(always)]
+    pub fn append_non_null(&mut self) {
+        self.tail += 1;
+    }
+    #[inline]
+    pub fn append_n_non_nulls(&mut self, n: usize) {
+        self.tail += n;
+    }
+    #[inline]
+    pub fn append_null(&mut self) {
+        self.flush();
+        self.inner.append_null();
+    }
+    pub fn append_n_nulls(&mut self, n: usize) {
+        self.flush();
+        self.inner.append_n_nulls(n);
+    }
+    pub fn len(&self) -> usize {
+        self.inner.len() + self.tail
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Whether value `i` is valid (values past the end count as valid).
+    pub fn is_valid(&self, i: usize) -> bool {
+        i >= self.inner.len() || self.inner.is_valid(i)
+    }
+    pub fn truncate(&mut self, n: usize) {
+        let head = self.inner.len();
+        if n >= head {
+            self.tail = self.tail.min(n - head);
+        } else {
+            self.tail = 0;
+            self.inner.truncate(n);
+        }
+    }
+    pub fn finish(&mut self) -> Option<NullBuffer> {
+        self.flush();
+        self.inner.finish()
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn too_big(what: &str) -> String {
+    what.to_string()
+}
+
 pub struct PrimCol<T> {
     pub vals: Vec<T>,
-    pub nulls: NullBufferBuilder,
+    pub nulls: Nulls,
 }
 
 impl<T: Default + Copy> PrimCol<T> {
     fn new() -> Self {
         PrimCol {
             vals: Vec::new(),
-            nulls: NullBufferBuilder::new(0),
+            nulls: Nulls::new(),
         }
     }
     #[inline(always)]
@@ -89,13 +167,18 @@ impl<T: Default + Copy> PrimCol<T> {
         self.vals.push(v);
         self.nulls.append_non_null();
     }
+    /// Append `v` `n` times.
+    pub fn push_n(&mut self, v: T, n: usize) {
+        self.vals.resize(self.vals.len() + n, v);
+        self.nulls.append_n_non_nulls(n);
+    }
 }
 
 /// Variable-length values (UTF-8 or binary): offsets and bytes.
 pub struct BinCol {
     pub offsets: Vec<i32>,
     pub data: Vec<u8>,
-    pub nulls: NullBufferBuilder,
+    pub nulls: Nulls,
 }
 
 impl BinCol {
@@ -103,14 +186,16 @@ impl BinCol {
         BinCol {
             offsets: vec![0],
             data: Vec::new(),
-            nulls: NullBufferBuilder::new(0),
+            nulls: Nulls::new(),
         }
     }
     /// Append a value; `Err` when the column would pass 2 GiB.
     #[inline(always)]
     pub fn push(&mut self, v: &[u8]) -> Result<(), String> {
         self.data.extend_from_slice(v);
-        let end = i32::try_from(self.data.len()).map_err(|_| "a column passed 2 GiB".to_string())?;
+        let Ok(end) = i32::try_from(self.data.len()) else {
+            return Err(too_big("a column passed 2 GiB"));
+        };
         self.offsets.push(end);
         self.nulls.append_non_null();
         Ok(())
@@ -118,11 +203,98 @@ impl BinCol {
     fn end(&self) -> i32 {
         self.offsets.last().copied().unwrap_or(0)
     }
+    /// Make the values text as Java decodes it: invalid UTF-8 becomes
+    /// replacement characters. Strings are pushed as read and checked here,
+    /// once per column: all ASCII (the usual case) in one pass over the
+    /// bytes, else value by value. Should the replacements take the column
+    /// past 2 GiB, the values from there on are null.
+    pub fn make_text(&mut self) {
+        if self.data.is_ascii() {
+            return;
+        }
+        let n = self.offsets.len() - 1;
+        fn value(c: &BinCol, i: usize) -> &[u8] {
+            &c.data[c.offsets[i] as usize..c.offsets[i + 1] as usize]
+        }
+        if (0..n).all(|i| std::str::from_utf8(value(self, i)).is_ok()) {
+            return;
+        }
+        let mut data = Vec::with_capacity(self.data.len());
+        let mut offsets = Vec::with_capacity(self.offsets.len());
+        offsets.push(0);
+        let mut nulls = Nulls::new();
+        for i in 0..n {
+            let v = value(self, i);
+            let before = data.len();
+            match std::str::from_utf8(v) {
+                Ok(_) => data.extend_from_slice(v),
+                Err(_) => data.extend_from_slice(String::from_utf8_lossy(v).as_bytes()),
+            }
+            match i32::try_from(data.len()) {
+                Ok(end) if self.nulls.is_valid(i) => {
+                    offsets.push(end);
+                    nulls.append_non_null();
+                }
+                _ => {
+                    data.truncate(before);
+                    offsets.push(before as i32);
+                    nulls.append_null();
+                }
+            }
+        }
+        self.data = data;
+        self.offsets = offsets;
+        self.nulls = nulls;
+    }
+
+    /// An empty column with room for the offsets of `rows` values.
+    pub fn with_rows(rows: usize) -> BinCol {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        BinCol {
+            offsets,
+            data: Vec::new(),
+            nulls: Nulls::new(),
+        }
+    }
+    /// Append `v` `n` times (a name repeated over a run of rows); when the
+    /// column would pass 2 GiB, the run is null instead.
+    pub fn push_n(&mut self, v: &[u8], n: usize) {
+        let start = self.data.len();
+        let fits = v
+            .len()
+            .checked_mul(n)
+            .and_then(|total| total.checked_add(start))
+            .is_some_and(|end| i32::try_from(end).is_ok());
+        if !fits {
+            return self.push_n_nulls(n);
+        }
+        // The bytes doubled copy by copy; the offsets counted up.
+        let total = v.len() * n;
+        self.data.reserve(total);
+        if n > 0 {
+            self.data.extend_from_slice(v);
+        }
+        while self.data.len() - start < total {
+            let have = self.data.len() - start;
+            self.data.extend_from_within(start..start + have.min(total - have));
+        }
+        // Within 2 GiB (checked above), so every offset fits.
+        let len = v.len();
+        self.offsets.extend((1..=n).map(|i| (start + i * len) as i32));
+        self.nulls.append_n_non_nulls(n);
+    }
+    /// Append `n` nulls.
+    pub fn push_n_nulls(&mut self, n: usize) {
+        let end = self.end();
+        self.offsets.resize(self.offsets.len() + n, end);
+        self.nulls.append_n_nulls(n);
+    }
 }
 
 pub struct ListCol {
     pub offsets: Vec<i32>,
-    pub nulls: NullBufferBuilder,
+    pub nulls: Nulls,
     pub child: Col,
     item: FieldRef,
 }
@@ -131,7 +303,9 @@ impl ListCol {
     /// Close a list after its items were pushed to `child`.
     #[inline]
     pub fn close(&mut self) -> Result<(), String> {
-        let end = i32::try_from(self.child.len()).map_err(|_| "a list column passed 2^31 items".to_string())?;
+        let Ok(end) = i32::try_from(self.child.len()) else {
+            return Err(too_big("a list column passed 2^31 items"));
+        };
         self.offsets.push(end);
         self.nulls.append_non_null();
         Ok(())
@@ -140,12 +314,16 @@ impl ListCol {
 
 pub struct StructCol {
     pub children: Vec<Col>,
-    pub nulls: NullBufferBuilder,
+    pub nulls: Nulls,
     pub len: usize,
     pub fields: Fields,
     /// How to read this struct at each (definition, version) met so far
     /// (built once each; see `read::Plan`).
     pub(crate) plans: Vec<super::read::Plan>,
+    /// The plan that read the last rows, when it left children behind
+    /// (fields its version lacks): those lag `len`, their missing rows are
+    /// null, and `sync` pads them.
+    pub(crate) lazy: Option<usize>,
 }
 
 impl Col {
@@ -185,10 +363,45 @@ impl StructCol {
         let children = fields.iter().map(|f| Col::for_data_type(f.data_type())).collect();
         StructCol {
             children,
-            nulls: NullBufferBuilder::new(0),
+            nulls: Nulls::new(),
             len: 0,
             fields,
             plans: Vec::new(),
+            lazy: None,
+        }
+    }
+
+    /// Pad the children the last plan left behind with nulls up to `len`
+    /// (before anything reads or writes them row by row).
+    #[inline]
+    pub fn sync(&mut self) {
+        if let Some(p) = self.lazy.take() {
+            let len = self.len;
+            for &i in self.plans[p].lagging() {
+                if let Some(c) = self.children.get_mut(i) {
+                    let have = c.len();
+                    if have < len {
+                        c.append_nulls(len - have);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `sync` this struct and every struct below it (the depth of the
+    /// definitions, at most `model::MAX_DEPTH`).
+    pub fn sync_deep(&mut self) {
+        self.sync();
+        for c in &mut self.children {
+            match c {
+                Col::Struct(s) => s.sync_deep(),
+                Col::List(l) => {
+                    if let Col::Struct(s) = &mut l.child {
+                        s.sync_deep();
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
@@ -225,6 +438,7 @@ impl StructCol {
     }
 
     pub fn finish(&mut self) -> StructArray {
+        self.sync();
         let arrays: Vec<ArrayRef> = self.children.iter_mut().map(Col::finish).collect();
         let nulls = self.nulls.finish();
         let len = self.len;
@@ -239,7 +453,7 @@ impl StructCol {
 
 /// One column of decoded values.
 pub enum Col {
-    Bool(BooleanBufferBuilder, NullBufferBuilder),
+    Bool(BooleanBufferBuilder, Nulls),
     I8(PrimCol<i8>),
     I16(PrimCol<i16>),
     U16(PrimCol<u16>),
@@ -258,7 +472,7 @@ pub enum Col {
 impl Col {
     pub fn for_data_type(dt: &DataType) -> Col {
         match dt {
-            DataType::Boolean => Col::Bool(BooleanBufferBuilder::new(0), NullBufferBuilder::new(0)),
+            DataType::Boolean => Col::Bool(BooleanBufferBuilder::new(0), Nulls::new()),
             DataType::Int8 => Col::I8(PrimCol::new()),
             DataType::Int16 => Col::I16(PrimCol::new()),
             DataType::UInt16 => Col::U16(PrimCol::new()),
@@ -270,7 +484,7 @@ impl Col {
             DataType::FixedSizeBinary(16) => Col::Uuid(PrimCol::new()),
             DataType::List(item) => Col::List(Box::new(ListCol {
                 offsets: vec![0],
-                nulls: NullBufferBuilder::new(0),
+                nulls: Nulls::new(),
                 child: Col::for_data_type(item.data_type()),
                 item: item.clone(),
             })),
@@ -442,10 +656,11 @@ impl Col {
                 Arc::new(FixedSizeBinaryArray::new(16, bytes, c.nulls.finish()))
             }
             Col::Str(c) => {
+                c.make_text();
                 let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
                 let data = Buffer::from_vec(std::mem::take(&mut c.data));
-                // SAFETY: every value pushed to a Str column came from a `&str`
-                // (see `read::push_str`), so the bytes between offsets are UTF-8.
+                // SAFETY: `make_text` just made every value UTF-8 (or null,
+                // an empty value).
                 Arc::new(unsafe { StringArray::new_unchecked(offsets, data, c.nulls.finish()) })
             }
             Col::Bin(c) => {
@@ -463,20 +678,29 @@ impl Col {
     }
 }
 
-/// A zeroed buffer for `null_array`s of `n` rows: 16-byte aligned, the widest
-/// value (a UUID) times `n + 1`, from zeroed memory (no writes).
-pub fn zeros_for(n: usize) -> Buffer {
-    Buffer::from_vec(vec![0u128; n + 1])
+/// What `null_array`s of `n` rows are made of: a zeroed buffer, 16-byte
+/// aligned, the widest value (a UUID) times `n + 1`, from zeroed memory (no
+/// writes), and the all-null validity over it (its nulls counted once).
+pub struct Zeros {
+    buf: Buffer,
+    nulls: arrow_buffer::NullBuffer,
+}
+
+pub fn zeros_for(n: usize) -> Zeros {
+    let buf = Buffer::from_vec(vec![0u128; n + 1]);
+    let nulls = arrow_buffer::NullBuffer::new(arrow_buffer::BooleanBuffer::new(buf.clone(), 0, n));
+    Zeros { buf, nulls }
 }
 
 /// An all-null array of `dt` with `n` rows whose buffers are all slices of
 /// one shared zeroed buffer (`zeros_for(n)`): a record type's column in a
 /// chunk without a record of that type costs next to nothing.
-pub fn null_array(dt: &DataType, n: usize, zeros: &Buffer) -> ArrayRef {
+pub fn null_array(dt: &DataType, n: usize, z: &Zeros) -> ArrayRef {
     use arrow_array::types::{Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type};
     use arrow_array::PrimitiveArray;
-    use arrow_buffer::{BooleanBuffer, NullBuffer};
-    let nulls = Some(NullBuffer::new(BooleanBuffer::new(zeros.clone(), 0, n)));
+    use arrow_buffer::BooleanBuffer;
+    let zeros = &z.buf;
+    let nulls = Some(z.nulls.clone());
     macro_rules! prim {
         ($t:ty) => {
             Arc::new(PrimitiveArray::<$t>::new(
@@ -512,7 +736,7 @@ pub fn null_array(dt: &DataType, n: usize, zeros: &Buffer) -> ArrayRef {
         )),
         DataType::Struct(fields) if fields.is_empty() => Arc::new(StructArray::new_empty_fields(n, nulls)),
         DataType::Struct(fields) => {
-            let children = fields.iter().map(|f| null_array(f.data_type(), n, zeros)).collect();
+            let children = fields.iter().map(|f| null_array(f.data_type(), n, z)).collect();
             Arc::new(StructArray::new(fields.clone(), children, nulls))
         }
         other => arrow_array::new_null_array(other, n),

@@ -44,7 +44,7 @@ impl<'a> Cur<'a> {
             format!("{what} needs {n} bytes but only {} are left", self.left()),
         )
     }
-    #[inline]
+    #[inline(always)]
     pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if n > self.left() {
             return Err(self.short(n, what));
@@ -53,22 +53,22 @@ impl<'a> Cur<'a> {
         self.pos += n;
         Ok(s)
     }
-    #[inline]
+    #[inline(always)]
     fn fixed<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
         let s = self.take(N, what)?;
         let mut a = [0u8; N];
         a.copy_from_slice(s);
         Ok(a)
     }
-    #[inline]
+    #[inline(always)]
     pub fn i8(&mut self, what: &str) -> Result<i8> {
         Ok(i8::from_be_bytes(self.fixed(what)?))
     }
-    #[inline]
+    #[inline(always)]
     pub fn i16(&mut self, what: &str) -> Result<i16> {
         Ok(i16::from_be_bytes(self.fixed(what)?))
     }
-    #[inline]
+    #[inline(always)]
     pub fn i32(&mut self, what: &str) -> Result<i32> {
         Ok(i32::from_be_bytes(self.fixed(what)?))
     }
@@ -77,7 +77,7 @@ impl<'a> Cur<'a> {
     fn bad_varint(&self, what: &str) -> ReadError {
         ReadError::corrupt(self.pos, format!("{what}: bad or cut unsigned varint"))
     }
-    #[inline]
+    #[inline(always)]
     pub fn uvarint(&mut self, what: &str) -> Result<u32> {
         let mut p = self.pos;
         match read_zigzag(self.b, &mut p) {
@@ -100,30 +100,17 @@ fn push_bytes(col: &mut BinCol, v: &[u8], cur: &Cur<'_>) -> Result<()> {
     col.push(v).map_err(|reason| ReadError::corrupt(cur.pos, reason))
 }
 
-/// Append a string: Java decodes invalid UTF-8 with replacement characters, so do we.
+/// Append a string as read: `BinCol::make_text` turns invalid UTF-8 into
+/// replacement characters, as Java decodes it, when the column is finished.
 #[inline]
 pub(crate) fn push_str(col: &mut BinCol, v: &[u8], cur: &Cur<'_>) -> Result<()> {
-    col.push_text(v).map_err(|reason| ReadError::corrupt(cur.pos, reason))
-}
-
-impl BinCol {
-    /// Append text as Java decodes it (invalid UTF-8 becomes replacement
-    /// characters); ASCII, the usual case, is checked a word at a time.
-    #[inline(always)]
-    fn push_text(&mut self, v: &[u8]) -> std::result::Result<(), String> {
-        if v.is_ascii() {
-            return self.push(v);
-        }
-        match std::str::from_utf8(v) {
-            Ok(s) => self.push(s.as_bytes()),
-            Err(_) => self.push(String::from_utf8_lossy(v).as_bytes()),
-        }
-    }
+    push_bytes(col, v, cur)
 }
 
 /// Read one message (its root struct) at `version` into `col` (one row).
 /// Returns the bytes consumed; on error `col` may hold a partial row (the
 /// caller truncates it).
+#[inline]
 pub fn read_message(
     reg: &Registry,
     msg: &MessageDef,
@@ -154,6 +141,16 @@ pub(crate) struct Plan {
     flex: bool,
     /// `None` when the struct is not flat at this version.
     steps: Option<Box<[Step]>>,
+    /// The children a flat read leaves behind: the fields the version
+    /// lacks, and the unknown tags of a version that is not flexible (all
+    /// null; see `StructCol::sync`).
+    lagging: Box<[usize]>,
+}
+
+impl Plan {
+    pub(crate) fn lagging(&self) -> &[usize] {
+        &self.lagging
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -215,7 +212,26 @@ fn plan_index(reg: &Registry, id: usize, v: i16, flex: bool, col: &mut StructCol
         return i;
     }
     let steps = flat_steps(reg, id, v, flex, col);
-    col.plans.push(Plan { id, v, flex, steps });
+    let mut lagging = Vec::new();
+    if let Some(steps) = &steps {
+        lagging.extend(
+            steps
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| matches!(s, Step::Absent))
+                .map(|(i, _)| i),
+        );
+        if !flex && col.children.len() > steps.len() {
+            lagging.push(steps.len());
+        }
+    }
+    col.plans.push(Plan {
+        id,
+        v,
+        flex,
+        steps,
+        lagging: lagging.into_boxed_slice(),
+    });
     col.plans.len() - 1
 }
 
@@ -269,7 +285,7 @@ fn flat_value(null_ok: bool, flex: bool, b: &[u8], pos: &mut usize, col: &mut Co
         Col::F64(c) => c.push(f64::from_be_bytes(flat_fixed(b, pos)?)),
         Col::Uuid(c) => c.push(flat_fixed(b, pos)?),
         Col::Str(c) => match flat_length(b, pos, flex, false)? {
-            Some(n) => c.push_text(flat_take(b, pos, n)?).ok()?,
+            Some(n) => c.push(flat_take(b, pos, n)?).ok()?,
             None if null_ok => c.nulls_push(),
             None => return None,
         },
@@ -283,16 +299,22 @@ fn flat_value(null_ok: bool, flex: bool, b: &[u8], pos: &mut usize, col: &mut Co
     Some(())
 }
 
-/// Read one row of a flat struct (see `Plan`) and close it. `Err(k)`: the
-/// bytes were not accepted and the first `k` children got a value each.
-#[inline]
-fn read_flat(steps: &[Step], flex: bool, cur: &mut Cur<'_>, col: &mut StructCol) -> std::result::Result<(), usize> {
-    let b = cur.b;
-    let mut pos = cur.pos;
+/// Read one row of a flat struct (see `Plan`) into its children; the fields
+/// the version lacks are left behind (`Plan::lagging`). Returns the
+/// position after the row. `Err(k)`: the bytes were not accepted, and the
+/// first `k` children may hold a value of this row.
+#[inline(always)]
+fn read_flat(
+    steps: &[Step],
+    flex: bool,
+    b: &[u8],
+    mut pos: usize,
+    children: &mut [Col],
+) -> std::result::Result<usize, usize> {
     let n = steps.len();
-    for (k, (step, child)) in steps.iter().zip(col.children.iter_mut()).enumerate() {
+    for (k, (step, child)) in steps.iter().zip(children.iter_mut()).enumerate() {
         match *step {
-            Step::Absent => child.push_null(),
+            Step::Absent => {}
             Step::Value { null_ok } => flat_value(null_ok, flex, b, &mut pos, child).ok_or(k)?,
         }
     }
@@ -301,33 +323,74 @@ fn read_flat(steps: &[Step], flex: bool, cur: &mut Cur<'_>, col: &mut StructCol)
         if read_zigzag(b, &mut pos) != Some(0) {
             return Err(n);
         }
-        if let Some(Col::List(list)) = col.children.get_mut(n) {
+        if let Some(Col::List(list)) = children.get_mut(n) {
             list.close().map_err(|_| n)?;
         }
-    } else if let Some(c) = col.children.get_mut(n) {
-        c.push_null();
     }
-    cur.pos = pos;
-    col.close();
-    Ok(())
+    Ok(pos)
+}
+
+/// Read one row of `col` from `cur` with plan `p` when it is flat, and
+/// close it. `Err(())`: the plan is not flat or the bytes were not
+/// accepted, and nothing of the row is left behind.
+#[inline(always)]
+fn read_planned(p: usize, cur: &mut Cur<'_>, col: &mut StructCol) -> std::result::Result<(), ()> {
+    if col.lazy.is_some_and(|l| l != p) {
+        col.sync();
+    }
+    let StructCol {
+        plans, children, len, ..
+    } = col;
+    let plan = &plans[p];
+    let Some(steps) = &plan.steps else {
+        return Err(());
+    };
+    match read_flat(steps, plan.flex, cur.b, cur.pos, children) {
+        Ok(pos) => {
+            cur.pos = pos;
+            let lazy = !plan.lagging.is_empty();
+            col.close();
+            if lazy {
+                col.lazy = Some(p);
+            }
+            Ok(())
+        }
+        Err(k) => {
+            // Cut the values pushed back off.
+            let rows = *len;
+            for c in &mut children[..k] {
+                c.truncate(rows);
+            }
+            Err(())
+        }
+    }
+}
+
+/// The plan of a struct at one version, when it is flat: `read_flat_row`
+/// reads rows with it.
+pub(crate) fn flat_plan(reg: &Registry, msg: &MessageDef, version: i16, col: &mut StructCol) -> Option<usize> {
+    if !msg.valid.contains(version) {
+        return None;
+    }
+    let flex = msg.flexible.contains(version);
+    let p = plan_index(reg, msg.root, version, flex, col);
+    col.plans[p].steps.is_some().then_some(p)
+}
+
+/// Read one row of `col` (a message's root struct) from `bytes` with a
+/// flat plan from `flat_plan`; `false`, with nothing of the row left
+/// behind, when the bytes are not accepted (the general reader says why).
+#[inline(always)]
+pub(crate) fn read_flat_row(col: &mut StructCol, p: usize, bytes: &[u8]) -> bool {
+    read_planned(p, &mut Cur::new(bytes), col).is_ok()
 }
 
 fn read_struct(reg: &Registry, id: usize, v: i16, flex: bool, cur: &mut Cur<'_>, col: &mut StructCol) -> Result<()> {
     let p = plan_index(reg, id, v, flex, col);
-    if let Some(steps) = col.plans[p].steps.take() {
-        let read = read_flat(&steps, flex, cur, col);
-        col.plans[p].steps = Some(steps);
-        match read {
-            Ok(()) => return Ok(()),
-            Err(k) => {
-                // Cut the values pushed back off; the general reader says why.
-                for c in &mut col.children[..k] {
-                    let len = c.len();
-                    c.truncate(len.saturating_sub(1));
-                }
-            }
-        }
+    if read_planned(p, cur, col).is_ok() {
+        return Ok(());
     }
+    col.sync();
     read_struct_general(reg, id, v, flex, cur, col)
 }
 
@@ -602,6 +665,7 @@ pub(crate) fn push_default(reg: &Registry, f: &FieldDef, ty: &FieldType, v: i16,
             let _ = list.close();
         }
         (FieldType::Struct(s), Col::Struct(sc)) => {
+            sc.sync();
             let def = &reg.structs[*s];
             for (i, sf) in def.fields.iter().enumerate() {
                 if sf.versions.contains(v) {

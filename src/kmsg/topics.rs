@@ -6,14 +6,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_buffer::BooleanBufferBuilder;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 
-use super::columns::{null_array, struct_fields, zeros_for, Col, StructCol};
+use super::columns::{null_array, struct_fields, zeros_for, BinCol, Col, StructCol};
 use super::defs::{control_type, Definitions, Kind};
 use super::json;
 use super::model::MessageDef;
-use super::read::{read_message, Cur, ReadError};
+use super::read::{flat_plan, read_flat_row, read_message, Cur, ReadError};
 use crate::varint::read_zigzag;
 
 /// One record type of a topic, and its column.
@@ -175,24 +176,45 @@ pub struct TableDecoder<'d> {
     by_control: HashMap<i16, usize>,
     cols: Vec<StructCol>,
     consumer_protocol: Option<(usize, usize)>,
-    record_type: Col,
-    record_type_id: Col,
-    key_version: Col,
-    value_version: Col,
-    tombstone: Col,
+    /// The index of `GroupMetadata` in `types` (its members' bytes are decoded too).
+    group_metadata: Option<usize>,
+    /// The rows' fixed columns (record type, id, versions, tombstone) as
+    /// runs of equal rows: a partition is mostly runs of one record type at
+    /// one version, so a row costs a comparison, and the columns are
+    /// written in bulk by `finish`.
+    heads: Vec<(RowHead, u32)>,
     error: Col,
     json: Option<Col>,
     rows: usize,
     /// Rows the caller expects (room reserved for them).
     expected: usize,
+    /// The record type and value version of the last coordinator row read
+    /// by `push_flat`, with what it needs to read the next of the same.
+    flat: Option<FlatRow>,
+    /// Whether the last run of `heads` is `flat`'s (its rows extend it).
+    flat_run: bool,
+}
+
+/// A coordinator record's key and value both read by flat plans (see
+/// `read::Plan`): the common case of a partition, rows of one record type
+/// at one key and value version.
+#[derive(Clone, Copy)]
+struct FlatRow {
+    rtype: i16,
+    value_version: i16,
+    t: usize,
+    key_plan: usize,
+    value_plan: usize,
+    head: RowHead,
 }
 
 /// What one row turned out to be, for the fixed columns.
-#[derive(Default)]
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
 struct RowHead {
     type_index: Option<usize>,
-    /// The row's name when it has no record type (control markers).
-    name: Option<&'static str>,
+    /// The row's name when it has no record type (control markers): an
+    /// index in `CONTROL_NAMES`.
+    name: Option<u8>,
     id: Option<i16>,
     key_version: Option<i16>,
     value_version: Option<i16>,
@@ -219,6 +241,16 @@ impl IdTable {
             .and_then(|i| self.0.get(i))
             .and_then(Option::as_ref)
     }
+}
+
+/// The names of control records without a record type of their own.
+const CONTROL_NAMES: [&str; 3] = ["Abort", "Commit", "Control"];
+
+/// An error of a message read at byte `by` of the record's bytes, its reason after `what`.
+#[cold]
+#[inline(never)]
+fn within(e: ReadError, by: usize, what: &str) -> ReadError {
+    ReadError::corrupt(e.at + by, format!("{what}{}", e.reason))
 }
 
 fn err_at<T>(at: usize, reason: impl Into<String>) -> Result<T, ReadError> {
@@ -265,23 +297,23 @@ impl<'d> TableDecoder<'d> {
                 _ => StructCol::from_fields(Fields::empty()),
             })
             .collect();
+        let group_metadata = types.iter().position(|t| t.name == "GroupMetadata");
         TableDecoder {
             defs,
             kind,
+            group_metadata,
             types,
             by_id,
             by_control,
             cols,
             consumer_protocol,
-            record_type: Col::for_data_type(&DataType::Utf8),
-            record_type_id: Col::for_data_type(&DataType::Int16),
-            key_version: Col::for_data_type(&DataType::Int16),
-            value_version: Col::for_data_type(&DataType::Int16),
-            tombstone: Col::for_data_type(&DataType::Boolean),
+            heads: Vec::new(),
             error: Col::for_data_type(&DataType::Utf8),
             json: with_json.then(|| Col::for_data_type(&DataType::Utf8)),
             rows: 0,
             expected: 0,
+            flat: None,
+            flat_run: false,
         }
     }
 
@@ -311,6 +343,12 @@ impl<'d> TableDecoder<'d> {
     /// Decode one record: its key and value (`None` for null) and whether it
     /// is a control record. A failure goes to the row's `error`.
     pub fn push(&mut self, key: Option<&[u8]>, value: Option<&[u8]>, control: bool) {
+        if let (Some(k), Some(v), false, None) = (key, value, control, &self.json) {
+            if self.kind.is_coordinator() && self.push_flat(k, v) {
+                return;
+            }
+        }
+        self.flat_run = false;
         let mut head = RowHead::default();
         let result = if control {
             self.push_control(key, value, &mut head)
@@ -330,17 +368,15 @@ impl<'d> TableDecoder<'d> {
             }
         }
         let json_text = match (&error, &self.json, head.type_index) {
-            (None, Some(_), Some(t)) => Some(json::row_json(self, t, &head_json(&head))),
+            (None, Some(_), Some(t)) => {
+                self.cols[t].sync_deep();
+                Some(json::row_json(self, t, &head_json(&head)))
+            }
             _ => None,
         };
-        let name = head.type_index.map(|t| self.types[t].name.as_str()).or(head.name);
-        push_opt_str(&mut self.record_type, name);
-        push_opt_i16(&mut self.record_type_id, head.id);
-        push_opt_i16(&mut self.key_version, head.key_version);
-        push_opt_i16(&mut self.value_version, head.value_version);
-        if let Col::Bool(b, nulls) = &mut self.tombstone {
-            b.append(head.tombstone);
-            nulls.append_non_null();
+        match self.heads.last_mut() {
+            Some((last, n)) if *last == head && *n < u32::MAX => *n += 1,
+            _ => self.heads.push((head, 1)),
         }
         if let Some(e) = error {
             // Rows without an error are padded with nulls in bulk.
@@ -355,18 +391,122 @@ impl<'d> TableDecoder<'d> {
         self.rows += 1;
     }
 
-    /// Expect `rows` rows: room is reserved in the fixed columns now and in a
-    /// record type's column when its first row comes.
+    /// A coordinator record whose key and value are read by flat plans, in
+    /// one pass with nothing to build but the values; `false`, with
+    /// nothing left behind, for anything else (`push` then reads it and
+    /// says what is wrong).
+    #[inline]
+    fn push_flat(&mut self, key: &[u8], value: &[u8]) -> bool {
+        let (Some(kt), Some(vt)) = (key.first_chunk::<2>(), value.first_chunk::<2>()) else {
+            return false;
+        };
+        let (rtype, vv) = (i16::from_be_bytes(*kt), i16::from_be_bytes(*vt));
+        let flat = match self.flat {
+            Some(f) if f.rtype == rtype && f.value_version == vv => f,
+            _ => match self.flat_row(rtype, vv) {
+                Some(f) => {
+                    self.flat = Some(f);
+                    self.flat_run = false;
+                    f
+                }
+                None => return false,
+            },
+        };
+        let rows = self.rows;
+        let col = self.column(flat.t);
+        let [Col::Struct(kc), Col::Struct(vc)] = col.children.as_mut_slice() else {
+            return false;
+        };
+        if !read_flat_row(kc, flat.key_plan, &key[2..]) {
+            return false;
+        }
+        if !read_flat_row(vc, flat.value_plan, &value[2..]) {
+            kc.truncate(rows);
+            return false;
+        }
+        col.close();
+        match self.heads.last_mut() {
+            Some((_, n)) if self.flat_run && *n < u32::MAX => *n += 1,
+            _ => {
+                self.heads.push((flat.head, 1));
+                self.flat_run = true;
+            }
+        }
+        self.rows += 1;
+        true
+    }
+
+    /// The flat plans of record type `rtype` with a value at version `vv`,
+    /// when both key and value are flat (GroupMetadata, whose members'
+    /// bytes are decoded too, never is).
+    fn flat_row(&mut self, rtype: i16, vv: i16) -> Option<FlatRow> {
+        let &t = self.by_id.get(rtype)?;
+        if self.group_metadata == Some(t) {
+            return None;
+        }
+        let reg = &self.defs.reg;
+        let rt = &self.types[t];
+        let key_msg = &reg.messages[rt.key?];
+        let value_msg = &reg.messages[rt.value];
+        let kv = if key_msg.valid.contains(rtype) {
+            rtype
+        } else {
+            key_msg.valid.lo
+        };
+        let [Col::Struct(kc), Col::Struct(vc)] = self.cols[t].children.as_mut_slice() else {
+            return None;
+        };
+        Some(FlatRow {
+            rtype,
+            value_version: vv,
+            t,
+            key_plan: flat_plan(reg, key_msg, kv, kc)?,
+            value_plan: flat_plan(reg, value_msg, vv, vc)?,
+            head: RowHead {
+                type_index: Some(t),
+                name: None,
+                id: Some(rtype),
+                key_version: Some(kv),
+                value_version: Some(vv),
+                tombstone: false,
+            },
+        })
+    }
+
+    /// Expect `rows` rows: room is reserved in a record type's column when
+    /// its first row comes.
     pub fn expect_rows(&mut self, rows: usize) {
         self.expected = rows;
-        for c in [
-            &mut self.record_type,
-            &mut self.record_type_id,
-            &mut self.key_version,
-            &mut self.value_version,
-        ] {
-            c.reserve(rows);
+    }
+
+    /// The fixed columns (`record_type` .. `tombstone`) of the rows so far,
+    /// written run by run; the runs start over.
+    fn finish_heads(&mut self) -> [ArrayRef; 5] {
+        let mut cols = [DataType::Int16, DataType::Int16, DataType::Int16].map(|t| Col::for_data_type(&t));
+        let mut tombstone = BooleanBufferBuilder::new(self.rows);
+        let mut names = BinCol::with_rows(self.rows);
+        for (head, n) in std::mem::take(&mut self.heads) {
+            let n = n as usize;
+            let name = match (head.type_index, head.name) {
+                (Some(t), _) => Some(self.types[t].name.as_str()),
+                (None, Some(c)) => CONTROL_NAMES.get(usize::from(c)).copied(),
+                (None, None) => None,
+            };
+            match name {
+                Some(s) => names.push_n(s.as_bytes(), n),
+                None => names.push_n_nulls(n),
+            }
+            for (col, v) in cols.iter_mut().zip([head.id, head.key_version, head.value_version]) {
+                match (col, v) {
+                    (Col::I16(c), Some(x)) => c.push_n(x, n),
+                    (col, _) => col.append_nulls(n),
+                }
+            }
+            tombstone.append_n(n, head.tombstone);
         }
+        let [id, kv, vv] = cols.map(|mut c| c.finish());
+        let tombstone: ArrayRef = Arc::new(BooleanArray::new(tombstone.finish(), None));
+        [Col::Str(names).finish(), id, kv, vv, tombstone]
     }
 
     /// Pad type `t`'s column with nulls up to the current row, and return it.
@@ -388,9 +528,8 @@ impl<'d> TableDecoder<'d> {
         head.key_version = Some(version);
         head.id = Some(ctype);
         head.name = Some(match ctype {
-            0 => "Abort",
-            1 => "Commit",
-            _ => "Control",
+            0 | 1 => ctype as u8,
+            _ => 2,
         });
         let Some(&t) = self.by_control.get(&ctype) else {
             return if ctype <= 1 {
@@ -436,7 +575,7 @@ impl<'d> TableDecoder<'d> {
             key_msg.valid.lo
         };
         head.key_version = Some(kv);
-        let is_group = rt.name == "GroupMetadata";
+        let is_group = self.group_metadata == Some(t);
         let cp = self.consumer_protocol;
         let rows = self.rows;
         let col = self.column(t);
@@ -444,8 +583,9 @@ impl<'d> TableDecoder<'d> {
             [Col::Struct(a), Col::Struct(b)] => (a, b),
             _ => return err_at(0, "column does not match the definitions"),
         };
-        read_message(&defs.reg, key_msg, kv, &key[2..], key_col)
-            .map_err(|e| ReadError::corrupt(e.at + 2, format!("key: {}", e.reason)))?;
+        if let Err(e) = read_message(&defs.reg, key_msg, kv, &key[2..], key_col) {
+            return Err(within(e, 2, "key: "));
+        }
         match value {
             None => {
                 head.tombstone = true;
@@ -456,8 +596,9 @@ impl<'d> TableDecoder<'d> {
                 let vv = c.i16("value version")?;
                 head.value_version = Some(vv);
                 let before = value_col.len;
-                read_message(&defs.reg, value_msg, vv, &value[2..], value_col)
-                    .map_err(|e| ReadError::corrupt(e.at + 2, format!("value: {}", e.reason)))?;
+                if let Err(e) = read_message(&defs.reg, value_msg, vv, &value[2..], value_col) {
+                    return Err(within(e, 2, "value: "));
+                }
                 if is_group {
                     if let Some(cp) = cp {
                         consumer_protocol(defs, cp, value_col, before)?;
@@ -494,8 +635,10 @@ impl<'d> TableDecoder<'d> {
         head.type_index = Some(t);
         let msg = &defs.reg.messages[self.types[t].value];
         let col = self.column(t);
-        let used = read_message(&defs.reg, msg, version, &value[pos..], col)
-            .map_err(|e| ReadError::corrupt(e.at + pos, e.reason))?;
+        let used = match read_message(&defs.reg, msg, version, &value[pos..], col) {
+            Ok(used) => used,
+            Err(e) => return Err(within(e, pos, "")),
+        };
         if pos + used != value.len() {
             return err_at(
                 pos + used,
@@ -509,13 +652,7 @@ impl<'d> TableDecoder<'d> {
     pub fn finish(&mut self) -> RecordBatch {
         let schema = self.schema();
         let rows = self.rows;
-        let mut arrays: Vec<ArrayRef> = vec![
-            self.record_type.finish(),
-            self.record_type_id.finish(),
-            self.key_version.finish(),
-            self.value_version.finish(),
-            self.tombstone.finish(),
-        ];
+        let mut arrays: Vec<ArrayRef> = self.finish_heads().into();
         let zeros = zeros_for(rows);
         for col in &mut self.cols {
             if col.len == 0 {
@@ -563,14 +700,6 @@ fn push_opt_str(col: &mut Col, v: Option<&str>) {
     }
 }
 
-#[inline(always)]
-fn push_opt_i16(col: &mut Col, v: Option<i16>) {
-    match (col, v) {
-        (Col::I16(c), Some(x)) => c.push(x),
-        (col, _) => col.push_null(),
-    }
-}
-
 /// Decode the members' `subscription` and `assignment` bytes of the
 /// `GroupMetadataValue` just read (row `row` of `value`) with the consumer
 /// protocol, when the group's `protocolType` is "consumer": an int16
@@ -583,6 +712,7 @@ fn consumer_protocol(
     value: &mut StructCol,
     row: usize,
 ) -> Result<(), ReadError> {
+    value.sync();
     let fields = value.fields.clone();
     let idx = |name: &str| fields.iter().position(|f| f.name() == name);
     let (Some(pt), Some(mi)) = (idx("protocolType"), idx("members")) else {
@@ -601,6 +731,7 @@ fn consumer_protocol(
     let Col::Struct(item) = &mut members.child else {
         return Ok(());
     };
+    item.sync();
     let names: Vec<String> = item.fields.iter().map(|f| f.name().clone()).collect();
     let pos = |n: &str| names.iter().position(|x| x == n);
     let (Some(si), Some(ai), Some(sd), Some(ad)) = (
