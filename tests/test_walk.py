@@ -101,13 +101,13 @@ def test_a_scan_walks_each_file_once(tmp_path, monkeypatch):
         return walk_batches(data, start)
 
     monkeypatch.setattr(windows, "walk_batches", counting)
-    windows._RECENT.clear()
+    windows.forget_recent_walks()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", kb.IndexFileWarning)
         full = kb.scan_log(str(tmp_path), isolation="read_committed").read_all()
         stamps = sorted(full.column("timestamp").cast("int64").to_pylist())
         walked.clear()
-        windows._RECENT.clear()
+        windows.forget_recent_walks()
         # read_committed: the transaction pre-pass and the read share each file's walk
         got = kb.scan_log(str(tmp_path), isolation="read_committed", start_timestamp=stamps[len(stamps) // 2] // 1000)
         rows = got.read_all()

@@ -37,6 +37,8 @@ _PATHS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 #: most :data:`_KEPT_BATCHES` batches' facts in all.
 _RECENT: collections.OrderedDict[str, tuple[int, int, SegmentWalk]] = collections.OrderedDict()
 _KEPT_BATCHES = 1 << 18  # about 16 MiB of facts
+#: The batches' facts :data:`_RECENT` holds now (kept as walks come and go, never summed again).
+_recent_batches = 0
 
 
 def remember_path(source: Any, path: str) -> None:
@@ -86,11 +88,30 @@ def segment_walk(source: Any, start: int = 0) -> SegmentWalk | None:
         source.release()
     _WALKS[source] = walk
     if path is not None and stamp is not None and stamp[0] == source.size:
-        _RECENT[path] = (*stamp, walk)
-        _RECENT.move_to_end(path)
-        while sum(len(w) for _, _, w in _RECENT.values()) > _KEPT_BATCHES and len(_RECENT) > 1:
-            _RECENT.popitem(last=False)
+        _keep_recent(path, stamp, walk)
     return walk
+
+
+def forget_recent_walks() -> None:
+    """Drop the walks kept by file (the next scan walks every file again)."""
+    global _recent_batches
+    _RECENT.clear()
+    _recent_batches = 0
+
+
+def _keep_recent(path: str, stamp: tuple[int, int], walk: SegmentWalk) -> None:
+    """Keep ``walk`` as the newest of :data:`_RECENT`, dropping the oldest
+    beyond :data:`_KEPT_BATCHES` batches' facts (a running count, so keeping
+    costs the same for the 5,000th file as for the first)."""
+    global _recent_batches
+    replaced = _RECENT.pop(path, None)
+    if replaced is not None:
+        _recent_batches -= len(replaced[2])
+    _RECENT[path] = (*stamp, walk)
+    _recent_batches += len(walk)
+    while _recent_batches > _KEPT_BATCHES and len(_RECENT) > 1:
+        _, (_, _, oldest) = _RECENT.popitem(last=False)
+        _recent_batches -= len(oldest)
 
 
 def walked_windows(
