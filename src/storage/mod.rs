@@ -33,6 +33,11 @@
 use std::fmt;
 use std::ops::Range;
 
+#[cfg(feature = "remote")]
+pub mod object;
+#[cfg(feature = "remote")]
+pub mod uri;
+
 use arrow_buffer::Buffer;
 
 /// A file's address as its front end spells it: a local path (`/data/orders-0/0.log`)
