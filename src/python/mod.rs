@@ -11,6 +11,8 @@ mod errors;
 mod generate;
 mod input;
 mod kmsg;
+#[cfg(feature = "remote")]
+mod storage;
 mod tiered;
 mod values;
 
@@ -98,5 +100,7 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     values::register(m)?;
     tiered::register(m)?;
     kmsg::register(m)?;
+    #[cfg(feature = "remote")]
+    storage::register(m)?;
     Ok(())
 }

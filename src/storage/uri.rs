@@ -252,10 +252,38 @@ fn make_store(
     Ok(store)
 }
 
-type StoreKey = (String, String, Option<String>, BTreeMap<String, String>);
+type StoreKey = (
+    String,
+    String,
+    Option<String>,
+    BTreeMap<String, String>,
+    Vec<(String, String)>,
+);
 
-/// Stores made so far in this process, by (scheme, authority, query, options).
-static STORES: Mutex<Option<(u32, HashMap<StoreKey, Arc<ObjectStorage>>)>> = Mutex::new(None);
+/// The environment variables a store of `kind` reads (a store is made again when they change).
+fn environment_of(kind: Kind) -> Vec<(String, String)> {
+    let prefix = match kind {
+        Kind::S3 => "AWS_",
+        Kind::Gcs => "GOOGLE_",
+        Kind::Azure => "AZURE_",
+        Kind::Http => return Vec::new(),
+    };
+    let mut vars: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| k.starts_with(prefix))
+        .collect();
+    vars.sort();
+    vars
+}
+
+/// Stores made in one process (its id), by (scheme, authority, query, options, environment).
+type Stores = (u32, HashMap<StoreKey, Arc<ObjectStorage>>);
+
+/// Stores made so far in this process.
+static STORES: Mutex<Option<Stores>> = Mutex::new(None);
+
+/// A storage and the location it was asked for.
+pub type Resolved = (Arc<dyn Storage>, Location);
 
 /// The storage serving `text` (a URI) and `text` as its location, or `Ok(None)`
 /// when the object stores don't serve it: a local path, a `file:` URI, a scheme
@@ -266,11 +294,8 @@ static STORES: Mutex<Option<(u32, HashMap<StoreKey, Arc<ObjectStorage>>)>> = Mut
 /// `aws_access_key_id`, `google_service_account`, `azure_storage_account_key`,
 /// `allow_http`...; case-insensitive), applied over the environment's. A key no
 /// store knows is an error; another store kind's key is ignored. Stores are made
-/// once per (scheme, bucket, query, options) and process.
-pub fn resolve(
-    text: &str,
-    options: &HashMap<String, String>,
-) -> Result<Option<(Arc<dyn Storage>, Location)>, StorageError> {
+/// once per (scheme, bucket, query, options, the store's environment variables) and process.
+pub fn resolve(text: &str, options: &HashMap<String, String>) -> Result<Option<Resolved>, StorageError> {
     let Some(split) = split_uri(text) else {
         return Ok(None);
     };
@@ -300,6 +325,7 @@ pub fn resolve(
         split.authority.to_string(),
         split.query.map(str::to_string),
         options.clone(),
+        environment_of(kind),
     );
     let pid = std::process::id();
     {
