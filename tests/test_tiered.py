@@ -553,3 +553,151 @@ def test_remote_names_in_unknown_folders_are_one_clear_error(tmp_path):
         list_segments(tmp_path)
     [seg] = list_segments(tmp_path, topic="t", partition=3)
     assert (seg.topic, seg.partition, seg.base_offset) == ("t", 3, 0)
+
+
+# --------------------------------------------------------------------------
+# remote URIs read through the core's object stores (object_store), on moto
+# --------------------------------------------------------------------------
+
+
+def _put_tree(filesystem, local: Path, prefix: str) -> dict[str, int]:
+    """Every file under ``local`` put on the S3 server under ``tiered/<prefix>``: key → size."""
+    sizes = {}
+    for path in sorted(local.rglob("*")):
+        if path.is_file():
+            key = f"tiered/{prefix}" + path.relative_to(local).as_posix()
+            with filesystem.open_output_stream(key) as f:
+                f.write(path.read_bytes())
+            sizes[key] = path.stat().st_size
+    return sizes
+
+
+def test_core_storage_reads_as_pyarrow_reads(broker, buckets, moto_s3, monkeypatch):
+    """Listing, sizes and ranged reads of the core's S3 store equal pyarrow's S3FileSystem on the same server."""
+    from pyarrow import fs as pafs
+
+    filesystem, endpoint, _ = moto_s3
+    sizes = _put_tree(filesystem, buckets["zstd+encrypted"], "b/")
+    sizes.update(_put_tree(filesystem, broker / "orders-0", "broker/orders-0/"))
+    query = f"?endpoint_override={endpoint}&scheme=http"
+    storage = native.resolve_storage(f"s3://tiered/{query}")
+    assert storage is not None
+    listed = storage.list(f"s3://tiered/{query}")
+    infos = filesystem.get_file_info(pafs.FileSelector("tiered", recursive=True))
+    expected = sorted((f"s3://{i.path}{query}", i.size) for i in infos if i.type == pafs.FileType.File)
+    assert listed == expected and len(listed) == len(sizes)
+    # Hadoop's spelling, and a prefix: the URIs come back spelled as asked.
+    under = storage.list(f"s3a://tiered/broker/{query}")
+    assert [u for u, _ in under] == [f"s3a://{k}{query}" for k in sorted(sizes) if k.startswith("tiered/broker/")]
+    assert storage.list(f"s3://tiered/broker/{query}", recursive=False) == []
+    for key, size in sizes.items():
+        uri = f"s3://{key}{query}"
+        assert storage.size(uri) == size
+        with filesystem.open_input_file(key) as f:
+            whole = f.read()
+            cuts = [(0, size), (size // 3, size // 2), (max(size - 7, 0), size)]
+            assert [storage.read(uri, a, b) for a, b in cuts] == [whole[a:b] for a, b in cuts]
+            assert storage.read_ranges(uri, cuts) == [f.read_at(b - a, a) for a, b in cuts]
+    assert storage.size(f"s3://tiered/b/nothing.log{query}") is None
+    with pytest.raises(FileNotFoundError):
+        storage.read(f"s3://tiered/b/nothing.log{query}", 0, 1)
+    with pytest.raises(OSError, match="past the end"):
+        key, size = next(iter(sizes.items()))
+        storage.read(f"s3://{key}{query}", size - 1, size + 10)
+    # The endpoint from the environment as AWS's tools take it; an http:// endpoint needs no AWS_ALLOW_HTTP.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
+    monkeypatch.delenv("AWS_ALLOW_HTTP", raising=False)
+    from_env = native.resolve_storage("s3://tiered/")
+    assert from_env.list("s3://tiered/") == [(u.replace(query, ""), n) for u, n in listed]
+    # Options in object_store's words win over the environment.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    with_options = native.resolve_storage("s3://tiered/", {"aws_endpoint": f"http://{endpoint}"})
+    assert with_options.list("s3://tiered/broker/") == from_env.list("s3://tiered/broker/")
+    with pytest.raises(ValueError, match="unknown storage option 'no_such_option'|\"no_such_option\""):
+        native.resolve_storage("s3://tiered/", {"no_such_option": "1"})
+    # Schemes the core doesn't serve (and pyarrow's other query keys) are left to pyarrow.
+    assert native.resolve_storage("hdfs://namenode/kafka/") is None
+    assert native.resolve_storage("s3://tiered/?allow_bucket_creation=true") is None
+    assert native.resolve_storage("/var/lib/kafka") is None
+
+
+def test_scan_log_joins_a_bucket_and_a_broker_dir(broker, keys, moto_s3, monkeypatch, tmp_path):
+    """``scan_log([s3 prefix, broker dir])``: the older segments in a bucket, the newer (and some of the
+    same) in a broker log dir; every offset once, as the original broker folder has them."""
+    filesystem, endpoint, _ = moto_s3
+    bucket = tmp_path / "bucket"
+    _upload(broker, bucket, "zstd+encrypted", keys[0], segments=[0, 1, 2, 3], prefix="")
+    _put_tree(filesystem, bucket, "kafka/")
+    local = tmp_path / "broker"
+    for _topic, _partition, folder in _partitions(broker):
+        (local / folder.name).mkdir(parents=True)
+        for log in tf.broker_segments(folder)[2:]:
+            for f in folder.glob(log.stem + ".*"):
+                shutil.copy(f, local / folder.name / f.name)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
+    remote = "s3://tiered/kafka/"
+    key_spec = _key_spec(keys[0])
+    expected = scan_log(broker).read_all()
+
+    def offsets(table: pa.Table) -> list[tuple]:
+        return list(zip(table["topic"].to_pylist(), table["partition"].to_pylist(), table["offset"].to_pylist()))
+
+    got = scan_log([remote, local], tiered_keys=key_spec).read_all()
+    assert len(offsets(got)) == len(set(offsets(got)))
+    _same(got, expected)
+    # Each copy alone holds part of the offsets (some in both); the join is their union, once.
+    alone = [scan_log(root, tiered_keys=key_spec).read_all() for root in (remote, local)]
+    assert all(0 < t.num_rows < expected.num_rows for t in alone)
+    assert sum(t.num_rows for t in alone) > expected.num_rows
+    assert set(offsets(got)) == set(offsets(alone[0])) | set(offsets(alone[1]))
+    # The same list, in the other order, read through pyarrow, and through polars.
+    _same(scan_log([local, remote], tiered_keys=key_spec).read_all(), expected)
+    monkeypatch.setenv("KAFKABATCH_STORAGE", "pyarrow")
+    _same(scan_log([remote, local], tiered_keys=key_spec, isolation="read_committed").read_all(),
+          scan_log(broker, isolation="read_committed").read_all())  # fmt: skip
+    monkeypatch.delenv("KAFKABATCH_STORAGE")
+    pytest.importorskip("polars")
+    frame = kb.scan_polars([remote, str(local)], tiered_keys=key_spec).collect()
+    _same(frame.to_arrow(), expected)
+    # read_segment takes a list of segments too.
+    segs = list_segments(local / "orders-0")[:2]
+    _same(kb.read_segment([s.path for s in segs]), pa.concat_tables([kb.read_segment(s.path) for s in segs]))
+    with pytest.raises(TypeError, match="path must be a path, URI or glob, or a list of them"):
+        scan_log([remote, 3])
+    with pytest.raises(ValueError, match="path is an empty list"):
+        scan_log([])
+
+
+def test_cli_on_s3_with_the_endpoint_in_the_environment(broker, buckets, keys, moto_s3, monkeypatch, tmp_path):
+    """``stats``, ``convert`` and ``dump`` on s3:// URIs, with AWS_ENDPOINT_URL as docs/tiered-storage.md says."""
+    from kafkabatch.cli import main
+
+    filesystem, endpoint, _ = moto_s3
+    _put_tree(filesystem, buckets["zstd+encrypted"], "cli/")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
+    pem = tmp_path / "key-1.pem"
+    pem.write_text(keys[0].private_pem)
+    flag = ["--tiered-key", f"key-1={pem}"]
+    out = tmp_path / "out.parquet"
+    assert main(["convert", "s3://tiered/cli/", str(out), "--no-progress", "-q", *flag]) == 0
+    import pyarrow.parquet as pq
+
+    _same(pq.read_table(out), scan_log(broker).read_all())
+    totals = []
+    for path in ("s3://tiered/cli/", str(broker)):
+        stats = tmp_path / "stats.json"
+        with open(stats, "w") as f, contextlib.redirect_stdout(f):
+            assert main(["stats", path, "--json", "--no-progress", *flag]) == 0
+        totals.append(json.loads(stats.read_text())["total"])
+    for field in ("records", "batches", "control_batches", "record_bytes"):
+        assert totals[0][field] == totals[1][field], field
+    seg = list_segments("s3://tiered/cli/")[0]
+    dumped = tmp_path / "dump.txt"
+    with open(dumped, "w") as f, contextlib.redirect_stdout(f):
+        assert main(["dump", seg.manifest, *flag]) == 0
+    lines = [line for line in dumped.read_text().splitlines() if line.startswith("baseOffset:")]
+    assert len(lines) == len(list(kb.iter_batches((broker / "orders-0" / f"{seg.base_offset:020d}.log").read_bytes())))
+    # A convert joining the bucket and a broker folder: each offset once.
+    out2 = tmp_path / "joined.parquet"
+    assert main(["convert", "s3://tiered/cli/", str(broker), str(out2), "--no-progress", "-q", *flag]) == 0
+    _same(pq.read_table(out2), scan_log(broker).read_all())

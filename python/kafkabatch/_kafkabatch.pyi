@@ -1,5 +1,6 @@
 """Type stubs for the native extension (checked by mypy.stubtest in `make test`)."""
 
+import builtins
 from collections.abc import Callable, Mapping
 from os import PathLike
 from typing import Any, Literal, final
@@ -561,3 +562,20 @@ def _scan_read(
 class ScanStream:
     """Internal: the core reader's Arrow C stream, read once by ``_scan_read``."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+@final
+class ObjectStorage:
+    """One bucket (container, host) of an object store, read through Rust's ``object_store``."""
+
+    def list(self, uri: str, recursive: bool = True) -> list[tuple[str, int]]:
+        """``(uri, size)`` of every file under the prefix ``uri``, spelled as ``uri`` is, sorted."""
+    def size(self, uri: str) -> int | None:
+        """The size of the file ``uri``, ``None`` when there is none."""
+    def read(self, uri: str, start: int, end: int) -> bytes:
+        """The bytes ``start..end`` of the file ``uri`` (one ranged GET)."""
+    def read_ranges(self, uri: str, ranges: builtins.list[tuple[int, int]]) -> builtins.list[bytes]:
+        """Several ranges of the file ``uri``, nearby ones fetched in one request."""
+
+def resolve_storage(uri: str, options: Mapping[str, str] | None = None) -> ObjectStorage | None:
+    """The object storage serving ``uri`` (``s3://``, ``s3a://``, ``gs://``, ``abfs://``, ``az://``,
+    ``http(s)://``), ``None`` when the object stores don't serve it. ``options``: object_store
+    configuration keys (``aws_endpoint``, ``aws_region``...) over the environment's."""

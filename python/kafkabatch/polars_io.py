@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from kafkabatch._decode import SCHEMA
-from kafkabatch.log.listing import list_segments
 from kafkabatch.log.prune import NotPushable, RecordFilter
+from kafkabatch.log.roots import Roots, list_roots, root_list
 from kafkabatch.log.scan import scan_log, typed_schema
 from kafkabatch.values.spec import VALUE_OPTIONS, specs, typed_options
 
@@ -132,9 +131,10 @@ def _literal(literal: dict[str, Any], column: str) -> Any:
     raise NotPushable(kind)
 
 
-def scan_polars(path: str | os.PathLike[str], **options: Any) -> polars.LazyFrame:
+def scan_polars(path: Roots, **options: Any) -> polars.LazyFrame:
     """A polars ``LazyFrame`` over the Kafka log under ``path`` (what
-    :func:`kafkabatch.scan_log` takes, with the same keyword options:
+    :func:`kafkabatch.scan_log` takes: a path, URI or glob, or a list of them;
+    with the same keyword options:
     ``topic``, ``partition``, ``start_offset``, ``start_timestamp``,
     ``isolation``, ``value_format``...), read when collected.
 
@@ -160,7 +160,10 @@ def scan_polars(path: str | os.PathLike[str], **options: Any) -> polars.LazyFram
 
     value_keywords = {k: options.pop(k) for k in VALUE_OPTIONS if k in options}
     value_options = typed_options(value_keywords)
-    segments = list_segments(path, topic=options.get("topic"), partition=options.get("partition"))
+    roots = root_list(path)
+    segments = list_roots(
+        roots, topic=options.get("topic"), partition=options.get("partition"), tiered_keys=options.get("tiered_keys")
+    )
     value_specs = [] if value_options is None else specs(value_options, topics=sorted({s.topic for s in segments}))
     arrow_schema = typed_schema(SCHEMA, value_specs)
     schema = pl.from_arrow(arrow_schema.empty_table()).schema  # type: ignore[union-attr]
@@ -199,4 +202,4 @@ def scan_polars(path: str | os.PathLike[str], **options: Any) -> polars.LazyFram
         finally:
             reader.close()
 
-    return register_io_source(source, schema=schema, explain_name="kafka-log", explain_detail=os.fspath(path))
+    return register_io_source(source, schema=schema, explain_name="kafka-log", explain_detail=", ".join(roots))

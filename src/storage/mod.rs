@@ -36,6 +36,11 @@ pub mod local;
 use std::fmt;
 use std::ops::Range;
 
+#[cfg(feature = "remote")]
+pub mod object;
+#[cfg(feature = "remote")]
+pub mod uri;
+
 use arrow_buffer::Buffer;
 
 pub use local::LocalStorage;

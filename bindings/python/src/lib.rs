@@ -13,6 +13,7 @@ mod input;
 mod kmsg;
 mod listing;
 mod scan;
+mod storage;
 mod tiered;
 mod values;
 mod walk;
@@ -106,5 +107,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     walk::register(m)?;
     listing::register(m)?;
     scan::register(m)?;
+    storage::register(m)?;
     Ok(())
 }

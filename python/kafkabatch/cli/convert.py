@@ -490,35 +490,36 @@ def run(args: argparse.Namespace) -> int:
                 results.append(result)
                 progress.advance(result.segment.size)
 
-            for path in args.paths:
-                reader = scan_log(
-                    path,
-                    topic=args.topic,
-                    partition=args.partition,
-                    max_chunk_bytes=args.window,
-                    start_offset=start_offset,
-                    end_offset=end_offset,
-                    start_timestamp=args.start_time,
-                    end_timestamp=args.end_time,
-                    on_segment=on_segment,
-                    tiered_keys=tiered_keys(args),
-                    **decode_options,
-                )
-                if sink is None:
-                    sink = open_sink(reader.schema)
-                try:
-                    for batch in reader:
-                        rows += batch.num_rows
-                        sink.write(batch)
-                except kb.ValueDecodeError as error:
-                    raise CliError(f"{error} (use --on-value-error null to write null instead)") from error
-                except kb.TieredStorageError as error:
-                    raise CliError(f"{_in_flags(str(error))} (use --on-error skip to leave it out)") from error
-                except kb.KafkaBatchError as error:
-                    hint = "--on-error skip to leave corrupt batches out"
-                    if isinstance(error, kb.CrcMismatchError):
-                        hint += ", --no-crc to ignore CRCs"
-                    raise CliError(f"{error} (use {hint})") from error
+            # One read of every root: a partition found under several (a bucket and a broker
+            # dir) gives each offset once, as scan_log does for a list.
+            reader = scan_log(
+                args.paths,
+                topic=args.topic,
+                partition=args.partition,
+                max_chunk_bytes=args.window,
+                start_offset=start_offset,
+                end_offset=end_offset,
+                start_timestamp=args.start_time,
+                end_timestamp=args.end_time,
+                on_segment=on_segment,
+                tiered_keys=tiered_keys(args),
+                **decode_options,
+            )
+            if sink is None:
+                sink = open_sink(reader.schema)
+            try:
+                for batch in reader:
+                    rows += batch.num_rows
+                    sink.write(batch)
+            except kb.ValueDecodeError as error:
+                raise CliError(f"{error} (use --on-value-error null to write null instead)") from error
+            except kb.TieredStorageError as error:
+                raise CliError(f"{_in_flags(str(error))} (use --on-error skip to leave it out)") from error
+            except kb.KafkaBatchError as error:
+                hint = "--on-error skip to leave corrupt batches out"
+                if isinstance(error, kb.CrcMismatchError):
+                    hint += ", --no-crc to ignore CRCs"
+                raise CliError(f"{error} (use {hint})") from error
         if sink is None:
             sink = open_sink(kb.SCHEMA)
         sink.close()

@@ -15,6 +15,7 @@ from typing import Any
 
 import kafkabatch as kb
 from kafkabatch.log.errors import guess_content
+from kafkabatch.log.fs import remote_size
 from kafkabatch.log.naming import snapshot_id
 
 from ._common import (
@@ -25,6 +26,7 @@ from ._common import (
     base_offset_of,
     find_segments,
     format_bytes_text,
+    is_remote,
     mapped,
     offsets_arg,
     positive_size_arg,
@@ -521,7 +523,12 @@ def _expand(args: argparse.Namespace) -> list[str]:
         raise CliError("no files to dump (give FILE arguments or --files)")
     paths: list[str] = []
     for name in names:
-        if os.path.isdir(name):
+        if is_remote(name):  # a remote segment (or manifest), or a prefix of them
+            if remote_size(name) is not None:
+                paths.append(name)
+            else:
+                paths.extend(s.path for s in find_segments([name], tiered_keys(args)))
+        elif os.path.isdir(name):
             paths.extend(s.path for s in find_segments([name], tiered_keys(args)))
         elif os.path.isfile(name):
             paths.append(name)

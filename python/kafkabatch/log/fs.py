@@ -1,4 +1,13 @@
-"""Reading bytes of segments: memory maps for local files, :mod:`pyarrow.fs` for URIs (``s3://``, ``gs://``...).
+"""Reading bytes of segments: memory maps for local files; for URIs, the core's object stores
+(``s3://``, ``s3a://``, ``gs://``, ``abfs://``, ``az://``, ``http(s)://``), else :mod:`pyarrow.fs`.
+
+Remote URIs the core serves are read with ranged GETs through Rust's ``object_store``
+(credentials and endpoints from the environment: ``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``...; see docs/tiered-storage.md). :mod:`pyarrow.fs` reads
+the others (``hdfs://``...), any URI when a ``filesystem`` is given, S3 when its
+credentials can only come from an AWS profile (``AWS_PROFILE``, ``~/.aws``: pyarrow's
+credential chain reads them), and every URI when the environment sets
+``KAFKABATCH_STORAGE=pyarrow``.
 
 >>> source = open_source("/data/orders-0/00000000000000000000.log")  # doctest: +SKIP
 >>> bytes(source.read(0, 8))                                          # doctest: +SKIP
@@ -13,7 +22,9 @@ import os
 import re
 from typing import Any
 
+from kafkabatch import _kafkabatch as _native
 from kafkabatch._util import mapped_file
+from kafkabatch.log.naming import without_query
 
 URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -40,6 +51,39 @@ def resolve_remote(uri: str) -> tuple[Any, str]:
     from pyarrow import fs as pafs
 
     return pafs.FileSystem.from_uri(remote_uri(uri))
+
+
+#: The environment variable choosing who reads remote URIs: ``pyarrow`` for :mod:`pyarrow.fs` only.
+STORAGE_ENV = "KAFKABATCH_STORAGE"
+
+
+def native_storage(uri: str, options: dict[str, str] | None = None) -> Any:
+    """The core's object storage for ``uri`` (a ``_kafkabatch.ObjectStorage``), or ``None``
+    when :mod:`pyarrow.fs` reads it: a scheme the core doesn't serve, a query in pyarrow's
+    words the core doesn't map, or ``KAFKABATCH_STORAGE=pyarrow``. ``options``: object_store
+    configuration keys (``aws_endpoint``, ``aws_region``...) over the environment's."""
+    choice = os.environ.get(STORAGE_ENV, "").strip().lower()
+    if choice == "pyarrow":
+        return None
+    if choice not in ("", "native"):
+        raise ValueError(f"{STORAGE_ENV} must be 'pyarrow' or 'native', not {choice!r}")
+    if not choice and not options and _aws_profile_only(uri):
+        return None
+    return _native.resolve_storage(uri, options)
+
+
+def _aws_profile_only(uri: str) -> bool:
+    """Whether S3 credentials can only come from an AWS profile (``AWS_PROFILE``, ``~/.aws``),
+    which pyarrow's credential chain reads and object_store's doesn't."""
+    match = URI.match(uri)
+    if not match or match["scheme"].lower() not in ("s3", "s3a", "s3n"):
+        return False
+    if os.environ.get("AWS_PROFILE"):
+        return True
+    if os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
+        return False
+    home = os.path.expanduser("~/.aws")
+    return os.path.isfile(os.path.join(home, "credentials")) or os.path.isfile(os.path.join(home, "config"))
 
 
 class Source:
@@ -83,21 +127,43 @@ class MappedSource(Source):
 
 
 class RemoteSource(Source):
-    def __init__(self, uri: str) -> None:
-        filesystem, fs_path = resolve_remote(uri)
+    """A remote file read by ranges: through the core's object store when it serves
+    the URI (see :func:`native_storage`), else (or with a pyarrow ``filesystem``)
+    through :mod:`pyarrow.fs`. Reads past the end give the bytes there are."""
+
+    def __init__(self, uri: str, filesystem: Any = None) -> None:
+        self._uri = uri
+        self._file: Any = None
+        self._storage = native_storage(uri) if filesystem is None else None
+        if self._storage is not None:
+            size = self._storage.size(uri)
+            if size is None:
+                raise FileNotFoundError(f"no such file or folder: {uri}")
+            self.size = size
+            return
+        if filesystem is None:
+            filesystem, fs_path = resolve_remote(uri)
+        else:
+            fs_path = remote_uri(without_query(uri)).split("://", 1)[-1]
         self._file = filesystem.open_input_file(fs_path)
         self.size = self._file.size()
 
     def read(self, position: int, length: int) -> Any:
         if length <= 0:
             return b""
+        if self._storage is not None:
+            end = min(position + length, self.size)
+            if end <= position:
+                return b""
+            return memoryview(self._storage.read(self._uri, position, end))
         return memoryview(self._file.read_at(length, position)).cast("B")
 
     def release(self) -> None:
         pass
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
 
 def is_remote(path: str) -> bool:
@@ -105,5 +171,19 @@ def is_remote(path: str) -> bool:
     return bool(match and match["scheme"].lower() != "file")
 
 
-def open_source(path: str) -> Any:
-    return RemoteSource(path) if is_remote(path) else MappedSource(local_path(path))
+def remote_size(uri: str) -> int | None:
+    """The size of the remote file ``uri``, ``None`` when there is none (a prefix, nothing)."""
+    storage = native_storage(uri)
+    if storage is not None:
+        return storage.size(uri)  # type: ignore[no-any-return]
+    from pyarrow import fs as pafs
+
+    filesystem, fs_path = resolve_remote(uri)
+    info = filesystem.get_file_info(fs_path)
+    return info.size if info.type == pafs.FileType.File else None
+
+
+def open_source(path: str, filesystem: Any = None) -> Any:
+    """A :class:`Source` for ``path``: memory-mapped when local, else a :class:`RemoteSource`
+    (through ``filesystem``, a :class:`pyarrow.fs.FileSystem`, when given)."""
+    return RemoteSource(path, filesystem) if is_remote(path) else MappedSource(local_path(path))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import struct
 import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
@@ -26,8 +25,9 @@ from kafkabatch._util import check_keywords, keyword_names, parse_size
 from kafkabatch.internal import INTERNAL_OPTIONS, Internal, decode_internal_columns, internal_schema, pop_internal
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
-from kafkabatch.log.listing import Segment, by_partition, list_segments, open_segment, segment_bounds
+from kafkabatch.log.listing import Segment, by_partition, open_segment, segment_bounds
 from kafkabatch.log.prune import RecordFilter, narrow, prunes_batches, source_kept_ranges
+from kafkabatch.log.roots import Roots, list_roots
 from kafkabatch.log.sample import first_values
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
@@ -327,7 +327,7 @@ def segment_skippable(segments: list[Segment], i: int, bounds: Bounds) -> bool:
 
 
 def scan_log(
-    path: str | os.PathLike[str],
+    path: Roots,
     *,
     topic: str | None = None,
     partition: int | None = None,
@@ -344,9 +344,11 @@ def scan_log(
 ) -> pa.RecordBatchReader:
     """Stream every segment under ``path`` (see :func:`list_segments`) as
     record batches of :data:`kafkabatch.SCHEMA`, in topic, partition, offset
-    order, with bounded memory.
+    order, with bounded memory. ``path`` may be a list of paths, URIs and
+    globs (``["s3://bucket/kafka/", "/var/lib/kafka/data/orders-0"]``): their
+    segments are joined, each offset of a partition read once.
 
-    Segments are memory-mapped (remote ones read through :mod:`pyarrow.fs`)
+    Segments are memory-mapped (remote ones read by ranges, see :mod:`kafkabatch.log.fs`)
     and decoded in windows of complete batches of about ``max_chunk_bytes``
     (default 16 MiB), so a 1 GiB segment never needs 1 GiB of Arrow at once.
 
@@ -386,7 +388,7 @@ def scan_log(
     """
     skip = decode_options.get("on_error", "raise") != "raise"
     problems: list[tuple[Segment, Exception]] | None = [] if skip else None
-    segments = list_segments(path, topic=topic, partition=partition, tiered_keys=tiered_keys, problems=problems)
+    segments = list_roots(path, topic=topic, partition=partition, tiered_keys=tiered_keys, problems=problems)
     if where is not None:
         segments = [s for s in segments if where.keeps(s.topic, s.partition)]
     chunk = parse_size(max_chunk_bytes)

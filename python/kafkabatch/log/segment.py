@@ -22,6 +22,7 @@ from kafkabatch.internal import decode_internal_columns, internal_schema, pop_in
 from kafkabatch.log.bounds import parse_timestamp
 from kafkabatch.log.errors import in_file
 from kafkabatch.log.index import read_txn_index
+from kafkabatch.log.roots import Roots, root_list
 from kafkabatch.log.seek import seek_range
 from kafkabatch.values.spec import VALUE_OPTIONS, parse_columns, typed_options
 
@@ -36,7 +37,7 @@ def topic_partition_from_path(path: str | os.PathLike[str]) -> tuple[str, int] |
 
 
 def read_segment(
-    path: str | os.PathLike[str],
+    path: Roots,
     *,
     topic: str | None = None,
     partition: int | None = None,
@@ -57,6 +58,9 @@ def read_segment(
     >>> kb.read_segment("orders-0/00000000000000000000.log").num_rows  # doctest: +SKIP
     1000
 
+    A list of segments (paths or URIs) is read as :func:`scan_log` reads a list:
+    in topic, partition, offset order, each offset once.
+
     A remote segment is read where it lives: an Aiven remote-storage segment
     by its ``.log`` or ``.rsm-manifest`` key (local path or URI; encrypted
     ones need ``tiered_keys``, key-pair id → PEM private key), a
@@ -68,13 +72,16 @@ def read_segment(
     1000
     """
     check_keywords("read_segment", options, _READ_SEGMENT_KEYWORDS)
-    text = os.fspath(path)
+    paths = root_list(path)
+    several = len(paths) > 1
+    text = paths[0]
+    one: str | os.PathLike[str] = path if isinstance(path, (str, os.PathLike)) else text
     internal = pop_internal(options)
-    if internal is not None and not (tiered.remote_name(text) is not None or fs.is_remote(text)):
+    if internal is not None and not several and not (tiered.remote_name(text) is not None or fs.is_remote(text)):
         if options.get("value_format", "binary") != "binary" or options.get("key_format", "binary") != "binary":
             raise ValueError("internal= decodes the raw key and value: leave value_format and key_format binary")
         table = read_segment(
-            path,
+            one,
             topic=topic,
             partition=partition,
             start_offset=start_offset,
@@ -84,18 +91,18 @@ def read_segment(
             **options,
         )
         if topic is None:
-            found = topic_partition_from_path(path)
+            found = topic_partition_from_path(one)
             topic = None if found is None else found[0]
         kind = internal.kind_for(topic)
         return decode_internal_columns(table, internal, None if kind is None else internal_schema(kind, internal))
     if internal is not None:  # remote: scan_log decodes them
         options.update(internal=internal.kind or dict(internal.topics), definitions=internal.definitions)
         options["internal_json"] = internal.json
-    if tiered.remote_name(text) is not None or fs.is_remote(text) or "tiered_keys" in options:
+    if several or tiered.remote_name(text) is not None or fs.is_remote(text) or "tiered_keys" in options:
         from kafkabatch.log.scan import scan_log
 
         return scan_log(
-            text,
+            paths if several else text,
             topic=topic,
             partition=partition,
             start_offset=start_offset,
@@ -105,24 +112,24 @@ def read_segment(
             **options,
         ).read_all()
     if topic is None or partition is None:
-        found = topic_partition_from_path(path)
+        found = topic_partition_from_path(one)
         if found is not None:
             topic = found[0] if topic is None else topic
             partition = found[1] if partition is None else partition
     if options.get("isolation") == "read_committed" and options.get("aborted_transactions") is None:
-        txn_index = Path(path).with_suffix(".txnindex")
+        txn_index = Path(one).with_suffix(".txnindex")
         if txn_index.is_file():
             options["aborted_transactions"] = read_txn_index(txn_index)
             options.setdefault("hide_open_transactions", True)
-    with mapped_file(path) as mapped:
+    with mapped_file(one) as mapped:
         try:
             if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
                 return decode(mapped, topic=topic, partition=partition, **options)
             return _read_bounded(
-                path, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
+                one, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
             )
         except KafkaBatchError as error:
-            raise in_file(error, path, 0, bytes(mapped[:512])) from None
+            raise in_file(error, one, 0, bytes(mapped[:512])) from None
 
 
 #: What read_segment() takes: its own keywords and decode()'s.

@@ -20,8 +20,9 @@ import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.index import IndexFileWarning, offset_index_entries
-from kafkabatch.log.listing import Segment, list_segments, open_segment, segment_bounds, sort_key
+from kafkabatch.log.listing import Segment, open_segment, segment_bounds, sort_key
 from kafkabatch.log.naming import basename
+from kafkabatch.log.roots import list_roots
 from kafkabatch.log.scan import next_start, seek_position, segment_skippable
 from kafkabatch.log.txn import Transaction
 from kafkabatch.log.windows import batch_length, batch_ranges
@@ -167,18 +168,25 @@ def pack(splits: list[LogSplit], max_bytes: int, min_partitions: int) -> list[In
 def list_source_segments(options: Options) -> list[Segment]:
     """The segments under the ``path``/``paths`` options (see :func:`kafkabatch.list_segments`),
     filtered by ``pathGlobFilter``, in topic, partition, offset order."""
-    segments: dict[str, Segment] = {}
+    if not options.paths:
+        return []
     problems: list[tuple[Segment, Exception]] | None = None if options.mode == "FAILFAST" else []
-    for path in options.paths:
-        for seg in list_segments(
-            path, topic=options.topic, partition=options.partition, tiered_keys=options.tiered_keys, problems=problems
-        ):
-            if options.path_glob_filter and not fnmatch.fnmatchcase(basename(seg.path), options.path_glob_filter):
-                continue  # as Spark's pathGlobFilter: a glob on file names only
-            segments.setdefault(seg.path, seg)
+    # Every path joined (each offset once where a partition lies under several), as scan_log joins a list.
+    segments = [
+        seg
+        for seg in list_roots(
+            list(options.paths),
+            topic=options.topic,
+            partition=options.partition,
+            tiered_keys=options.tiered_keys,
+            problems=problems,
+        )
+        # as Spark's pathGlobFilter: a glob on file names only
+        if not options.path_glob_filter or fnmatch.fnmatchcase(basename(seg.path), options.path_glob_filter)
+    ]
     for _seg, error in problems or ():  # mode DROPMALFORMED/PERMISSIVE: left out, and said
         log.warning("kafka-log %s: skipped %s", options.mode, error)
-    return sorted(segments.values(), key=sort_key)
+    return sorted(segments, key=sort_key)
 
 
 def plan_partition(
