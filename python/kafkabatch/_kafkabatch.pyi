@@ -2,7 +2,7 @@
 
 from collections.abc import Callable, Mapping
 from os import PathLike
-from typing import Any, Literal, TypeAlias, final
+from typing import Any, Literal, final
 
 from typing_extensions import Buffer
 
@@ -481,12 +481,6 @@ class RemoteManifest:
     def check_chunk_sizes(self) -> None: ...
     def detransform_index(self, index: str, data: Buffer) -> bytes: ...
 
-#: A listed segment: (path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id,
-#: floor_offset, stop_offset, twins), twins in the same form.
-_ListedSegment: TypeAlias = tuple[
-    str, str, int, int | None, int, str, str | None, str | None, str | None, int | None, int | None, list[Any]
-]
-
 def list_segments(
     root: str,
     *,
@@ -495,16 +489,25 @@ def list_segments(
     collect_problems: bool = False,
     filesystem: object | None = None,
     held_last_offset: Callable[[str, str, int], int | None] | None = None,
-) -> tuple[list[_ListedSegment], list[tuple[str, str]], list[tuple[_ListedSegment, TieredStorageError]]]:
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[tuple[dict[str, Any], TieredStorageError]]]:
     """The core's listing of ``root`` (a path, URI or glob): ``(segments, warnings, problems)``.
 
-    Sorted segments as tuples; warnings as ``(kind, message)``; with
+    Sorted segments as dicts of ``kafkabatch.log.listing.Segment``'s fields but
+    ``keys`` (``twins`` a list of the same dicts, or ``()``); warnings as ``(kind, message)``; with
     ``collect_problems``, remote segments that can't be listed with their error
     (else the first is raised). Remote roots are read through ``filesystem`` (a
     ``pyarrow.fs.FileSystem``) or ``kafkabatch.log.fs.resolve_remote``;
     ``held_last_offset(log, manifest, base_offset)`` confirms a manifest's end
     offset from the segment's bytes where it would hide another copy's offsets.
     """
+
+def remote_name(path: str) -> tuple[str, str | None, int | None, str | None, str, int, str] | None:
+    """``(layout, topic, partition, topic_id, segment_id, base_offset, suffix)`` from a remote
+    segment's names (layout ``""`` when its folders fit no layout), or None."""
+
+def listing_reason(what: Literal["missing_object", "missing_manifest", "layout"], path: str) -> str:
+    """Why a remote segment can't be read, in the listing's words (``path``: the manifest
+    whose ``.log`` is gone, the ``.log`` whose manifest is, or the misplaced object)."""
 
 @final
 class InternalTable:

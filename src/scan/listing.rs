@@ -164,9 +164,10 @@ pub enum ListError {
     /// Names that say no topic or partition (a folder not named `<topic>-<partition>`).
     #[error("{0}")]
     Naming(String),
-    /// A remote segment that can't be listed (unless problems are collected).
+    /// A remote segment that can't be listed (unless problems are collected), and
+    /// the warnings the listing gave before it.
     #[error("{0}")]
-    Tiered(Problem),
+    Tiered(Problem, Vec<ListWarning>),
     /// A folder a walk could not read.
     #[error("{path}: {error}")]
     Io { path: String, error: io::Error },
@@ -245,7 +246,7 @@ pub fn list_segments(
     let mut unmanifested: Vec<(String, RemoteName)> = Vec::new();
     let problem = |listing: &mut Listing, seg: Segment, p: Problem| -> Result<(), ListError> {
         if !options.collect_problems {
-            return Err(ListError::Tiered(p));
+            return Err(ListError::Tiered(p, listing.warnings.clone()));
         }
         listing.problems.push((seg, p));
         Ok(())
@@ -960,7 +961,10 @@ mod tests {
         );
         let r = root.to_str().unwrap();
         let err = list(&format!("{r}/odd"), &ListOptions::default()).unwrap_err();
-        let ListError::Tiered(p) = err else { panic!("{err:?}") };
+        let ListError::Tiered(p, warned) = err else {
+            panic!("{err:?}")
+        };
+        assert!(warned.is_empty());
         assert_eq!(p.kind, "layout");
         assert!(p.reason.starts_with("named like a remote segment"));
         let listing = list(

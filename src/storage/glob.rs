@@ -260,9 +260,21 @@ fn is_dir(path: &str) -> bool {
     fs::metadata(if path.is_empty() { "." } else { path }).is_ok_and(|m| m.is_dir())
 }
 
-/// The names in folder `dir` (`""` = the working folder); only folders when `dir_only`.
-/// A folder that can't be read has none, as for Python. Names that aren't UTF-8 are left out.
-fn list_dir(dir: &str, dir_only: bool) -> Vec<String> {
+/// Whether a folder entry is a folder, through links, as Python's `DirEntry.is_dir()`: the
+/// entry's own type unless it is a link (no stat per file); errors count as "not a folder".
+pub(crate) fn entry_is_dir(entry: &fs::DirEntry) -> bool {
+    match entry.file_type() {
+        Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
+        Ok(t) => t.is_dir(),
+        Err(_) => false,
+    }
+}
+
+/// The names in folder `dir` (`""` = the working folder) and whether each is a folder
+/// (through links, as `DirEntry.is_dir()`: no stat unless the entry is a link); only
+/// folders when `dir_only`. A folder that can't be read has none, as for Python. Names
+/// that aren't UTF-8 are left out.
+fn list_dir(dir: &str, dir_only: bool) -> Vec<(String, bool)> {
     let Ok(entries) = fs::read_dir(if dir.is_empty() { "." } else { dir }) else {
         return Vec::new();
     };
@@ -271,8 +283,9 @@ fn list_dir(dir: &str, dir_only: bool) -> Vec<String> {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        if !dir_only || fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
-            names.push(name);
+        let is_dir = entry_is_dir(&entry);
+        if !dir_only || is_dir {
+            names.push((name, is_dir));
         }
     }
     names
@@ -283,26 +296,25 @@ fn list_dir(dir: &str, dir_only: bool) -> Vec<String> {
 /// descended into twice on one path (Python goes on until the OS refuses the path).
 fn glob_recursive(dir: &str, dir_only: bool) -> Vec<String> {
     let mut out = vec![String::new()];
-    // (relative name, real paths of the folders on the way to it)
-    let mut stack: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    // (relative name, whether a folder, real paths of the folders on the way to it)
+    let mut stack: Vec<(String, bool, Vec<PathBuf>)> = Vec::new();
     let root_real = fs::canonicalize(if dir.is_empty() { "." } else { dir }).ok();
-    let push_children = |stack: &mut Vec<(String, Vec<PathBuf>)>, rel: &str, chain: &[PathBuf]| {
+    let push_children = |stack: &mut Vec<(String, bool, Vec<PathBuf>)>, rel: &str, chain: &[PathBuf]| {
         let here = join_nonempty(dir, rel);
         let mut names = list_dir(&here, dir_only);
-        names.retain(|n| !is_hidden(n));
-        for name in names.into_iter().rev() {
-            stack.push((join_nonempty(rel, &name), chain.to_vec()));
+        names.retain(|(n, _)| !is_hidden(n));
+        for (name, is_dir) in names.into_iter().rev() {
+            stack.push((join_nonempty(rel, &name), is_dir, chain.to_vec()));
         }
     };
     let start: Vec<PathBuf> = root_real.into_iter().collect();
     push_children(&mut stack, "", &start);
-    while let Some((rel, mut chain)) = stack.pop() {
+    while let Some((rel, is_dir, mut chain)) = stack.pop() {
         out.push(rel.clone());
-        let path = join_nonempty(dir, &rel);
-        if !is_dir(&path) {
+        if !is_dir {
             continue;
         }
-        if let Ok(real) = fs::canonicalize(&path) {
+        if let Ok(real) = fs::canonicalize(join_nonempty(dir, &rel)) {
             if chain.contains(&real) {
                 continue; // a symbolic link back up: its names are already listed
             }
@@ -328,12 +340,12 @@ fn glob_in_dir(dir: &str, pattern: &str, dir_only: bool) -> Vec<String> {
         return glob_recursive(dir, dir_only);
     }
     let compiled = Pattern::new(pattern);
-    let mut names = list_dir(dir, dir_only);
-    if !is_hidden(pattern) {
-        names.retain(|n| !is_hidden(n));
-    }
-    names.retain(|n| compiled.matches(n));
-    names
+    let hidden_too = is_hidden(pattern);
+    list_dir(dir, dir_only)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|n| (hidden_too || !is_hidden(n)) && compiled.matches(n))
+        .collect()
 }
 
 /// The paths `glob.glob(pattern, recursive=True)` returns, sorted (duplicates kept, as there).

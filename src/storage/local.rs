@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 
-use super::glob::join;
+use super::glob::{entry_is_dir, join};
 use super::{Entry, Location, Storage, StorageError};
 
 /// Files on this machine's file systems; a [`Location`] is a path.
@@ -65,8 +65,8 @@ pub fn walk(root: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<WalkedFolder>
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            // is_dir through links, as os.walk's entry.is_dir(); errors count as "not a folder".
-            if fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+            let is_dir = entry_is_dir(&entry); // as os.walk's entry.is_dir()
+            if is_dir {
                 dirs.push(name);
             } else {
                 files.push(name);

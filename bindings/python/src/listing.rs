@@ -8,11 +8,12 @@ use std::sync::Mutex;
 
 use arrow_buffer::Buffer;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::tiered::TieredStorageError;
-use kafkabatch::scan::listing::{self, HeldOffsets, ListError, ListOptions, Problem, Segment, WarningKind};
+use kafkabatch::scan::listing::{self, HeldOffsets, ListError, ListOptions, ListWarning, Problem, Segment, WarningKind};
 use kafkabatch::scan::naming::without_query;
 use kafkabatch::storage::{Entry, LocalStorage, Location, Storage, StorageError};
 
@@ -194,7 +195,13 @@ fn to_py(py: Python<'_>, error: ListError, storage: Option<&PyFileSystemStorage>
         ListError::NotFound(m) => PyFileNotFoundError::new_err(m),
         ListError::PermissionDenied(m) => PyPermissionError::new_err(m),
         ListError::Naming(m) => PyValueError::new_err(m),
-        ListError::Tiered(p) => tiered_error(&p),
+        ListError::Tiered(p, warned) => {
+            let err = tiered_error(&p);
+            let _ = err
+                .value(py)
+                .setattr("listing_warnings", warnings_list(py, &warned).ok());
+            err
+        }
         ListError::Io { path, error } => os_error(py, &path, &error),
         ListError::Storage(e) => {
             if let Some(raised) = storage.and_then(PyFileSystemStorage::take_error) {
@@ -209,28 +216,45 @@ fn to_py(py: Python<'_>, error: ListError, storage: Option<&PyFileSystemStorage>
     }
 }
 
-/// `(path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id,
-/// floor_offset, stop_offset, twins)`, twins in the same form.
-fn segment_tuple<'py>(py: Python<'py>, s: &Segment) -> PyResult<Bound<'py, PyTuple>> {
-    let twins = PyList::empty(py);
-    for twin in &s.twins {
-        twins.append(segment_tuple(py, twin)?)?;
+/// A segment as the fields of `kafkabatch.log.listing.Segment` (a dict the Python
+/// dataclass takes as its own, `keys` left to Python): `path`, `topic`, `partition`,
+/// `base_offset`, `size`, `layout`, `manifest`, `segment_id`, `topic_id`,
+/// `floor_offset`, `stop_offset`, `twins` (a list of the same dicts, or `()`).
+fn segment_fields<'py>(py: Python<'py>, s: &Segment) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "path"), s.path.as_str())?;
+    d.set_item(intern!(py, "topic"), s.topic.as_str())?;
+    d.set_item(intern!(py, "partition"), s.partition)?;
+    d.set_item(intern!(py, "base_offset"), s.base_offset)?;
+    d.set_item(intern!(py, "size"), s.size)?;
+    d.set_item(intern!(py, "layout"), s.layout.as_str())?;
+    d.set_item(intern!(py, "manifest"), s.manifest.as_deref())?;
+    d.set_item(intern!(py, "segment_id"), s.segment_id.as_deref())?;
+    d.set_item(intern!(py, "topic_id"), s.topic_id.as_deref())?;
+    d.set_item(intern!(py, "floor_offset"), s.floor_offset)?;
+    d.set_item(intern!(py, "stop_offset"), s.stop_offset)?;
+    if s.twins.is_empty() {
+        d.set_item(intern!(py, "twins"), PyTuple::empty(py))?; // no new container for the garbage collector
+    } else {
+        let twins = PyList::empty(py);
+        for twin in &s.twins {
+            twins.append(segment_fields(py, twin)?)?;
+        }
+        d.set_item(intern!(py, "twins"), twins)?;
     }
-    (
-        s.path.as_str(),
-        s.topic.as_str(),
-        s.partition,
-        s.base_offset,
-        s.size,
-        s.layout.as_str(),
-        s.manifest.as_deref(),
-        s.segment_id.as_deref(),
-        s.topic_id.as_deref(),
-        s.floor_offset,
-        s.stop_offset,
-        twins,
-    )
-        .into_pyobject(py)
+    Ok(d)
+}
+
+/// Warnings as `(kind, message)`.
+fn warnings_list<'py>(py: Python<'py>, warnings: &[ListWarning]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for w in warnings {
+        let kind = match w.kind {
+            WarningKind::TieredStorage => "tiered_storage",
+        };
+        list.append((kind, w.message.as_str()))?;
+    }
+    Ok(list)
 }
 
 /// The core's listing of `root`: `(segments, warnings, problems)`.
@@ -270,22 +294,62 @@ fn list_segments<'py>(
     let listed = result.map_err(|e| to_py(py, e, python_storage.as_ref()))?;
     let segments = PyList::empty(py);
     for s in &listed.segments {
-        segments.append(segment_tuple(py, s)?)?;
+        segments.append(segment_fields(py, s)?)?;
     }
-    let warnings = PyList::empty(py);
-    for w in &listed.warnings {
-        let kind = match w.kind {
-            WarningKind::TieredStorage => "tiered_storage",
-        };
-        warnings.append((kind, w.message.as_str()))?;
-    }
+    let warnings = warnings_list(py, &listed.warnings)?;
     let problems = PyList::empty(py);
     for (s, p) in &listed.problems {
-        problems.append((segment_tuple(py, s)?, tiered_error(p).into_value(py)))?;
+        problems.append((segment_fields(py, s)?, tiered_error(p).into_value(py)))?;
     }
     (segments, warnings, problems).into_pyobject(py)
 }
 
+/// The remote-segment facts in a path's names: `(layout, topic, partition, topic_id,
+/// segment_id, base_offset, suffix)` (layout `""` when the folders fit no layout), or `None`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn remote_name(
+    path: &str,
+) -> Option<(
+    &'static str,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    String,
+    i64,
+    String,
+)> {
+    let n = kafkabatch::scan::layouts::remote_name(path)?;
+    Some((
+        n.layout.map_or("", |l| l.as_str()),
+        n.topic,
+        n.partition,
+        n.topic_id,
+        n.segment_id,
+        n.base_offset,
+        n.suffix,
+    ))
+}
+
+/// Why a remote segment can't be read, in the listing's words: `"missing_object"` (`path`:
+/// the manifest whose `.log` is gone), `"missing_manifest"` (`path`: the `.log`), `"layout"`
+/// (`path`: the object whose folders fit no layout).
+#[pyfunction]
+fn listing_reason(what: &str, path: &str) -> PyResult<String> {
+    use kafkabatch::scan::layouts::{layout_reason, sibling};
+    use kafkabatch::scan::naming::text;
+    match what {
+        "missing_object" => Ok(text::missing_object(path)),
+        "missing_manifest" => Ok(text::missing_manifest(&sibling(path, text::MANIFEST))),
+        "layout" => Ok(layout_reason(path)),
+        other => Err(PyValueError::new_err(format!(
+            "what must be 'missing_object', 'missing_manifest' or 'layout', not {other:?}"
+        ))),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(list_segments, m)?)
+    m.add_function(wrap_pyfunction!(list_segments, m)?)?;
+    m.add_function(wrap_pyfunction!(listing_reason, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_name, m)?)
 }

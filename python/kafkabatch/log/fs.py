@@ -14,12 +14,8 @@ import re
 from typing import Any
 
 from kafkabatch._util import mapped_file
-from kafkabatch.log.naming import without_query
 
 URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://")
-
-
-GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 def local_path(path: str) -> str:
@@ -44,12 +40,6 @@ def resolve_remote(uri: str) -> tuple[Any, str]:
     from pyarrow import fs as pafs
 
     return pafs.FileSystem.from_uri(remote_uri(uri))
-
-
-def parent_uri(uri: str) -> str:
-    """The folder of a path or URI (a URI's query dropped; a local path keeps a ``?`` in its names)."""
-    base = without_query(uri)
-    return base[: base.rstrip("/").rfind("/")]
 
 
 class Source:

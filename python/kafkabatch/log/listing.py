@@ -156,13 +156,18 @@ def list_segments(
     def held_last_offset(log_path: str, manifest: str, base_offset: int) -> int | None:
         return tiered.held_last_offset(log_path, manifest, keyspec(), base_offset)
 
-    found, warned, unlisted = _native_list_segments(
-        root,
-        topic=topic,
-        partition=partition,
-        collect_problems=problems is not None,
-        held_last_offset=held_last_offset,
-    )
+    try:
+        found, warned, unlisted = _native_list_segments(
+            root,
+            topic=topic,
+            partition=partition,
+            collect_problems=problems is not None,
+            held_last_offset=held_last_offset,
+        )
+    except tiered.TieredStorageError as error:  # what the listing said before it stopped, then why
+        for _kind, message in getattr(error, "listing_warnings", None) or ():
+            warnings.warn(message, tiered.TieredStorageWarning, stacklevel=2)
+        raise
     keys = keyspec()
     for _kind, message in warned:  # one kind so far: a remote object left out
         warnings.warn(message, tiered.TieredStorageWarning, stacklevel=2)
@@ -171,14 +176,19 @@ def list_segments(
     return [_segment(seg, keys) for seg in found]
 
 
-def _segment(fields: tuple, keys: tiered.KeySpec) -> Segment:
-    """A :class:`Segment` from the core's listing (remote segments carry the keys)."""
-    path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id, floor, stop, twins = fields
-    return Segment(
-        path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id, floor, stop,
-        keys=keys if layout != "broker" else (),
-        twins=tuple(_segment(twin, keys) for twin in twins),
-    )  # fmt: skip
+def _segment(fields: dict[str, Any], keys: tiered.KeySpec) -> Segment:
+    """A :class:`Segment` from the core's listing (remote segments carry the keys): the
+    core gives its fields, taken as they are (a frozen dataclass's ``__init__`` would set
+    them one by one through ``object.__setattr__``, the listing's cost for many segments)."""
+    twins = fields["twins"]
+    fields["twins"] = tuple(_segment(twin, keys) for twin in twins) if twins else ()
+    fields["keys"] = keys if fields["layout"] != "broker" else ()
+    seg = _new_object(Segment)
+    seg.__dict__.update(fields)
+    return seg
+
+
+_new_object = object.__new__
 
 
 def by_partition(segments: list[Segment]) -> list[list[Segment]]:

@@ -1,7 +1,10 @@
-"""Kafka's names on disk: ``<topic>-<partition>`` folders, segment files, folders a broker is moving or deleting.
+"""Kafka's names on disk: file and folder names of paths and URIs, KRaft snapshots, ids.
 
->>> folder_topic_partition("/data/orders-3", None, None)
-('orders', 3)
+(Segment, ``<topic>-<partition>`` and tiered-storage names that listing reads are the
+core's: :mod:`kafkabatch.log.listing`.)
+
+>>> basename("s3://bucket/orders-3/00000000000000000000.log?region=eu-west-1")
+'00000000000000000000.log'
 """
 
 from __future__ import annotations
@@ -10,9 +13,6 @@ import base64
 import re
 from typing import Any, overload
 
-from kafkabatch._util import topic_partition_of_folder
-
-TRANSIENT_FOLDER = re.compile(r"\.[0-9a-fA-F]{32}-(delete|future|stray)$")
 # a KRaft snapshot: <end offset, 20 digits>-<epoch, 10 digits>.checkpoint (not .checkpoint.part/.deleted)
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
@@ -42,29 +42,6 @@ def snapshot_id(file_name: str) -> tuple[int, int] | None:
     """
     found = _SNAPSHOT.match(file_name)
     return None if found is None else (int(found[1]), int(found[2]))
-
-
-def is_segment_name(file_name: str) -> bool:
-    # Kafka renames segments it is about to delete, or swapping in after
-    # compaction, to *.log.deleted / *.log.cleaned / *.log.swap: not ".log".
-    return file_name.endswith(".log")
-
-
-def folder_topic_partition(folder: str, topic: str | None, partition: int | None) -> tuple[str, int]:
-    if topic is not None and partition is not None:
-        return topic, partition
-    found = topic_partition_of_folder(basename(folder))
-    if found is None:
-        missing = " and ".join(n for n, v in (("topic", topic), ("partition", partition)) if v is None)
-        raise ValueError(
-            f"folder {folder!r} is not named <topic>-<partition> (like 'orders-0'), so its "
-            f"segments have no {missing}; rename it, or give the {missing} explicitly "
-            "(keyword arguments topic=/partition=, Spark options 'topic'/'partition'). Tiered-storage "
-            "segments are found by their own names instead: {topic}-{topicId}/{partition}/"
-            "{offset}-{segmentId}.log with its .rsm-manifest (Aiven), {topic}-{partition}-{topicId}/"
-            "{offset}-{segmentId}.log (Kafka's LocalTieredStorage)"
-        )
-    return (found[0] if topic is None else topic, found[1] if partition is None else partition)
 
 
 @overload

@@ -35,7 +35,6 @@ import bisect
 import functools
 import json
 import os
-import re
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,16 +43,12 @@ from typing import Any
 import kafkabatch.log.fs as fs
 from kafkabatch._decode import iter_batches
 from kafkabatch._kafkabatch import RemoteManifest, TieredKeys, TieredStorageError
+from kafkabatch._kafkabatch import listing_reason as _listing_reason
+from kafkabatch._kafkabatch import remote_name as _native_remote_name
 from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
 from kafkabatch.log.naming import basename, without_query
 from kafkabatch.log.windows import batch_length
 
-#: A Kafka ``Uuid`` as text: 16 bytes of URL-safe base64 without padding.
-_ID = r"[A-Za-z0-9_-]{22}"
-REMOTE_FILE = re.compile(rf"^(?P<offset>\d+)-(?P<segment_id>{_ID})\.(?P<suffix>log|indexes|rsm-manifest)$")
-AIVEN_TOPIC_FOLDER = re.compile(rf"^(?P<topic>.+)-(?P<topic_id>{_ID})$")
-LOCAL_TIERED_FOLDER = re.compile(rf"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>{_ID})$")
-PARTITION_FOLDER = re.compile(r"^[0-9]+$")  # ASCII digits only: "²".isdigit() is True
 MANIFEST = ".rsm-manifest"
 
 #: The keyword (Python), option (Spark) and flag (CLI) that give the keys.
@@ -86,76 +81,28 @@ def _split_query(path: str) -> tuple[str, str]:
     return base, path[len(base) :]
 
 
-def _parts(path: str) -> list[str]:
-    return re.split(r"[\\/]", _split_query(path)[0].rstrip("/\\"))
-
-
 def remote_name(path: str) -> RemoteName | None:
     """The remote-segment facts in ``path``'s names, or None for a name that
     is not ``<offset>-<segment id>.{log,indexes,rsm-manifest}``.
 
-    >>> n = remote_name("t/orders-Ab3-12defghijklmnopqrst/3/00000000000000000100-tqimKeZwStOEOwRzT3L5oQ.log")
+    >>> n = remote_name("t/orders-Ab3-12defghijklmnopqrs/3/00000000000000000100-tqimKeZwStOEOwRzT3L5oQ.log")
     >>> (n.layout, n.topic, n.partition, n.topic_id, n.base_offset)
-    ('aiven', 'orders', 3, 'Ab3-12defghijklmnopqrst', 100)
-    >>> remote_name("orders-3-Ab3-12defghijklmnopqrst/100-tqimKeZwStOEOwRzT3L5oQ.log").layout
+    ('aiven', 'orders', 3, 'Ab3-12defghijklmnopqrs', 100)
+    >>> remote_name("orders-3-Ab3-12defghijklmnopqrs/100-tqimKeZwStOEOwRzT3L5oQ.log").layout
     'local-tiered'
     """
-    parts = _parts(path)
-    match = REMOTE_FILE.match(parts[-1])
-    if match is None:
-        return None
-    parent = parts[-2] if len(parts) >= 2 else ""
-    grand = parts[-3] if len(parts) >= 3 else ""
-    offset, segment_id, suffix = int(match["offset"]), match["segment_id"], match["suffix"]
-    topic_folder = AIVEN_TOPIC_FOLDER.match(grand)
-    if PARTITION_FOLDER.match(parent) and topic_folder is not None:
-        return RemoteName(
-            "aiven", topic_folder["topic"], int(parent), topic_folder["topic_id"], segment_id, offset, suffix
-        )
-    local = LOCAL_TIERED_FOLDER.match(parent)
-    if local is not None and suffix == "log":
-        return RemoteName(
-            "local-tiered", local["topic"], int(local["partition"]), local["topic_id"], segment_id, offset, suffix
-        )
-    return RemoteName("", None, None, None, segment_id, offset, suffix)
-
-
-def layout_error(path: str) -> TieredStorageError:
-    """A remote segment's object whose folders fit no layout (a :class:`TieredStorageError`, so a
-    :class:`ValueError` too, of kind ``"layout"``)."""
-    parts = _parts(path)
-    folder = parts[-2] if len(parts) >= 2 else ""
-    hint = ""
-    if len(parts) >= 3 and AIVEN_TOPIC_FOLDER.match(parts[-3]) and not PARTITION_FOLDER.match(folder):
-        hint = f" (the partition folder {folder!r} is not a number)"
-    return _error(
-        path,
-        "layout",
-        "named like a remote segment (<offset>-<segment id>.log) but its folders fit no known layout"
-        f"{hint}: Aiven's tiered storage keeps {{topic}}-{{topicId}}/{{partition}}/ and Kafka's "
-        "LocalTieredStorage {topic}-{partition}-{topicId}/; give topic= and partition= to read it anyway",
-    )
-
-
-def is_manifest(path: str) -> bool:
-    return _split_query(path)[0].endswith(MANIFEST)
+    found = _native_remote_name(path)
+    return None if found is None else RemoteName(*found)
 
 
 def missing_object_error(log_path: str, manifest_path: str) -> TieredStorageError:
     """A manifest whose ``.log`` object is not there: its segment can't be read."""
-    return _error(
-        log_path, "truncated", f"the segment's .log object is missing (its manifest {basename(manifest_path)} is there)"
-    )
+    return _error(log_path, "truncated", _listing_reason("missing_object", manifest_path))
 
 
 def missing_manifest_error(log_path: str) -> TieredStorageError:
     """An Aiven remote ``.log`` named directly without its manifest: its bytes are chunks that can't be read alone."""
-    return _error(
-        log_path,
-        "manifest",
-        f"its manifest {basename(sibling(log_path, MANIFEST))} is missing (an upload in progress or abandoned?); "
-        "the object is stored in chunks (compressed or encrypted) that can't be read without it",
-    )
+    return _error(log_path, "manifest", _listing_reason("missing_manifest", log_path))
 
 
 def sibling(path: str, suffix: str) -> str:
@@ -252,39 +199,6 @@ def _read_object(path: str, position: int | None = None, length: int | None = No
             return f.read()
         f.seek(position)
         return f.read(length)
-
-
-_FACTS: dict[str, dict[str, Any]] = {}
-_NO_FACTS: dict[str, Any] = {"original_size": None, "end_offset": None, "topic": None, "partition": None}
-
-
-def manifest_facts(path: str) -> dict[str, Any]:
-    """What listing wants from a manifest without keys: ``original_size``,
-    ``end_offset`` and the ``topic`` and ``partition`` the broker gave
-    (each None when the manifest can't say; reading the segment then reports
-    why). Kept once read whole (a manifest is written once; a stream lists
-    again at each trigger)."""
-    if path not in _FACTS:
-        try:
-            manifest = json.loads(_read_object(path))
-            size = manifest["chunkIndex"]["originalFileSize"]
-            meta = manifest.get("remoteLogSegmentMetadata") or {}
-            end = meta.get("endOffset")
-            tp = ((meta.get("remoteLogSegmentId") or {}).get("topicIdPartition") or {}).get("topicPartition") or {}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return dict(_NO_FACTS)
-        if not isinstance(size, int) or size < 0:
-            return dict(_NO_FACTS)
-        if len(_FACTS) > 8192:
-            _FACTS.clear()
-        topic, partition = tp.get("topic"), tp.get("partition")
-        _FACTS[path] = {
-            "original_size": size,
-            "end_offset": end if isinstance(end, int) and not isinstance(end, bool) else None,
-            "topic": topic if isinstance(topic, str) and topic else None,
-            "partition": partition if isinstance(partition, int) and not isinstance(partition, bool) else None,
-        }
-    return dict(_FACTS[path])
 
 
 @functools.lru_cache(maxsize=1024)
@@ -664,54 +578,3 @@ def chunk_cuts(source: TieredSource, indexes_path: str, base_offset: int, start:
         cuts.append(position)
         last = position
     return cuts
-
-
-# --------------------------------------------------------------------------
-# remote and local together
-# --------------------------------------------------------------------------
-
-
-@dataclass
-class Claim:
-    """One segment's place in the overlap rule: its base offset, its last
-    offset where known, and where it comes from."""
-
-    base: int
-    end: int | None  # last offset held, None when unknown
-    rank: int  # 0 broker log dir, 1 LocalTieredStorage, 2 Aiven remote storage
-    key: str  # the path, to break ties the same way every time
-    floor: int | None = None  # offsets below are left to an earlier segment
-    stop: int | None = None  # offsets at or above are left to a later segment
-    dropped: bool = False
-
-
-def resolve(claims: list[Claim]) -> None:
-    """Decide which segment returns which offsets of one topic-partition, so
-    every offset comes exactly once (see docs/tiered-storage.md):
-
-    segments are taken in base-offset order (at equal base offsets the one
-    known to hold more offsets first, then broker log dirs before
-    LocalTieredStorage before Aiven remote storage, then by path); each
-    returns its offsets from above everything returned before it; a segment
-    holding nothing new is dropped. A segment whose last offset is unknown
-    (the newest of its folder, with no manifest) yields to the next segment
-    in order at that segment's base offset."""
-    order = sorted(claims, key=lambda c: (c.base, -(c.end if c.end is not None else 1 << 62), c.rank, c.key))
-    covered = None  # the first offset not yet returned
-    for i, claim in enumerate(order):
-        if covered is not None and claim.end is not None and claim.end < covered:
-            claim.dropped = True
-            continue
-        if covered is not None and covered > claim.base:
-            claim.floor = covered
-        if claim.end is not None:
-            covered = claim.end + 1
-        else:
-            later = [c.base for c in order[i + 1 :] if c.base > max(claim.base, covered or claim.base)]
-            if later:
-                claim.stop = later[0]
-                covered = later[0]
-            else:
-                covered = 1 << 62
-        if covered is not None and claim.floor is not None and claim.floor >= covered:
-            claim.dropped = True
