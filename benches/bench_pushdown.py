@@ -82,7 +82,7 @@ def selective(folder: Path, size: str, seed: int, repeat: int, json_out: Path | 
 
     if not (folder.exists() and any(folder.iterdir())):
         print(kb.generate(folder, size=size, seed=seed, progress=False), file=sys.stderr)
-    parts = sorted(d for d in folder.iterdir() if d.is_dir())
+    parts = sorted(d for d in folder.iterdir() if d.is_dir() and any(d.glob("*.log")))
 
     def at(us: int) -> dt.datetime:
         return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=us)

@@ -31,7 +31,7 @@ from kafkabatch.log.prune import RecordFilter, narrow, prunes_batches, source_ke
 from kafkabatch.log.sample import first_values
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
+from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows, remember_path
 from kafkabatch.values.mismatch import Warned, warn_unmatched
 from kafkabatch.values.spec import VALUE_OPTIONS, ValueSpec, apply_all, specs, typed_options, value_only
 
@@ -504,6 +504,7 @@ def read_segment_range(
     ``result.skipped`` and the read goes on at the first batch after it
     (unless the segment has a twin to read instead, see :func:`read_with_twins`)."""
     source = open_segment(seg, options.get("max_decompressed_size"))
+    remember_path(source, seg.path)
     try:
         seek_start, seek_end = seek_position(seg, bounds, source, keep_control=keep_control)
         yield from decode_around_bad_chunks(

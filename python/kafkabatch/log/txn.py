@@ -15,7 +15,7 @@ from kafkabatch._kafkabatch import TieredStorageError
 from kafkabatch._kafkabatch import transaction_pass as _transaction_pass
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.listing import Segment, open_segment, segment_bounds
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows, segment_walk, walked_windows
+from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows, remember_path, segment_walk, walked_windows
 
 
 @dataclass(frozen=True)
@@ -215,6 +215,7 @@ def _walk_segment(
     ``bounds`` leaves to ``seg``; on an error, ``open_txns``/``done`` are left as they were."""
     opened, finished = dict(open_txns), list(done)
     source = open_segment(copy)
+    remember_path(source, copy.path)
     try:
         start, end = 0, None
         if bounds.offsets and seek is not None:

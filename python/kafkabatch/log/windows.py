@@ -1,11 +1,18 @@
 """Walking a segment by batch headers: byte windows of complete batches, cut at batch boundaries.
 
+A local segment's headers are walked once, in the Rust core (:func:`segment_walk`);
+its windows, the batches pruning keeps (:mod:`kafkabatch.log.prune`) and the
+read_committed pre-pass (:mod:`kafkabatch.log.txn`) come from that walk. Other
+sources (remote files, tiered segments) are walked window by window as they are read.
+
 >>> batch_ranges(source, 0, source.size, 16 << 20)  # doctest: +SKIP
 [(0, 16777170), (16777170, 20000000)]
 """
 
 from __future__ import annotations
 
+import collections
+import os
 import struct
 import weakref
 from collections.abc import Iterator
@@ -24,19 +31,53 @@ LOG_OVERHEAD = 12  # base offset int64 + length int32
 
 #: The header walk of each open local segment (see :func:`segment_walk`).
 _WALKS: weakref.WeakKeyDictionary[Any, SegmentWalk] = weakref.WeakKeyDictionary()
+#: The file each open local segment was opened from (see :func:`remember_path`).
+_PATHS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+#: Recent walks by file: path -> (size, mtime in ns, walk), oldest first; at
+#: most :data:`_KEPT_BATCHES` batches' facts in all.
+_RECENT: collections.OrderedDict[str, tuple[int, int, SegmentWalk]] = collections.OrderedDict()
+_KEPT_BATCHES = 1 << 18  # about 16 MiB of facts
+
+
+def remember_path(source: Any, path: str) -> None:
+    """Note the local file ``source`` reads, so the walk of one file is made
+    once for a scan's several opens of it (the read_committed pre-pass, then
+    the read; see :func:`segment_walk`)."""
+    if isinstance(source, fs.MappedSource):
+        _PATHS[source] = path
 
 
 def segment_walk(source: Any, start: int = 0) -> SegmentWalk | None:
     """The one walk over the batch headers of a local (memory-mapped) segment
     from byte ``start`` (a batch start), made in the Rust core and kept with
-    the open source: the windows a read decodes, the batches pruning keeps
-    and the transaction pre-pass all come from it. None for other sources
-    (remote ones are read window by window)."""
+    the open source (and, for a file named by :func:`remember_path`, while
+    its size and modification time stay the same): the windows a read
+    decodes, the batches pruning keeps and the transaction pre-pass all come
+    from it. None for other sources (remote ones are read window by window)."""
     if not isinstance(source, fs.MappedSource) or source.size == 0:
         return None
     walk = _WALKS.get(source)
     if walk is not None and walk.start <= start:
         return walk
+    path = _PATHS.get(source)
+    stamp = None
+    if path is not None:
+        try:
+            st = os.stat(fs.local_path(path))
+        except OSError:  # gone since it was opened: no reuse
+            st = None
+        stamp = None if st is None else (st.st_size, st.st_mtime_ns)
+        kept = _RECENT.get(path)
+        if (
+            kept is not None
+            and stamp is not None
+            and kept[:2] == stamp
+            and kept[2].start <= start
+            and stamp[0] == source.size
+        ):
+            _RECENT.move_to_end(path)
+            _WALKS[source] = kept[2]
+            return kept[2]
     data = source.read(0, source.size)
     try:
         walk = walk_batches(data, min(start, source.size))
@@ -44,6 +85,11 @@ def segment_walk(source: Any, start: int = 0) -> SegmentWalk | None:
         del data
         source.release()
     _WALKS[source] = walk
+    if path is not None and stamp is not None and stamp[0] == source.size:
+        _RECENT[path] = (*stamp, walk)
+        _RECENT.move_to_end(path)
+        while sum(len(w) for _, _, w in _RECENT.values()) > _KEPT_BATCHES and len(_RECENT) > 1:
+            _RECENT.popitem(last=False)
     return walk
 
 
