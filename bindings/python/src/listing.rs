@@ -13,7 +13,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::tiered::TieredStorageError;
-use kafkabatch::scan::listing::{self, HeldOffsets, ListError, ListOptions, ListWarning, Problem, Segment, WarningKind};
+use kafkabatch::scan::listing::{
+    self, HeldOffsets, ListError, ListOptions, ListWarning, Problem, Segment, WarningKind,
+};
 use kafkabatch::scan::naming::without_query;
 use kafkabatch::storage::{Entry, LocalStorage, Location, Storage, StorageError};
 
