@@ -28,6 +28,7 @@ pub mod varint;
 pub use compression::Codec;
 pub use decode::{decode, DecodeOptions, Decoded, Isolation, OnError};
 pub use error::{DecodeError, ErrorKind};
+pub use scan::{Plan, Scan, ScanReader, Split};
 
 // Test-only: the fuzz targets' checks (fuzz/fuzz_targets/checks) name the
 // crate `kafkabatch`; this lets the regression replay include them as they are.
