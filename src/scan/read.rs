@@ -8,7 +8,7 @@
 //! Under `read_committed` each decoded range gets the partition's aborted
 //! transactions not finished before its first offset (what a broker sends
 //! with a fetch from there), from the plan's pre-pass
-//! ([`partition_transactions`]).
+//! (`partition_transactions`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
