@@ -502,6 +502,18 @@ def list_segments(
     offset from the segment's bytes where it would hide another copy's offsets.
     """
 
+def resolve_overlaps(
+    segments: list[
+        tuple[str, str, int, int | None, int, str, str | None, str | None, str | None, int | None, int | None]
+    ],
+    *,
+    held_last_offset: Callable[[str, str, int], int | None] | None = None,
+) -> list[dict[str, Any]]:
+    """The overlap rule over segments listed from several roots. Segments as
+    ``(path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id,
+    floor_offset, stop_offset)``; the result as ``list_segments``'s segments (dicts,
+    the copies left out as ``twins``)."""
+
 def remote_name(path: str) -> tuple[str, str | None, int | None, str | None, str, int, str] | None:
     """``(layout, topic, partition, topic_id, segment_id, base_offset, suffix)`` from a remote
     segment's names (layout ``""`` when its folders fit no layout), or None."""
@@ -562,6 +574,7 @@ def _scan_read(
 class ScanStream:
     """Internal: the core reader's Arrow C stream, read once by ``_scan_read``."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
 @final
 class ObjectStorage:
     """One bucket (container, host) of an object store, read through Rust's ``object_store``."""

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::tiered::TieredStorageError;
+use kafkabatch::scan::layouts::Layout;
 use kafkabatch::scan::listing::{
     self, HeldOffsets, ListError, ListOptions, ListWarning, Problem, Segment, WarningKind,
 };
@@ -350,8 +351,73 @@ fn listing_reason(what: &str, path: &str) -> PyResult<String> {
     }
 }
 
+/// One segment's fields as `resolve_overlaps` takes them: `(path, topic, partition,
+/// base_offset, size, layout, manifest, segment_id, topic_id, floor_offset, stop_offset)`.
+type SegmentTuple = (
+    String,
+    String,
+    i64,
+    Option<i64>,
+    u64,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+);
+
+/// The overlap rule over segments listed from several roots (a bucket and a
+/// broker dir): each offset of a partition left to one segment, the others
+/// kept as twins. Segments as [`SegmentTuple`]s; the result as `list_segments` gives them.
+#[pyfunction]
+#[pyo3(signature = (segments, *, held_last_offset=None))]
+fn resolve_overlaps<'py>(
+    py: Python<'py>,
+    segments: Vec<SegmentTuple>,
+    held_last_offset: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut parsed = Vec::with_capacity(segments.len());
+    for (path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id, floor, stop) in segments {
+        let layout = match layout.as_str() {
+            "broker" => Layout::Broker,
+            "local-tiered" => Layout::LocalTiered,
+            "aiven" => Layout::Aiven,
+            other => return Err(PyValueError::new_err(format!("unknown segment layout {other:?}"))),
+        };
+        parsed.push(Segment {
+            path,
+            topic,
+            partition,
+            base_offset,
+            size,
+            layout,
+            manifest,
+            segment_id,
+            topic_id,
+            floor_offset: floor,
+            stop_offset: stop,
+            twins: Vec::new(),
+        });
+    }
+    let held = PyHeld {
+        function: held_last_offset,
+        error: Mutex::new(None),
+    };
+    let resolved = py.detach(|| listing::resolve_overlaps(parsed, &held));
+    if let Some(raised) = held.error.lock().ok().and_then(|mut slot| slot.take()) {
+        return Err(raised);
+    }
+    let out = PyList::empty(py);
+    for s in &resolved {
+        out.append(segment_fields(py, s)?)?;
+    }
+    Ok(out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_segments, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(listing_reason, m)?)?;
     m.add_function(wrap_pyfunction!(remote_name, m)?)
 }

@@ -67,23 +67,35 @@ def native_storage(uri: str, options: dict[str, str] | None = None) -> Any:
         return None
     if choice not in ("", "native"):
         raise ValueError(f"{STORAGE_ENV} must be 'pyarrow' or 'native', not {choice!r}")
-    if not choice and not options and _aws_profile_only(uri):
+    if not choice and not options and _s3_credentials_from_chain(uri):
         return None
     return _native.resolve_storage(uri, options)
 
 
-def _aws_profile_only(uri: str) -> bool:
-    """Whether S3 credentials can only come from an AWS profile (``AWS_PROFILE``, ``~/.aws``),
-    which pyarrow's credential chain reads and object_store's doesn't."""
+def _s3_credentials_from_chain(uri: str) -> bool:
+    """Whether an S3 URI's credentials are left to a credential chain: no keys in
+    the environment (``AWS_ACCESS_KEY_ID``, IRSA's ``AWS_WEB_IDENTITY_TOKEN_FILE``, a
+    container's ``AWS_CONTAINER_CREDENTIALS_*``) or the query (``access_key``,
+    ``anonymous``), or an ``AWS_PROFILE``. pyarrow's chain then reads them (profiles,
+    SSO, the instance profile, else unsigned requests), as it always has; object_store's
+    reads no profiles and, without keys, fails where no instance metadata answers."""
     match = URI.match(uri)
     if not match or match["scheme"].lower() not in ("s3", "s3a", "s3n"):
         return False
     if os.environ.get("AWS_PROFILE"):
         return True
-    if os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
+    if any(
+        os.environ.get(name)
+        for name in (
+            "AWS_ACCESS_KEY_ID",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        )
+    ):
         return False
-    home = os.path.expanduser("~/.aws")
-    return os.path.isfile(os.path.join(home, "credentials")) or os.path.isfile(os.path.join(home, "config"))
+    query = uri.partition("?")[2]
+    return not any(word in query for word in ("access_key=", "anonymous="))
 
 
 class Source:

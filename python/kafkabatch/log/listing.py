@@ -14,6 +14,7 @@ from typing import Any
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch._kafkabatch import list_segments as _native_list_segments
+from kafkabatch._kafkabatch import resolve_overlaps as _native_resolve_overlaps
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.fs import URI, local_path
 from kafkabatch.log.naming import basename
@@ -174,6 +175,40 @@ def list_segments(
     if problems is not None:
         problems.extend((_segment(seg, ()), error) for seg, error in unlisted)
     return [_segment(seg, keys) for seg in found]
+
+
+def resolve_overlaps(segments: list[Segment]) -> list[Segment]:
+    """The overlap rule over segments listed from several roots (the core's, as
+    :func:`list_segments` applies it within one root): each offset of a partition
+    left to one segment, the copies left out kept as its ``twins``.
+
+    >>> resolve_overlaps(list_segments("/data/orders-0") + list_segments("s3://b/kafka/"))  # doctest: +SKIP
+    """
+    keys = {s.path: s.keys for s in segments}
+
+    def held_last_offset(log_path: str, manifest: str, base_offset: int) -> int | None:
+        return tiered.held_last_offset(log_path, manifest, keys.get(log_path, ()), base_offset)
+
+    fields = _native_resolve_overlaps(
+        [
+            (
+                s.path,
+                s.topic,
+                s.partition,
+                s.base_offset,
+                s.size,
+                s.layout,
+                s.manifest,
+                s.segment_id,
+                s.topic_id,
+                s.floor_offset,
+                s.stop_offset,
+            )
+            for s in segments
+        ],
+        held_last_offset=held_last_offset,
+    )
+    return [_segment(f, keys.get(f["path"], ())) for f in fields]
 
 
 def _segment(fields: dict[str, Any], keys: tiered.KeySpec) -> Segment:

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Union
 
-import kafkabatch.log.listing as listing
-from kafkabatch.log.listing import Segment, list_segments, sort_key
+from kafkabatch.log.listing import Segment, list_segments, resolve_overlaps, sort_key
 
 #: A root or a list of roots: local paths, ``file:`` or remote URIs, globs.
 Roots = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
@@ -68,6 +67,6 @@ def list_roots(
     joined = sorted(found.values(), key=key)
     if all(s.layout == "broker" for s in joined):
         return joined
-    resolved = listing._resolve_overlaps(joined)  # the rule list_segments applies within one root
+    resolved = resolve_overlaps(joined)  # the rule list_segments applies within one root
     # Copies left out within a root stay the twins of the segment kept there.
     return sorted((replace(s, twins=found[s.path].twins + s.twins) for s in resolved), key=key)
