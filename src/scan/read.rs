@@ -29,7 +29,7 @@ use crate::error::DecodeError;
 use crate::prune::{row_mask, HeaderBounds};
 use crate::storage::{LocalStorage, Location, Storage};
 use crate::tiered::source::TieredSource;
-use crate::tiered::{parse_manifest, unwrap_data_key, Manifest, TieredError, Transform};
+use crate::tiered::{parse_manifest, transform_for, Manifest, TieredError, Transform};
 use crate::txn::AbortedTxn;
 
 /// Size of the fixed prefix every batch and legacy message starts with: offset (8) and length (4).
@@ -75,31 +75,7 @@ impl ReadContext {
 
     /// The transform undoing an Aiven segment's chunks: its data key unwrapped with the key pair it names.
     fn transform(&self, manifest: &Manifest) -> Result<Transform, TieredError> {
-        let Some(enc) = &manifest.encryption else {
-            return Transform::new(manifest.compression, None);
-        };
-        let Some(key) = self.keys.get(&enc.key_id) else {
-            return Err(TieredError::key(if self.keys.is_empty() {
-                format!(
-                    "the segment is encrypted with key pair {:?} and no keys were given (tiered_keys)",
-                    enc.key_id
-                )
-            } else {
-                let known: Vec<&str> = self.keys.keys().map(String::as_str).collect();
-                format!(
-                    "the segment is encrypted with key pair {:?}, which is not among the keys given ({})",
-                    enc.key_id,
-                    known.join(", ")
-                )
-            }));
-        };
-        let data_key = unwrap_data_key(key, &enc.wrapped_key).ok_or_else(|| {
-            TieredError::key(format!(
-                "the private key given for key pair {:?} does not unwrap the segment's data key (wrong key?)",
-                enc.key_id
-            ))
-        })?;
-        Transform::new(manifest.compression, Some((&data_key, &enc.aad)))
+        transform_for(manifest, &self.keys)
     }
 
     /// Open the bytes of one segment.

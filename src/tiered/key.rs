@@ -9,9 +9,11 @@
 
 use rsa::pkcs1::DecodeRsaPrivateKey;
 use rsa::pkcs8::DecodePrivateKey;
+use std::collections::BTreeMap;
+
 use rsa::{Oaep, RsaPrivateKey};
 
-use super::TieredError;
+use super::{Manifest, TieredError, Transform};
 
 const PKCS8: &str = "-----BEGIN PRIVATE KEY-----";
 const PKCS1: &str = "-----BEGIN RSA PRIVATE KEY-----";
@@ -47,6 +49,38 @@ pub fn parse_private_key(pem: &str) -> Result<RsaPrivateKey, TieredError> {
 /// Unwrap a segment's data key (`None`: this key did not wrap it).
 pub fn unwrap_data_key(key: &RsaPrivateKey, wrapped: &[u8]) -> Option<Vec<u8>> {
     key.decrypt(Oaep::new::<sha3::Sha3_512>(), wrapped).ok()
+}
+
+/// The transform undoing `manifest`'s chunks: its compression, and for an
+/// encrypted segment its data key unwrapped with the key pair it names among
+/// `keys` (key-pair id → private key). A missing or wrong key is a key error
+/// naming the key pair and the keys given.
+pub fn transform_for(manifest: &Manifest, keys: &BTreeMap<String, RsaPrivateKey>) -> Result<Transform, TieredError> {
+    let Some(enc) = &manifest.encryption else {
+        return Transform::new(manifest.compression, None);
+    };
+    let Some(key) = keys.get(&enc.key_id) else {
+        return Err(TieredError::key(if keys.is_empty() {
+            format!(
+                "the segment is encrypted with key pair {:?} and no keys were given (tiered_keys)",
+                enc.key_id
+            )
+        } else {
+            let known: Vec<&str> = keys.keys().map(String::as_str).collect();
+            format!(
+                "the segment is encrypted with key pair {:?}, which is not among the keys given ({})",
+                enc.key_id,
+                known.join(", ")
+            )
+        }));
+    };
+    let data_key = unwrap_data_key(key, &enc.wrapped_key).ok_or_else(|| {
+        TieredError::key(format!(
+            "the private key given for key pair {:?} does not unwrap the segment's data key (wrong key?)",
+            enc.key_id
+        ))
+    })?;
+    Transform::new(manifest.compression, Some((&data_key, &enc.aad)))
 }
 
 #[cfg(test)]

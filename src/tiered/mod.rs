@@ -32,7 +32,7 @@ pub mod write;
 use std::fmt;
 
 pub use chunk_index::{Chunk, ChunkIndex};
-pub use key::{parse_private_key, unwrap_data_key};
+pub use key::{parse_private_key, transform_for, unwrap_data_key};
 pub use manifest::{parse_manifest, Encryption, IndexKind, IndexSlice, Manifest, SegmentIndexes, SegmentMeta};
 pub use transform::{detransform_chunks, detransform_index, Transform};
 

@@ -14,8 +14,8 @@ use super::input::Input;
 use kafkabatch::decode::{DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
 use kafkabatch::tiered::transform::{chunks_within, detransform_each_into, detransform_into};
 use kafkabatch::tiered::{
-    detransform_index, parse_manifest, parse_private_key, unwrap_data_key, ChunkIndex, IndexKind, Manifest,
-    TieredError, Transform,
+    detransform_index, parse_manifest, parse_private_key, transform_for, ChunkIndex, IndexKind, Manifest, TieredError,
+    Transform,
 };
 
 create_exception!(
@@ -175,33 +175,8 @@ impl RemoteManifest {
         };
         let result = py.detach(|| -> Result<(Manifest, Transform), TieredError> {
             let manifest = parse_manifest(&bytes)?;
-            let transform = match &manifest.encryption {
-                None => Transform::new(manifest.compression, None)?,
-                Some(enc) => {
-                    let known: Vec<&str> = keys.map(|k| k.keys.keys().map(String::as_str).collect()).unwrap_or_default();
-                    let Some(key) = keys.and_then(|k| k.keys.get(&enc.key_id)) else {
-                        return Err(TieredError::key(if known.is_empty() {
-                            format!(
-                                "the segment is encrypted with key pair {:?} and no keys were given (tiered_keys)",
-                                enc.key_id
-                            )
-                        } else {
-                            format!(
-                                "the segment is encrypted with key pair {:?}, which is not among the keys given ({})",
-                                enc.key_id,
-                                known.join(", ")
-                            )
-                        }));
-                    };
-                    let data_key = unwrap_data_key(key, &enc.wrapped_key).ok_or_else(|| {
-                        TieredError::key(format!(
-                            "the private key given for key pair {:?} does not unwrap the segment's data key (wrong key?)",
-                            enc.key_id
-                        ))
-                    })?;
-                    Transform::new(manifest.compression, Some((&data_key, &enc.aad)))?
-                }
-            };
+            let no_keys = BTreeMap::new();
+            let transform = transform_for(&manifest, keys.map_or(&no_keys, |k| &k.keys))?;
             Ok((manifest, transform))
         });
         match result {
