@@ -9,15 +9,23 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 CONSTRAINTS ?=
 PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(abspath $(CONSTRAINTS)),)
 
-.PHONY: install test test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
+.PHONY: install jvm test test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# Release build of the extension plus test dependencies (editable: python/ is linked).
+# Release build of the extension plus test dependencies (editable: python/ is linked),
+# and the JVM data source's jar where a JDK is installed.
 install: $(PY)
 	$(PY) -m pip install --quiet $(PIP_CONSTRAINTS) -e '.[test]'
+	@if command -v javac >/dev/null 2>&1; then $(MAKE) --no-print-directory jvm; \
+	else echo "make install: no javac on PATH, the JVM data source's jar is not built (make jvm)"; fi
+
+# The JVM data source: the JNI library, the Java classes (against PySpark's jars) and
+# python/kafkabatch/spark/jars/kafkabatch-spark.jar holding both.
+jvm: $(PY)
+	PY=$(abspath $(PY)) CARGO_FLAGS=--locked bash scripts/build_jvm.sh
 
 test: install test-rust test-python stubtest
 

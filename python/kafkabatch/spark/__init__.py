@@ -36,6 +36,7 @@ except ImportError as _error:  # pragma: no cover - depends on the environment
         "kafkabatch.spark needs PySpark 4.0 or later (with Python data sources): pip install 'kafkabatch[spark]'"
     ) from _error
 
+from kafkabatch.spark.jvm import jar_path
 from kafkabatch.spark.options import (
     DEFAULT_MAX_BYTES_PER_PARTITION,
     DEFAULT_MAX_RECORDS_PER_BATCH,
@@ -61,6 +62,7 @@ __all__ = [
     "decode_batches",
     "decode_batches_arrow",
     "explode_batches",
+    "jar_path",
     "parse_values",
     "register",
     "to_spark_arrow",

@@ -1,0 +1,296 @@
+//! The JNI side of the JVM Spark source: the native methods of
+//! `io.github.kafkabatch.spark.Native`, over the core's [`Scan`].
+//!
+//! The driver plans (`planSplits`: options → the core's serialised
+//! [`Split`]s, one Spark input partition each); executors read (`openReader`
+//! over a partition's splits, `next` for the next piece of an Arrow IPC
+//! stream of the core's schema, `close`). Every entry runs through [`entry`]:
+//! panics are caught and errors become Java exceptions (see [`Failure`]);
+//! nothing unwinds into the JVM.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use arrow_array::RecordBatch;
+use arrow_ipc::writer::StreamWriter;
+use arrow_schema::ArrowError;
+use jni::errors::ErrorPolicy;
+use jni::objects::{JByteArray, JClass, JObjectArray, JString};
+use jni::sys::jlong;
+use jni::{jni_str, Env, EnvUnowned};
+
+use kafkabatch::scan::listing::ListError;
+use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
+use kafkabatch::storage::StorageError;
+
+/// Why a native call failed, as the Java exception it becomes.
+#[derive(Debug)]
+enum Failure {
+    /// A bad option: `IllegalArgumentException`, in the option's words.
+    Options(String),
+    /// A path with nothing there: `java.io.FileNotFoundException`.
+    NotFound(String),
+    /// Anything else the core reports (decode, tiered, storage): `KafkaBatchException`.
+    Core(String),
+    /// A JNI call failed; an exception may already be pending.
+    Jni(jni::errors::Error),
+}
+
+impl From<jni::errors::Error> for Failure {
+    fn from(e: jni::errors::Error) -> Self {
+        Failure::Jni(e)
+    }
+}
+
+impl From<ScanError> for Failure {
+    fn from(e: ScanError) -> Self {
+        match e {
+            ScanError::Options(text) => Failure::Options(text),
+            ScanError::List(ListError::NotFound(text)) => Failure::NotFound(text),
+            ScanError::List(ListError::Storage(StorageError::NotFound(loc)))
+            | ScanError::Storage(StorageError::NotFound(loc)) => {
+                Failure::NotFound(StorageError::NotFound(loc).to_string())
+            }
+            e => Failure::Core(e.to_string()),
+        }
+    }
+}
+
+/// Throws the Java exception of a [`Failure`] (or of a panic) and returns the default value.
+struct ThrowMapped;
+
+fn throw(env: &mut Env<'_>, class: &jni::strings::JNIStr, text: &str) -> jni::errors::Result<()> {
+    if env.exception_check() {
+        return Ok(()); // a Java exception is already on its way
+    }
+    // throw_new reports the exception it raised as an error: it is meant to propagate.
+    let _ = env.throw_new(class, jni::strings::JNIString::new(text));
+    Ok(())
+}
+
+impl<T: Default> ErrorPolicy<T, Failure> for ThrowMapped {
+    type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
+
+    fn on_error<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        err: Failure,
+    ) -> jni::errors::Result<T> {
+        match err {
+            Failure::Options(text) => throw(env, jni_str!("java/lang/IllegalArgumentException"), &text)?,
+            Failure::NotFound(text) => throw(env, jni_str!("java/io/FileNotFoundException"), &text)?,
+            Failure::Core(text) => throw(env, jni_str!("io/github/kafkabatch/spark/KafkaBatchException"), &text)?,
+            Failure::Jni(e) => throw(
+                env,
+                jni_str!("io/github/kafkabatch/spark/KafkaBatchException"),
+                &format!("JNI call failed: {e}"),
+            )?,
+        }
+        Ok(T::default())
+    }
+
+    fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        payload: Box<dyn std::any::Any + Send + 'static>,
+    ) -> jni::errors::Result<T> {
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        // The payload may own anything: leak it rather than risk a panic while dropping it.
+        std::mem::forget(payload);
+        throw(
+            env,
+            jni_str!("io/github/kafkabatch/spark/KafkaBatchException"),
+            &format!("kafkabatch native code panicked (a bug, please report it): {text}"),
+        )?;
+        Ok(T::default())
+    }
+}
+
+/// The one wrapper every native method goes through: runs `f` with panics
+/// caught, and turns a failure into its Java exception.
+fn entry<'local, T, F>(env: &mut EnvUnowned<'local>, f: F) -> T
+where
+    T: Default + 'local,
+    F: FnOnce(&mut Env<'local>) -> Result<T, Failure>,
+{
+    env.with_env(f).resolve::<ThrowMapped>()
+}
+
+/// The name the options are given in (the short name users type).
+const SOURCE: &str = "kafka-log-jvm";
+
+/// Spark's options as the JSON object of strings the Java side sends.
+fn options_of(json: &str) -> Result<BTreeMap<String, String>, Failure> {
+    serde_json::from_str(json)
+        .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))
+}
+
+/// The roots of Spark's `path` option (`load(path)`) and `paths` (`load([..])`, a JSON list).
+fn roots_of(options: &BTreeMap<String, String>) -> Result<Vec<String>, Failure> {
+    let find = |name: &str| {
+        options
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    let mut roots: Vec<String> = find("path").map(str::to_string).into_iter().collect();
+    if let Some(paths) = find("paths") {
+        let list: Vec<String> = serde_json::from_str(paths).map_err(|_| {
+            Failure::Options(format!(
+                "{SOURCE} option 'paths' must be a JSON list of paths, not {paths:?}"
+            ))
+        })?;
+        roots.extend(list);
+    }
+    if roots.is_empty() {
+        return Err(Failure::Options(format!(
+            "{SOURCE} needs a path: spark.read.format('{SOURCE}').load('/var/lib/kafka/data')"
+        )));
+    }
+    Ok(roots)
+}
+
+/// The core's scan of Spark's options. Only `path` and `paths` are taken for
+/// now: any other option is refused rather than ignored, so no read silently
+/// differs from the Python source's.
+fn scan_of(json: &str) -> Result<Scan, Failure> {
+    let options = options_of(json)?;
+    let others: Vec<&str> = options
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !k.eq_ignore_ascii_case("path") && !k.eq_ignore_ascii_case("paths"))
+        .collect();
+    if !others.is_empty() {
+        return Err(Failure::Options(format!(
+            "{SOURCE} takes only the options path and paths so far, not {}",
+            others.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(Scan::new(roots_of(&options)?))
+}
+
+/// `byte[][] planSplits(String optionsJson)`: the splits of the scan, serialised, in topic, partition, offset order.
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planSplits<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    options: JString<'local>,
+) -> JObjectArray<'local, JByteArray<'local>> {
+    entry(&mut env, |env| {
+        let scan = scan_of(&options.try_to_string(env)?)?;
+        let plan = scan.plan()?;
+        let splits: Vec<Vec<u8>> = plan.splits().map(Split::to_bytes).collect();
+        let out = JObjectArray::<JByteArray>::new(env, splits.len(), JByteArray::null())?;
+        for (i, split) in splits.iter().enumerate() {
+            let bytes = env.byte_array_from_slice(split)?;
+            out.set_element(env, i, &bytes)?;
+        }
+        Ok(out)
+    })
+}
+
+/// A reader handed to the JVM as a handle: the core's reader and the IPC
+/// stream writer its batches go through.
+struct Reader {
+    batches: ScanReader,
+    /// `None` once the stream's end was written.
+    writer: Option<StreamWriter<Vec<u8>>>,
+}
+
+impl Reader {
+    /// The next bytes of the IPC stream (the schema comes with the first
+    /// batch), `None` after the end-of-stream marker.
+    fn next(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+        let Some(writer) = self.writer.as_mut() else {
+            return Ok(None);
+        };
+        let ipc = |e: ArrowError| Failure::Core(format!("writing Arrow IPC: {e}"));
+        match self.batches.next() {
+            Some(batch) => {
+                let batch: RecordBatch = batch?;
+                writer.write(&batch).map_err(ipc)?;
+            }
+            None => {
+                writer.finish().map_err(ipc)?;
+                let bytes = std::mem::take(writer.get_mut());
+                self.writer = None;
+                return Ok(Some(bytes));
+            }
+        }
+        Ok(Some(std::mem::take(writer.get_mut())))
+    }
+}
+
+/// `long openReader(byte[][] splits, String optionsJson)`: a reader of the splits of one input partition.
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    splits: JObjectArray<'local, JByteArray<'local>>,
+    options: JString<'local>,
+) -> jlong {
+    entry(&mut env, |env| {
+        let scan = scan_of(&options.try_to_string(env)?)?;
+        let context = scan.context()?;
+        let mut parsed = Vec::new();
+        for i in 0..splits.len(env)? {
+            let bytes = splits.get_element(env, i)?;
+            parsed.push(Split::from_bytes(&env.convert_byte_array(&bytes)?)?);
+        }
+        let batches = ScanReader::new(parsed, context);
+        let writer = StreamWriter::try_new(Vec::new(), &batches.schema())
+            .map_err(|e| Failure::Core(format!("writing Arrow IPC: {e}")))?;
+        let reader = Box::new(Mutex::new(Reader {
+            batches,
+            writer: Some(writer),
+        }));
+        Ok(Box::into_raw(reader) as jlong)
+    })
+}
+
+/// The reader behind a handle from `openReader` (not yet closed).
+fn reader_of<'a>(handle: jlong) -> Result<&'a Mutex<Reader>, Failure> {
+    if handle == 0 {
+        return Err(Failure::Core("a reader handle of 0 (closed, or never opened)".into()));
+    }
+    // SAFETY: the Java side passes only handles from openReader and forgets them at close.
+    Ok(unsafe { &*(handle as *const Mutex<Reader>) })
+}
+
+/// `byte[] next(long reader)`: the next bytes of the reader's Arrow IPC stream, or null at its end.
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_next<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> JByteArray<'local> {
+    entry(&mut env, |env| {
+        let mut reader = reader_of(handle)?
+            .lock()
+            .map_err(|_| Failure::Core("this reader failed earlier in another thread".into()))?;
+        match reader.next()? {
+            Some(bytes) => Ok(env.byte_array_from_slice(&bytes)?),
+            None => Ok(JByteArray::null()),
+        }
+    })
+}
+
+/// `void close(long reader)`: frees the reader (the handle is invalid afterwards).
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_close<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    entry(&mut env, |_env| {
+        if handle != 0 {
+            // SAFETY: a handle from openReader, closed once (the Java side zeroes it).
+            drop(unsafe { Box::from_raw(handle as *mut Mutex<Reader>) });
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,18 @@
+package io.github.kafkabatch.spark;
+
+import org.apache.spark.sql.connector.read.InputPartition;
+
+/** The splits one task reads: the core's serialised {@code Split}s, read in order. */
+final class KafkaLogPartition implements InputPartition {
+    private static final long serialVersionUID = 1L;
+
+    private final byte[][] splits;
+
+    KafkaLogPartition(byte[][] splits) {
+        this.splits = splits;
+    }
+
+    byte[][] splits() {
+        return splits;
+    }
+}

@@ -1,0 +1,26 @@
+package io.github.kafkabatch.spark;
+
+/**
+ * The native methods of the JNI library (bindings/jni). Failures arrive as
+ * {@link IllegalArgumentException} (a bad option, in the option's words),
+ * {@link java.io.FileNotFoundException} (nothing at a path) or {@link KafkaBatchException}.
+ */
+final class Native {
+    static {
+        NativeLoader.load();
+    }
+
+    private Native() {}
+
+    /** The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order. */
+    static native byte[][] planSplits(String optionsJson);
+
+    /** A reader of splits from {@link #planSplits}; a handle for {@link #next} and {@link #close}. */
+    static native long openReader(byte[][] splits, String optionsJson);
+
+    /** The next bytes of the reader's Arrow IPC stream, or null after its end. */
+    static native byte[] next(long reader);
+
+    /** Frees a reader; the handle is invalid afterwards. */
+    static native void close(long reader);
+}
