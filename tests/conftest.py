@@ -43,8 +43,15 @@ def spark():
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    from kafkabatch.spark.jvm import jar_path
+
+    try:  # the JVM data source (kafka-log-jvm), where `make jvm` built it
+        builder = builder.config("spark.jars", jar_path())
+    except FileNotFoundError:
+        pass
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("kafkabatch-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

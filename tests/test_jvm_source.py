@@ -1,0 +1,188 @@
+"""The JVM data source (``kafka-log-jvm``: Java DataSource V2 over the Rust core through JNI).
+
+Its rows are compared with the Python source's (``kafka-log``) on the same
+session, over folders of batches written by other clients (kafka-python and
+aiokafka, ``test_logdir.build_log``) and by ``kb.generate``; plus a read in a
+JVM that never started Python and a Spark SQL-only read. The jar comes from
+``make jvm`` (``kafkabatch.spark.jar_path()``; conftest's session loads it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_logdir import build_log, expected_table, rows_of
+
+import kafkabatch as kb
+
+pytest.importorskip("pyspark")
+
+from test_spark import SPARK_KAFKA_SCHEMA  # noqa: E402
+
+import kafkabatch.spark as kbs  # noqa: E402
+
+if shutil.which("javac") is None:
+    pytest.skip("no javac on PATH: the JVM data source's jar can't be built here", allow_module_level=True)
+
+SOURCE = "kafka-log-jvm"
+
+
+@pytest.fixture(scope="module")
+def jar() -> str:
+    # With a JDK the jar is part of the build (make install / make jvm): missing is a failure, not a skip.
+    return kbs.jar_path()
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory) -> Path:
+    return build_log(tmp_path_factory.mktemp("jvm-logs") / "kafka-data")
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("jvm-generated") / "gen"
+    kb.generate(out, size="3MB", segment_bytes="256KB", seed=38)
+    return out
+
+
+@pytest.fixture(scope="module")
+def jvm_spark(spark, jar):
+    """The shared session, checked to have the jar (conftest adds it when it exists)."""
+    try:
+        spark._jvm.java.lang.Class.forName(
+            "io.github.kafkabatch.spark.KafkaLogSource", True, spark._jvm.Thread.currentThread().getContextClassLoader()
+        )
+    except Exception as e:  # noqa: BLE001 - py4j's error type depends on the version
+        pytest.fail(f"the session was started without {jar} (spark.jars): {e}")
+    return spark
+
+
+def sorted_rows(table) -> list[tuple]:
+    return sorted(rows_of(table), key=lambda r: (r[0], r[1], r[2]))
+
+
+@pytest.mark.spark
+def test_schema_is_the_python_sources(jvm_spark, log):
+    jvm = jvm_spark.read.format(SOURCE).load(str(log))
+    assert jvm.schema == SPARK_KAFKA_SCHEMA
+    assert jvm.schema == jvm_spark.read.format("kafka-log").load(str(log)).schema
+
+
+@pytest.mark.spark
+def test_rows_equal_the_python_sources_on_real_clients_batches(jvm_spark, log):
+    jvm = sorted_rows(jvm_spark.read.format(SOURCE).load(str(log)).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log").load(str(log)).toArrow())
+    assert len(jvm) == len(python) > 0
+    assert jvm == python
+    assert jvm == sorted_rows(expected_table(log))
+
+
+@pytest.mark.spark
+def test_rows_equal_the_python_sources_on_a_generated_folder(jvm_spark, generated):
+    jvm = jvm_spark.read.format(SOURCE).load(str(generated))
+    python = jvm_spark.read.format("kafka-log").load(str(generated))
+    # read by Spark's row path too (a projection and a filter over the columnar scan)
+    by_topic = "SELECT topic, count(*) AS n, sum(length(value)) AS b, max(timestamp) AS t FROM {} GROUP BY topic"
+    jvm.createOrReplaceTempView("jvm_gen")
+    python.createOrReplaceTempView("py_gen")
+    want = sorted(map(tuple, jvm_spark.sql(by_topic.format("py_gen")).collect()))
+    assert sorted(map(tuple, jvm_spark.sql(by_topic.format("jvm_gen")).collect())) == want
+    assert {t for t, *_ in want} >= {"orders", "clicks", "audit-legacy"}
+    assert sorted_rows(jvm.toArrow()) == sorted_rows(python.toArrow())
+
+
+@pytest.mark.spark
+def test_several_paths(jvm_spark, log):
+    paths = [str(log / "orders-0"), str(log / "payments-0")]
+    jvm = sorted_rows(jvm_spark.read.format(SOURCE).load(paths).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log").load(paths).toArrow())
+    assert jvm == python
+    assert {(r[0], r[1]) for r in jvm} == {("orders", 0), ("payments", 0)}
+
+
+@pytest.mark.spark
+def test_missing_path_is_a_file_not_found_exception(jvm_spark, tmp_path):
+    missing = tmp_path / "nowhere"
+    with pytest.raises(Exception) as raised:
+        jvm_spark.read.format(SOURCE).load(str(missing)).collect()
+    text = str(raised.value)
+    assert "java.io.FileNotFoundException" in text and str(missing) in text
+
+
+@pytest.mark.spark
+def test_options_not_taken_yet_are_refused(jvm_spark, log):
+    from pyspark.errors import IllegalArgumentException  # Java's, as PySpark raises it
+
+    with pytest.raises(
+        IllegalArgumentException, match='takes only the options path and paths so far, not "startingOffsets"'
+    ):
+        jvm_spark.read.format(SOURCE).option("startingOffsets", "earliest").load(str(log)).collect()
+
+
+@pytest.mark.spark
+def test_spark_sql_only(jvm_spark, log):
+    jvm_spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kafka_sql USING `{SOURCE}` OPTIONS (path '{log}')")
+    got = jvm_spark.sql("SELECT topic, partition, count(*), min(offset), max(offset) FROM kafka_sql GROUP BY 1, 2")
+    want = (
+        jvm_spark.read.format("kafka-log")
+        .load(str(log))
+        .groupBy("topic", "partition")
+        .agg({"*": "count", "offset": "min"})
+    )
+    counts = {(r[0], r[1]): (r[2], r[3]) for r in got.collect()}
+    assert counts == {(r["topic"], r["partition"]): (r["count(1)"], r["min(offset)"]) for r in want.collect()}
+    assert len(counts) == 3
+
+
+MAIN_JAVA = """
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+public class Main {
+    public static void main(String[] args) {
+        SparkSession spark = SparkSession.builder().master("local[1]").appName("kafkabatch-jvm-only")
+            .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate();
+        for (Row r : spark.read().format("kafka-log-jvm").load(args[0])
+                .groupBy("topic", "partition").count().orderBy("topic", "partition").collectAsList()) {
+            System.out.println("ROW " + r.getString(0) + " " + r.getInt(1) + " " + r.getLong(2));
+        }
+        spark.stop();
+    }
+}
+"""
+
+
+@pytest.mark.spark
+def test_a_jvm_that_never_saw_python(jar, log, tmp_path):
+    import pyspark
+
+    classpath = f"{Path(pyspark.__file__).parent / 'jars'}/*{os.pathsep}{jar}"
+    (tmp_path / "Main.java").write_text(MAIN_JAVA)
+    subprocess.run(
+        ["javac", "--release", "17", "-cp", classpath, "-d", str(tmp_path), str(tmp_path / "Main.java")],
+        check=True,
+        capture_output=True,
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    # What spark-submit adds to every JVM it starts (JavaModuleOptions), for Arrow's direct buffers
+    # on Java 17: a plain `java` running Spark needs it whatever the data source.
+    opens = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true"]
+    done = subprocess.run(
+        ["java", *opens, "-cp", f"{tmp_path}{os.pathsep}{classpath}", "Main", str(log)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = [line.split()[1:] for line in done.stdout.splitlines() if line.startswith("ROW ")]
+    want: dict[tuple[str, int], int] = {}
+    for r in rows_of(expected_table(log)):
+        want[(r[0], r[1])] = want.get((r[0], r[1]), 0) + 1
+    assert [(t, int(p), int(n)) for t, p, n in got] == [(t, p, n) for (t, p), n in sorted(want.items())]
