@@ -16,6 +16,15 @@ good part of its Parquet writing time here):
                      batches skipped), then ``explode`` + ``select("r.*")``
 * ``aiokafka-map`` - a stronger baseline: ``binaryFile`` + ``mapInPandas`` with the same
                      decoding, one pandas DataFrame of records per file
+* ``kafka-log-jvm`` - the JVM data source (``make jvm``'s jar): Java DataSource V2, columnar,
+                     over the Rust core through JNI; no Python worker
+* ``parquet-copy`` - the same rows as Parquet (written once by ``kafka-log`` with
+                     TIMESTAMP_MICROS before the timed rounds): Spark's own columnar reader
+
+Sinks besides those: ``groupby`` (``groupBy(topic).agg(count, sum(length(value)),
+max(timestamp))``, collected). The JVM source against the Python one and Parquet::
+
+    .venv/bin/python benches/bench_spark.py --only kafka-log-jvm,kafka-log,parquet-copy --sinks count,groupby
 
 The runs are interleaved (every method and sink once per round, so load
 changes hit all of them alike; the methods in rotating order, since the job
@@ -161,7 +170,9 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3, help="timed runs after one warm-up (median reported)")
     p.add_argument("--only", default="kafka-log,explode,aiokafka-udf,aiokafka-map", help="comma-separated methods")
     p.add_argument(
-        "--sinks", default="count,parquet,parquet-micros", help="comma-separated: count, parquet, parquet-micros"
+        "--sinks",
+        default="count,parquet,parquet-micros",
+        help="comma-separated: count, groupby, parquet, parquet-micros",
     )
     p.add_argument("--json", type=Path, help="write the results as JSON here")
     args = p.parse_args()
@@ -175,11 +186,10 @@ def main() -> int:
 
     import kafkabatch.spark as kbs
 
-    spark = spark_session(
-        "kafkabatch-bench-spark",
-        conf={"spark.driver.memory": "4g", "spark.sql.sources.binaryFile.maxLength": str(2**31 - 1)},
-        log_level="WARN",
-    )
+    conf = {"spark.driver.memory": "4g", "spark.sql.sources.binaryFile.maxLength": str(2**31 - 1)}
+    if "kafka-log-jvm" in args.only.split(","):
+        conf["spark.jars"] = kbs.jar_path()
+    spark = spark_session("kafkabatch-bench-spark", conf=conf, log_level="WARN")
     folder = str(args.folder)
     decode_udf = aiokafka_udf()
 
@@ -201,8 +211,15 @@ def main() -> int:
         ),
         "aiokafka-udf": lambda: binary().select(F.explode(decode_udf("content", "path")).alias("r")).select("r.*"),
         "aiokafka-map": lambda: binary().select("path", "content").mapInPandas(aiokafka_decode, kbs.KAFKA_SCHEMA),
+        "kafka-log-jvm": lambda: spark.read.format("kafka-log-jvm").load(folder),
+        "parquet-copy": lambda: spark.read.parquet(str(parquet_copy)),
     }
     out_root = Path(tempfile.mkdtemp(prefix="kb-bench-spark-"))
+    parquet_copy = out_root / "copy"
+    if "parquet-copy" in args.only.split(","):
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        spark.read.format("kafka-log").load(folder).write.parquet(str(parquet_copy))
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
     # "aiokafka" was the mapInPandas baseline's name before aiokafka-udf was added
     names = ["aiokafka-map" if name == "aiokafka" else name for name in args.only.split(",")]
     unknown = sorted(set(names) - set(methods))
@@ -222,6 +239,9 @@ def main() -> int:
                 t0 = time.perf_counter()
                 if sink == "count":
                     rows[(name, sink)] = df.count()
+                elif sink == "groupby":
+                    agg = df.groupBy("topic").agg(F.count("*"), F.sum(F.length("value")), F.max("timestamp"))
+                    rows[(name, sink)] = sum(r[1] for r in agg.collect())
                 else:
                     out = out_root / f"{name}-{i}"
                     if sink == "parquet-micros":
@@ -231,7 +251,7 @@ def main() -> int:
                     finally:
                         spark.conf.unset("spark.sql.parquet.outputTimestampType")
                 dt = time.perf_counter() - t0
-                if sink != "count":
+                if sink not in ("count", "groupby"):
                     rows[(name, sink)] = parquet_rows(out)
                     shutil.rmtree(out, ignore_errors=True)
                 if i:
@@ -262,11 +282,12 @@ def main() -> int:
         f"\n{total / 1e6:.1f} MB, {len(logs)} segments, local[2]; median of {args.repeat} interleaved rounds "
         f"after a warm-up round; load after: {loadavg()}\n"
     )
-    print("| method | sink | median s | MB/s | rows | vs aiokafka-udf | vs aiokafka-map |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    bases = ("aiokafka-udf", "aiokafka-map", "parquet-copy")
+    print("| method | sink | median s | MB/s | rows | " + " | ".join(f"vs {b}" for b in bases) + " |")
+    print("|---|---|---:|---:|---:|" + "---:|" * len(bases))
     for r in results:
         ratios = []
-        for base_name in ("aiokafka-udf", "aiokafka-map"):
+        for base_name in bases:
             base = med.get((base_name, r["sink"]))
             ratios.append(f"{base / r['median']:.2f}x" if base else "-")
         n = f"{r['rows']:,}" if r["rows"] is not None else "-"

@@ -188,6 +188,8 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planSplits<'local>
         for (i, split) in splits.iter().enumerate() {
             let bytes = env.byte_array_from_slice(split)?;
             out.set_element(env, i, &bytes)?;
+            // one local reference per split would pile up until the call returns
+            env.delete_local_ref(bytes);
         }
         Ok(out)
     })
@@ -239,7 +241,9 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
         let mut parsed = Vec::new();
         for i in 0..splits.len(env)? {
             let bytes = splits.get_element(env, i)?;
-            parsed.push(Split::from_bytes(&env.convert_byte_array(&bytes)?)?);
+            let split = env.convert_byte_array(&bytes)?;
+            env.delete_local_ref(bytes);
+            parsed.push(Split::from_bytes(&split)?);
         }
         let batches = ScanReader::new(parsed, context);
         let writer = StreamWriter::try_new(Vec::new(), &batches.schema())

@@ -1,7 +1,8 @@
 package io.github.kafkabatch.spark;
 
 import java.io.IOException;
-import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
 import java.util.List;
 
 import org.apache.arrow.memory.BufferAllocator;
@@ -17,7 +18,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 /**
  * Reads splits through the core into {@link ColumnarBatch}es of {@link ArrowColumnVector}s. The core's
  * record batches arrive as an Arrow IPC stream (the native reader writes it piece by piece, this class
- * pulls the pieces as Arrow Java reads); each batch is valid until the next call to {@link #next}.
+ * pulls the pieces as Arrow Java reads, straight into Arrow's buffers); each batch is valid until the next
+ * call to {@link #next}.
  */
 final class ColumnarReader implements PartitionReader<ColumnarBatch> {
     private final BufferAllocator allocator;
@@ -62,8 +64,11 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
         }
     }
 
-    /** The bytes of a native reader's IPC stream, fetched a piece at a time. */
-    private static final class NativeStream extends InputStream {
+    /**
+     * The bytes of a native reader's IPC stream, fetched a piece at a time: a channel, so Arrow's reader
+     * copies them into its buffers directly (an InputStream would go through an 8 KiB array first).
+     */
+    private static final class NativeStream implements ReadableByteChannel {
         private long handle;
         private byte[] piece = new byte[0];
         private int at;
@@ -91,22 +96,22 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
         }
 
         @Override
-        public int read() {
-            return fill() ? piece[at++] & 0xff : -1;
-        }
-
-        @Override
-        public int read(byte[] into, int offset, int length) {
-            if (length == 0) {
+        public int read(ByteBuffer into) {
+            if (!into.hasRemaining()) {
                 return 0;
             }
             if (!fill()) {
                 return -1;
             }
-            int n = Math.min(length, piece.length - at);
-            System.arraycopy(piece, at, into, offset, n);
+            int n = Math.min(into.remaining(), piece.length - at);
+            into.put(piece, at, n);
             at += n;
             return n;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return handle != 0;
         }
 
         @Override
