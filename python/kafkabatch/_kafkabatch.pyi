@@ -9,6 +9,12 @@ from typing_extensions import Buffer
 
 __version__: str
 DEFAULT_MAX_DECOMPRESSED_SIZE: int
+#: Every option of the ``kafka-log`` Spark source, in its documented spelling.
+SPARK_OPTIONS: tuple[str, ...]
+#: Those of them that type ``value`` and ``key``.
+SPARK_VALUE_OPTIONS: tuple[str, ...]
+SPARK_DEFAULT_MAX_BYTES_PER_PARTITION: int
+SPARK_DEFAULT_MAX_RECORDS_PER_BATCH: int
 
 class KafkaBatchError(ValueError):
     """Root of every kafkabatch decoding error.
@@ -569,6 +575,23 @@ def _scan_read(
     ``roots``, local paths only) as a ``pyarrow.RecordBatchReader`` of :data:`kafkabatch.SCHEMA`, for the
     tests that compare it with :func:`kafkabatch.scan_log`. Timestamps are epoch
     milliseconds; ``tiered_keys`` maps key-pair ids to PEM text."""
+
+def _spark_options(options: builtins.list[tuple[str, str]]) -> dict[str, Any]:
+    """Internal: the ``kafka-log`` source's options (``(name, value)`` pairs, names
+    in any case) parsed and checked by the core, as a dict of their values
+    (``paths``, ``isolation``, ``mode``, ``starting_offsets`` keyed by
+    ``(topic, partition)``, timestamps in microseconds...); ``ValueError`` in
+    the options' words."""
+
+def _spark_check_named_partitions(
+    options: builtins.list[tuple[str, str]], found: builtins.list[tuple[str, int]]
+) -> None:
+    """Internal: ``ValueError`` when ``startingOffsets``/``endingOffsets`` name a
+    topic-partition that is not in ``found``."""
+
+def _spark_check_option_names(names: builtins.list[str], known: builtins.list[str]) -> None:
+    """Internal: ``ValueError`` for the first of ``names`` not in ``known``
+    (case-insensitive), suggesting the closest known name."""
 
 @final
 class ScanStream:

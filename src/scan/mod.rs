@@ -16,11 +16,13 @@ pub mod index;
 pub mod layouts;
 pub mod listing;
 pub mod naming;
+pub mod options;
 pub mod overlap;
 pub mod plan;
 pub mod read;
 pub mod seek;
 pub mod walk;
 
+pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
 pub use read::{ReadContext, ReadStats, ScanReader};

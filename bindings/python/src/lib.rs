@@ -13,6 +13,7 @@ mod input;
 mod kmsg;
 mod listing;
 mod scan;
+mod spark_options;
 mod storage;
 mod tiered;
 mod values;
@@ -107,6 +108,7 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     walk::register(m)?;
     listing::register(m)?;
     scan::register(m)?;
+    spark_options::register(m)?;
     storage::register(m)?;
     Ok(())
 }

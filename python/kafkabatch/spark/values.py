@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import DataType, StructField, StructType
 
+import kafkabatch._kafkabatch as _native
 from kafkabatch.spark.types import cast_for_spark, json_spark_type, nullable, spark_type_of
 from kafkabatch.values.ddl import arrow_type_for_spark
 from kafkabatch.values.registry import BASIC_AUTH, BEARER_TOKEN, is_registry_file, registry_file
@@ -23,21 +24,8 @@ from kafkabatch.values.schemas import avro_text
 from kafkabatch.values.spec import ValueSpec, resolve
 from kafkabatch.values.vocabulary import SPARK, speaks
 
-#: The ``kafka-log`` options that type ``value`` and ``key`` (docs/spark.md).
-VALUE_OPTIONS: tuple[str, ...] = (
-    "valueFormat",
-    "valueSchema",
-    "keyFormat",
-    "keySchema",
-    "valueMessage",
-    "valueDescriptorSet",
-    "keyMessage",
-    "keyDescriptorSet",
-    "schemaRegistry",
-    "schemaRegistry.basic.auth.user.info",
-    "schemaRegistry.bearer.auth.token",
-    "onValueError",
-)
+#: The ``kafka-log`` options that type ``value`` and ``key`` (docs/spark.md); the core's list.
+VALUE_OPTIONS: tuple[str, ...] = tuple(_native.SPARK_VALUE_OPTIONS)
 
 
 def registry_option(options: Mapping[str, Any]) -> Any:

@@ -1,0 +1,108 @@
+//! The `kafka-log` Spark source's options, parsed by the core
+//! (`kafkabatch::scan::options`) so the Python and JVM sources take the same
+//! names and say the same errors.
+
+use std::collections::BTreeMap;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use kafkabatch::scan::options::{
+    check_option_names, OffsetsSpec, ScanOptions, DEFAULT_MAX_BYTES_PER_PARTITION, DEFAULT_MAX_RECORDS_PER_BATCH,
+    KNOWN_OPTIONS, VALUE_OPTIONS,
+};
+use kafkabatch::scan::ScanIsolation;
+
+fn offsets<'py>(py: Python<'py>, map: &BTreeMap<(String, i64), i64>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for ((topic, partition), offset) in map {
+        d.set_item(
+            PyTuple::new(
+                py,
+                [
+                    topic.into_pyobject(py)?.into_any(),
+                    partition.into_pyobject(py)?.into_any(),
+                ],
+            )?,
+            offset,
+        )?;
+    }
+    Ok(d)
+}
+
+fn parse(options: Vec<(String, String)>) -> PyResult<ScanOptions> {
+    ScanOptions::parse(options).map_err(|e| PyValueError::new_err(e.0))
+}
+
+/// Parse the `kafka-log` source's options (`(name, value)` pairs, names in
+/// any case) into a dict of their checked values (see the stub).
+#[pyfunction]
+fn _spark_options<'py>(py: Python<'py>, options: Vec<(String, String)>) -> PyResult<Bound<'py, PyDict>> {
+    let o = parse(options)?;
+    let d = PyDict::new(py);
+    d.set_item("paths", &o.paths)?;
+    d.set_item("path_glob_filter", &o.path_glob_filter)?;
+    d.set_item("topic", &o.topic)?;
+    d.set_item("partition", o.partition)?;
+    d.set_item("tiered_keys", &o.tiered_keys)?;
+    d.set_item(
+        "isolation",
+        match o.isolation {
+            ScanIsolation::ReadUncommitted => "read_uncommitted",
+            ScanIsolation::ReadCommitted => "read_committed",
+        },
+    )?;
+    d.set_item("validate_crc", o.validate_crc)?;
+    d.set_item("include_control", o.include_control)?;
+    d.set_item("mode", o.mode.as_str())?;
+    d.set_item("max_records_per_batch", o.max_records_per_batch)?;
+    d.set_item("max_bytes_per_partition", o.max_bytes_per_partition)?;
+    d.set_item("min_partitions", o.min_partitions)?;
+    d.set_item("max_decompressed_size", o.max_decompressed_size)?;
+    d.set_item("threads", o.threads)?;
+    let spec = match &o.starting_spec {
+        OffsetsSpec::Earliest => "earliest".into_pyobject(py)?.into_any(),
+        OffsetsSpec::Latest => "latest".into_pyobject(py)?.into_any(),
+        OffsetsSpec::Offsets(map) => offsets(py, map)?.into_any(),
+    };
+    d.set_item("starting_spec", spec)?;
+    d.set_item("batch_error", o.batch_error())?;
+    d.set_item("starting_offsets", offsets(py, &o.starting_offsets)?)?;
+    d.set_item("ending_offsets", offsets(py, &o.ending_offsets)?)?;
+    d.set_item("has_ending", o.has_ending)?;
+    d.set_item("max_offsets_per_trigger", o.max_offsets_per_trigger)?;
+    d.set_item("max_bytes_per_trigger", o.max_bytes_per_trigger)?;
+    d.set_item("fail_on_data_loss", o.fail_on_data_loss)?;
+    d.set_item("starting_timestamp", o.starting_timestamp_us)?;
+    d.set_item("ending_timestamp", o.ending_timestamp_us)?;
+    d.set_item("value_options", &o.value_options)?;
+    d.set_item("internal_topic", &o.internal_topic)?;
+    d.set_item("definitions", &o.definitions)?;
+    Ok(d)
+}
+
+/// Refuse `startingOffsets`/`endingOffsets` naming topic-partitions not in `found`.
+#[pyfunction]
+fn _spark_check_named_partitions(options: Vec<(String, String)>, found: Vec<(String, i64)>) -> PyResult<()> {
+    parse(options)?
+        .check_named_partitions(found.iter().map(|(t, p)| (t.as_str(), *p)))
+        .map_err(|e| PyValueError::new_err(e.0))
+}
+
+/// Refuse the first of `names` not in `known` (case-insensitive), suggesting the closest.
+#[pyfunction]
+fn _spark_check_option_names(names: Vec<String>, known: Vec<String>) -> PyResult<()> {
+    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+    check_option_names(&names, &known).map_err(|e| PyValueError::new_err(e.0))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SPARK_OPTIONS", PyTuple::new(m.py(), KNOWN_OPTIONS)?)?;
+    m.add("SPARK_VALUE_OPTIONS", PyTuple::new(m.py(), VALUE_OPTIONS)?)?;
+    m.add("SPARK_DEFAULT_MAX_BYTES_PER_PARTITION", DEFAULT_MAX_BYTES_PER_PARTITION)?;
+    m.add("SPARK_DEFAULT_MAX_RECORDS_PER_BATCH", DEFAULT_MAX_RECORDS_PER_BATCH)?;
+    m.add_function(wrap_pyfunction!(_spark_options, m)?)?;
+    m.add_function(wrap_pyfunction!(_spark_check_named_partitions, m)?)?;
+    m.add_function(wrap_pyfunction!(_spark_check_option_names, m)?)
+}
