@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_logdir import build_log, expected_table, rows_of
+from test_logdir import BASE_TS, build_log, expected_table, rows_of, write_segment
 
 import kafkabatch as kb
 
@@ -113,14 +113,71 @@ def test_missing_path_is_a_file_not_found_exception(jvm_spark, tmp_path):
     assert "java.io.FileNotFoundException" in text and str(missing) in text
 
 
+BOUNDS = {
+    "startingOffsets": '{"orders": {"0": 15, "1": -2}, "payments": {"0": 3}}',
+    "endingOffsets": '{"orders": {"0": 55, "1": 1030}}',
+    "startingTimestamp": "2023-11-14T22:13:24Z",
+    "endingTimestamp": str(BASE_TS + 1_025_000),
+}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "options",
+    [
+        BOUNDS,
+        {"isolation": "read_committed", "maxBytesPerPartition": "1"},
+        {"topic": "renamed", "partition": "7", "validateCrc": "false", "mode": "DROPMALFORMED"},
+    ],
+    ids=["bounds", "read_committed", "overrides"],
+)
+def test_options_read_what_the_python_source_reads(jvm_spark, log, options):
+    path = str(log / "orders-0") if "topic" in options else str(log)
+    jvm = sorted_rows(jvm_spark.read.format(SOURCE).options(**options).load(path).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log").options(**options).load(path).toArrow())
+    assert len(jvm) > 0
+    assert jvm == python
+
+
+@pytest.mark.spark
+def test_read_committed_on_hand_built_transactions(jvm_spark, tmp_path):
+    import realclients as rc
+
+    write_segment(tmp_path, "txn-0", 0, rc.transactions_hand_built().data)
+    df = jvm_spark.read.format(SOURCE).option("isolation", "read_committed").load(str(tmp_path))
+    want = kb.decode(rc.transactions_hand_built().data, isolation="read_committed").column("offset").to_pylist()
+    assert [r.offset for r in df.orderBy("offset").select("offset").collect()] == want == [0, 1, 2, 10, 11]
+
+
+def option_error(spark, source: str, path: str, **options) -> str:
+    with pytest.raises(Exception) as raised:  # noqa: PT011 - each source wraps it its own way
+        spark.read.format(source).options(**options).load(path).collect()
+    return str(raised.value)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"isolaton": "read_committed"},
+        {"validateCrc": "sometimes"},
+        {"startingOffsets": "{oops"},
+        {"startingOffsets": '{"nosuch": {"0": 1}}'},
+        {"mode": "LENIENT"},
+    ],
+)
+def test_bad_options_give_the_python_sources_words(jvm_spark, log, options):
+    jvm = option_error(jvm_spark, SOURCE, str(log), **options)
+    python = option_error(jvm_spark, "kafka-log", str(log), **options)
+    # the core's text, whole, inside each front end's wrapping
+    core = jvm.splitlines()[0].strip()
+    assert "kafka-log" in core and core in python, (jvm, python)
+
+
 @pytest.mark.spark
 def test_options_not_taken_yet_are_refused(jvm_spark, log):
-    from pyspark.errors import IllegalArgumentException  # Java's, as PySpark raises it
-
-    with pytest.raises(
-        IllegalArgumentException, match='takes only the options path and paths so far, not "startingOffsets"'
-    ):
-        jvm_spark.read.format(SOURCE).option("startingOffsets", "earliest").load(str(log)).collect()
+    text = option_error(jvm_spark, SOURCE, str(log), pathGlobFilter="*.log")
+    assert "kafka-log-jvm does not take pathGlobFilter yet" in text
 
 
 @pytest.mark.spark

@@ -20,6 +20,7 @@ use jni::sys::jlong;
 use jni::{jni_str, Env, EnvUnowned};
 
 use kafkabatch::scan::listing::ListError;
+use kafkabatch::scan::options::ScanOptions;
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
 
@@ -120,57 +121,41 @@ where
     env.with_env(f).resolve::<ThrowMapped>()
 }
 
-/// The name the options are given in (the short name users type).
+/// The short name users type (`format("kafka-log-jvm")`).
 const SOURCE: &str = "kafka-log-jvm";
 
-/// Spark's options as the JSON object of strings the Java side sends.
-fn options_of(json: &str) -> Result<BTreeMap<String, String>, Failure> {
-    serde_json::from_str(json)
-        .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))
-}
-
-/// The roots of Spark's `path` option (`load(path)`) and `paths` (`load([..])`, a JSON list).
-fn roots_of(options: &BTreeMap<String, String>) -> Result<Vec<String>, Failure> {
-    let find = |name: &str| {
-        options
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    };
-    let mut roots: Vec<String> = find("path").map(str::to_string).into_iter().collect();
-    if let Some(paths) = find("paths") {
-        let list: Vec<String> = serde_json::from_str(paths).map_err(|_| {
-            Failure::Options(format!(
-                "{SOURCE} option 'paths' must be a JSON list of paths, not {paths:?}"
-            ))
-        })?;
-        roots.extend(list);
+/// Spark's options (the JSON object of strings the Java side sends), parsed and
+/// checked by the core as the Python source's are (same names, same errors).
+/// Options the JVM source does not apply yet are refused rather than ignored, so
+/// no read silently differs from the Python source's; the planning knobs
+/// (`minPartitions`, `maxBytesPerPartition`, `maxRecordsPerBatch`, `threads`)
+/// change no row and are accepted.
+fn options_of(json: &str) -> Result<ScanOptions, Failure> {
+    let given: BTreeMap<String, String> = serde_json::from_str(json)
+        .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
+    let options = ScanOptions::parse(given).map_err(|e| Failure::Options(e.0))?;
+    let mut not_yet: Vec<&str> = Vec::new();
+    if options.path_glob_filter.is_some() {
+        not_yet.push("pathGlobFilter");
     }
-    if roots.is_empty() {
+    if options.internal_topic.is_some() {
+        not_yet.push("internalTopic");
+    }
+    if !options.value_options.is_empty() {
+        not_yet.push("valueFormat/keyFormat and the other typed-value options");
+    }
+    if !not_yet.is_empty() {
         return Err(Failure::Options(format!(
-            "{SOURCE} needs a path: spark.read.format('{SOURCE}').load('/var/lib/kafka/data')"
+            "{SOURCE} does not take {} yet: use format('kafka-log') (the Python source) for them",
+            not_yet.join(", ")
         )));
     }
-    Ok(roots)
+    Ok(options)
 }
 
-/// The core's scan of Spark's options. Only `path` and `paths` are taken for
-/// now: any other option is refused rather than ignored, so no read silently
-/// differs from the Python source's.
-fn scan_of(json: &str) -> Result<Scan, Failure> {
-    let options = options_of(json)?;
-    let others: Vec<&str> = options
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !k.eq_ignore_ascii_case("path") && !k.eq_ignore_ascii_case("paths"))
-        .collect();
-    if !others.is_empty() {
-        return Err(Failure::Options(format!(
-            "{SOURCE} takes only the options path and paths so far, not {}",
-            others.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
-        )));
-    }
-    Ok(Scan::new(roots_of(&options)?))
+/// The core's scan of a batch read with these options.
+fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
+    options.scan().map_err(|e| Failure::Options(e.0))
 }
 
 /// `byte[][] planSplits(String optionsJson)`: the splits of the scan, serialised, in topic, partition, offset order.
@@ -181,8 +166,11 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planSplits<'local>
     options: JString<'local>,
 ) -> JObjectArray<'local, JByteArray<'local>> {
     entry(&mut env, |env| {
-        let scan = scan_of(&options.try_to_string(env)?)?;
-        let plan = scan.plan()?;
+        let options = options_of(&options.try_to_string(env)?)?;
+        let plan = scan_of(&options)?.plan()?;
+        options
+            .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
+            .map_err(|e| Failure::Options(e.0))?;
         let splits: Vec<Vec<u8>> = plan.splits().map(Split::to_bytes).collect();
         let out = JObjectArray::<JByteArray>::new(env, splits.len(), JByteArray::null())?;
         for (i, split) in splits.iter().enumerate() {
@@ -236,8 +224,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
     options: JString<'local>,
 ) -> jlong {
     entry(&mut env, |env| {
-        let scan = scan_of(&options.try_to_string(env)?)?;
-        let context = scan.context()?;
+        let context = scan_of(&options_of(&options.try_to_string(env)?)?)?.context()?;
         let mut parsed = Vec::new();
         for i in 0..splits.len(env)? {
             let bytes = splits.get_element(env, i)?;
