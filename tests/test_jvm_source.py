@@ -10,6 +10,7 @@ JVM that never started Python and a Spark SQL-only read. The jar comes from
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -172,6 +173,9 @@ def test_bad_options_give_the_python_sources_words(jvm_spark, log, options):
     # the core's text, whole, inside each front end's wrapping
     core = jvm.splitlines()[0].strip()
     assert "kafka-log" in core and core in python, (jvm, python)
+    if "nosuch" not in str(options):  # names checked against the listing fail at the first action
+        with pytest.raises(Exception, match=re.escape(core)):  # noqa: PT011
+            jvm_spark.read.format(SOURCE).options(**options).load(str(log))
 
 
 @pytest.mark.spark

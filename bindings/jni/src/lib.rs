@@ -1,10 +1,11 @@
 //! The JNI side of the JVM Spark source: the native methods of
 //! `io.github.kafkabatch.spark.Native`, over the core's [`Scan`].
 //!
-//! The driver plans (`planSplits`: options → the core's serialised
-//! [`Split`]s, one Spark input partition each); executors read (`openReader`
-//! over a partition's splits, `next` for the next piece of an Arrow IPC
-//! stream of the core's schema, `close`). Every entry runs through [`entry`]:
+//! The driver checks the options at `load()` (`checkOptions`) and plans
+//! (`planSplits`: options → the core's serialised [`Split`]s, one Spark input
+//! partition each); executors read (`openReader` over a partition's splits,
+//! `next` for the next piece of an Arrow IPC stream of the core's schema,
+//! `close`). Every entry runs through [`entry`]:
 //! panics are caught and errors become Java exceptions (see [`Failure`]);
 //! nothing unwinds into the JVM.
 
@@ -156,6 +157,19 @@ fn options_of(json: &str) -> Result<ScanOptions, Failure> {
 /// The core's scan of a batch read with these options.
 fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
     options.scan().map_err(|e| Failure::Options(e.0))
+}
+
+/// `void checkOptions(String optionsJson)`: the options' errors at `load()`, before any planning.
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    options: JString<'local>,
+) {
+    entry(&mut env, |env| {
+        scan_of(&options_of(&options.try_to_string(env)?)?)?;
+        Ok(())
+    })
 }
 
 /// `byte[][] planSplits(String optionsJson)`: the splits of the scan, serialised, in topic, partition, offset order.

@@ -49,6 +49,8 @@ public final class KafkaLogSource implements TableProvider, DataSourceRegister {
 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
+        // Called by load(): bad options fail there, as with the Python source, not at the first action.
+        Native.checkOptions(Options.toJson(options));
         return SCHEMA;
     }
 

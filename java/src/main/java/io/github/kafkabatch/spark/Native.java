@@ -12,6 +12,9 @@ final class Native {
 
     private Native() {}
 
+    /** Throws {@link IllegalArgumentException} for the options' first error (names, values), as planning would. */
+    static native void checkOptions(String optionsJson);
+
     /** The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order. */
     static native byte[][] planSplits(String optionsJson);
 
