@@ -62,6 +62,28 @@ def jvm_spark(spark, jar):
     return spark
 
 
+def test_jar_holds_the_source_and_this_platforms_library(jar):
+    import platform
+    import zipfile
+
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    os_name = {"Linux": "linux", "Darwin": "darwin", "Windows": "windows"}[platform.system()]
+    lib = {"linux": "libkafkabatch_jni.so", "darwin": "libkafkabatch_jni.dylib", "windows": "kafkabatch_jni.dll"}
+    with zipfile.ZipFile(jar) as z:
+        names = set(z.namelist())
+        services = z.read("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister").decode()
+    assert services.split() == ["io.github.kafkabatch.spark.KafkaLogSource"]
+    assert f"io/github/kafkabatch/native/{os_name}-{arch}/{lib[os_name]}" in names
+
+
+def test_jar_path_names_make_jvm_when_missing(monkeypatch):
+    from kafkabatch.spark import jvm
+
+    monkeypatch.setattr(jvm, "JAR_NAME", "not-built.jar")
+    with pytest.raises(FileNotFoundError, match="make jvm"):
+        kbs.jar_path()
+
+
 def sorted_rows(table) -> list[tuple]:
     return sorted(rows_of(table), key=lambda r: (r[0], r[1], r[2]))
 
@@ -247,3 +269,14 @@ def test_a_jvm_that_never_saw_python(jar, log, tmp_path):
     for r in rows_of(expected_table(log)):
         want[(r[0], r[1])] = want.get((r[0], r[1]), 0) + 1
     assert [(t, int(p), int(n)) for t, p, n in got] == [(t, p, n) for (t, p), n in sorted(want.items())]
+    # -Dkafkabatch.native.path replaces the library packed in the jar
+    elsewhere = tmp_path / "elsewhere" / "libkafkabatch_jni.so"
+    done = subprocess.run(
+        ["java", *opens, f"-Dkafkabatch.native.path={elsewhere}", "-cp", f"{tmp_path}{os.pathsep}{classpath}"]
+        + ["Main", str(log)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and str(elsewhere) in done.stderr
