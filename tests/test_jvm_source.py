@@ -19,6 +19,7 @@ import pytest
 from test_logdir import BASE_TS, build_log, expected_table, rows_of, write_segment
 
 import kafkabatch as kb
+from kafkabatch.log import list_segments
 
 pytest.importorskip("pyspark")
 
@@ -280,3 +281,11 @@ def test_a_jvm_that_never_saw_python(jar, log, tmp_path):
         timeout=300,
     )
     assert done.returncode != 0 and str(elsewhere) in done.stderr
+
+
+@pytest.mark.spark
+def test_size_estimate_is_the_planned_segments_bytes(jvm_spark, log):
+    df = jvm_spark.read.format(SOURCE).load(str(log))
+    estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    # every listed segment, whole (the folder being deleted is not listed)
+    assert estimate == sum(Path(s.path).stat().st_size for s in list_segments(log)) > 0

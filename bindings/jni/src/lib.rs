@@ -197,6 +197,19 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planSplits<'local>
     })
 }
 
+/// `long splitBytes(byte[] split)`: the bytes of the segment a split covers (Spark's size estimate).
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_splitBytes<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    split: JByteArray<'local>,
+) -> jlong {
+    entry(&mut env, |env| {
+        let split = Split::from_bytes(&env.convert_byte_array(&split)?)?;
+        Ok(jlong::try_from(split.end - split.start).unwrap_or(jlong::MAX))
+    })
+}
+
 /// A reader handed to the JVM as a handle: the core's reader and the IPC
 /// stream writer its batches go through.
 struct Reader {

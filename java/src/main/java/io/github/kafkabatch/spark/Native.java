@@ -18,6 +18,9 @@ final class Native {
     /** The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order. */
     static native byte[][] planSplits(String optionsJson);
 
+    /** The bytes of the segment a split covers. */
+    static native long splitBytes(byte[] split);
+
     /** A reader of splits from {@link #planSplits}; a handle for {@link #next} and {@link #close}. */
     static native long openReader(byte[][] splits, String optionsJson);
 
