@@ -570,6 +570,22 @@ def _scan_read(
     tests that compare it with :func:`kafkabatch.scan_log`. Timestamps are epoch
     milliseconds; ``tiered_keys`` maps key-pair ids to PEM text."""
 
+def plan_partition(
+    segments: list[tuple[str, int | None, int, str, int | None, int | None]],
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    start_ts_us: int | None = None,
+    end_ts_us: int | None = None,
+    keep_control: bool = False,
+) -> tuple[list[tuple[int, int, int]], list[str]]:
+    """The core's plan of each segment of one partition, in offset order (``segments``:
+    ``(path, base_offset, size, layout, floor_offset, stop_offset)``): ``(0, 0, 0)``
+    skipped by its name, ``(1, start, end)`` the bytes of a local file to read
+    (sought with its ``.index``, narrowed by one header walk under time bounds;
+    ``start == end``: nothing), ``(2, 0, 0)`` for the caller to seek (remote, Aiven,
+    a file the core can't open); and the texts of the index warnings."""
+
 @final
 class ScanStream:
     """Internal: the core reader's Arrow C stream, read once by ``_scan_read``."""

@@ -21,10 +21,12 @@ import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch._decode import SCHEMA, decode_parsing, decode_report, native_kwargs, report_of
 from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
+from kafkabatch._kafkabatch import plan_partition as _native_plan_partition
 from kafkabatch._util import check_keywords, keyword_names, parse_size
 from kafkabatch.internal import INTERNAL_OPTIONS, Internal, decode_internal_columns, internal_schema, pop_internal
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
+from kafkabatch.log.index import IndexFileWarning
 from kafkabatch.log.listing import Segment, by_partition, open_segment, segment_bounds
 from kafkabatch.log.prune import RecordFilter, narrow, prunes_batches, source_kept_ranges
 from kafkabatch.log.roots import Roots, list_roots
@@ -326,6 +328,30 @@ def segment_skippable(segments: list[Segment], i: int, bounds: Bounds) -> bool:
     return False
 
 
+#: What :func:`_plan_partition` says of a segment: skipped by its name, the
+#: bytes of a local file to read, or sought here (remote, Aiven).
+_SKIPPED, _BYTES, _ELSEWHERE = 0, 1, 2
+
+
+def _plan_partition(group: list[Segment], bounds: Bounds, keep_control: bool) -> list[tuple[int, int, int]]:
+    """The core's plan of each segment of one partition (in offset order) for
+    ``bounds``: ``(how, start, end)``, ``how`` one of :data:`_SKIPPED`,
+    :data:`_BYTES` (local files: sought with their ``.index``, narrowed by one
+    header walk under time bounds) or :data:`_ELSEWHERE` (:func:`seek_position`
+    seeks it when it is read). Indexes it could not trust warn here."""
+    plans, warned = _native_plan_partition(
+        [(s.path, s.base_offset, s.size, s.layout, s.floor_offset, s.stop_offset) for s in group],
+        start_offset=bounds.start_offset,
+        end_offset=bounds.end_offset,
+        start_ts_us=bounds.start_ts,
+        end_ts_us=bounds.end_ts,
+        keep_control=keep_control,
+    )
+    for text in warned:
+        warnings.warn(text, IndexFileWarning, stacklevel=3)
+    return plans
+
+
 def scan_log(
     path: Roots,
     *,
@@ -451,23 +477,31 @@ def scan_log(
             transactions = None
             if options.get("isolation") == "read_committed" and "aborted_transactions" not in options:
                 transactions = partition_transactions(group, seek_position, skip=skip)
-            for i, seg in enumerate(group):
+            keep_control = transactions is None and options.get("isolation") == "read_committed"
+            plans = _plan_partition(group, bounds, keep_control)
+            for i, (seg, (how, a, b)) in enumerate(zip(group, plans)):
+                if how == _SKIPPED:  # its name shows it holds no offset in the bounds
+                    if on_segment is not None:
+                        on_segment(SegmentResult(seg))
+                    continue
                 result = SegmentResult(seg)
-                seg_bounds = segment_bounds(seg, bounds)
-                if not segment_skippable(group, i, bounds) and not seg_bounds.empty():
+                if how == _BYTES and a >= b:  # its headers rule out every batch: left unread
+                    result.start = result.end = result.position = a
+                else:
                     yield from read_with_twins(
                         seg,
                         next_start(group, i),
-                        seg_bounds,
+                        segment_bounds(seg, bounds),
                         chunk,
                         transactions,
                         max_records_per_batch,
                         result,
                         value_specs,
                         options,
-                        keep_control=transactions is None and options.get("isolation") == "read_committed",
+                        keep_control=keep_control,
                         on_segment=on_segment,
                         warned=warned,
+                        seek=(a, b) if how == _BYTES else None,
                     )
                 if on_segment is not None:
                     on_segment(result)
@@ -496,8 +530,10 @@ def read_segment_range(
     options: Mapping[str, Any],
     keep_control: bool = False,
     warned: Warned | None = None,
+    seek: tuple[int, int | None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Open one segment, seek to ``bounds`` and decode it window by window
+    """Open one segment, seek to ``bounds`` (or to the byte range ``seek`` planned
+    already) and decode it window by window
     (``keep_control``: keep transaction markers that a header walk could prune,
     when no pre-pass collected the partition's transactions).
 
@@ -508,7 +544,9 @@ def read_segment_range(
     source = open_segment(seg, options.get("max_decompressed_size"))
     remember_path(source, seg.path)
     try:
-        seek_start, seek_end = seek_position(seg, bounds, source, keep_control=keep_control)
+        seek_start, seek_end = (
+            seek if seek is not None else seek_position(seg, bounds, source, keep_control=keep_control)
+        )
         yield from decode_around_bad_chunks(
             source,
             seg,
@@ -603,8 +641,9 @@ def read_with_twins(
     keep_control: bool = False,
     on_segment: Callable[[SegmentResult], None] | None = None,
     warned: Warned | None = None,
+    seek: tuple[int, int | None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """:func:`read_segment_range`, and when ``seg`` turns out damaged (a
+    """:func:`read_segment_range` (from the byte range ``seek`` when planned already), and when ``seg`` turns out damaged (a
     :class:`TieredStorageError`) and another copy of its offsets exists
     (``seg.twins``: another upload, a broker folder), the offsets it did not
     return are read from that copy instead, up to ``following`` (where the
@@ -614,8 +653,9 @@ def read_with_twins(
     says."""
     try:
         yield from read_segment_range(
-            seg, bounds, chunk, transactions, max_records_per_batch, result, value_specs, options, keep_control, warned
-        )
+            seg, bounds, chunk, transactions, max_records_per_batch, result, value_specs, options, keep_control, warned,
+            seek,
+        )  # fmt: skip
         return
     except TieredStorageError as error:
         if not seg.twins:
