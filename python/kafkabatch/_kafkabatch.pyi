@@ -578,13 +578,15 @@ def plan_partition(
     start_ts_us: int | None = None,
     end_ts_us: int | None = None,
     keep_control: bool = False,
+    open: bool = True,
 ) -> tuple[list[tuple[int, int, int]], list[str]]:
     """The core's plan of each segment of one partition, in offset order (``segments``:
     ``(path, base_offset, size, layout, floor_offset, stop_offset)``): ``(0, 0, 0)``
     skipped by its name, ``(1, start, end)`` the bytes of a local file to read
     (sought with its ``.index``, narrowed by one header walk under time bounds;
     ``start == end``: nothing), ``(2, 0, 0)`` for the caller to seek (remote, Aiven,
-    a file the core can't open); and the texts of the index warnings."""
+    a file the core can't open; every segment its name leaves without ``open``);
+    and the texts of the index warnings."""
 
 @final
 class ScanStream:

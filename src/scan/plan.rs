@@ -539,7 +539,7 @@ impl Scan {
             let mut splits = Vec::new();
             for (seg, planned) in group
                 .iter()
-                .zip(plan_segments(&group, &bounds, false, &mut index_warnings))
+                .zip(plan_segments(&group, &bounds, false, true, &mut index_warnings))
             {
                 let (start, end) = match planned {
                     SegmentPlan::Skipped => continue,
@@ -609,11 +609,13 @@ pub enum SegmentPlan {
 /// the log: a missing or bad index costs a read from the start and a warning
 /// in `warnings`, naming the file) and, under time bounds, narrowed by one
 /// header walk to the batches that can hold a record in them (`keep_control`:
-/// transaction markers are kept).
+/// transaction markers are kept). Without `open`, no file is opened: the
+/// segments their names leave are [`SegmentPlan::Elsewhere`].
 pub fn plan_segments(
     group: &[Segment],
     bounds: &HeaderBounds,
     keep_control: bool,
+    open: bool,
     warnings: &mut Vec<String>,
 ) -> Vec<SegmentPlan> {
     let mut plans = Vec::with_capacity(group.len());
@@ -630,6 +632,8 @@ pub fn plan_segments(
         if segment_skippable(group, i, bounds) || empty(&seg_bounds) {
             plans.push(SegmentPlan::Skipped);
             previous_last = None;
+        } else if !open {
+            plans.push(SegmentPlan::Elsewhere);
         } else {
             let after = previous_last.filter(|_| plain);
             let (plan, last) = plan_local_segment(seg, &seg_bounds, keep_control, after, warnings);

@@ -194,10 +194,12 @@ type PlannedPartition = (Vec<(u8, u64, u64)>, Vec<String>);
 /// bounds, from the core's planner (`kafkabatch::scan::plan::plan_segments`):
 /// `(0, 0, 0)` skipped by its name, `(1, start, end)` the bytes to read of a
 /// local file, `(2, 0, 0)` for the caller to seek (remote, or a file the core
-/// can't open: the caller's read says why); and the texts of the index
-/// warnings (a bad `.index`: the segment is read from its start).
+/// can't open: the caller's read says why; every segment its name leaves
+/// without `open`); and the texts of the index warnings (a bad `.index`: the
+/// segment is read from its start).
 #[pyfunction]
-#[pyo3(signature = (segments, *, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, keep_control=false))]
+#[pyo3(signature = (segments, *, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, keep_control=false, open=true))]
+#[allow(clippy::too_many_arguments)]
 fn plan_partition(
     py: Python<'_>,
     segments: Vec<SegmentFields>,
@@ -206,6 +208,7 @@ fn plan_partition(
     start_ts_us: Option<i64>,
     end_ts_us: Option<i64>,
     keep_control: bool,
+    open: bool,
 ) -> PyResult<PlannedPartition> {
     let group: Vec<Segment> = segments
         .into_iter()
@@ -236,7 +239,7 @@ fn plan_partition(
     };
     Ok(py.detach(|| {
         let mut warnings = Vec::new();
-        let plans = plan_segments(&group, &bounds, keep_control, &mut warnings)
+        let plans = plan_segments(&group, &bounds, keep_control, open, &mut warnings)
             .into_iter()
             .map(|p| match p {
                 SegmentPlan::Skipped => (0, 0, 0),

@@ -309,36 +309,22 @@ def prune_windows(
             yield x, y, last and i == len(ranges) - 1
 
 
-def segment_skippable(segments: list[Segment], i: int, bounds: Bounds) -> bool:
-    """Whether file names alone show segment ``i`` (of one partition, in
-    order) holds no offset in the bounds (the offsets the overlap rule
-    leaves to it, for segments from several places)."""
-    seg = segments[i]
-    if seg.base_offset is None:
-        return False
-    first = seg.base_offset if seg.floor_offset is None else max(seg.base_offset, seg.floor_offset)
-    if bounds.end_offset is not None and first >= bounds.end_offset:
-        return True
-    if bounds.start_offset is not None and seg.stop_offset is not None and seg.stop_offset <= bounds.start_offset:
-        return True
-    if bounds.start_offset is not None and i + 1 < len(segments) and seg.stop_offset is None:
-        nxt = segments[i + 1]
-        if nxt.base_offset is not None and nxt.floor_offset is None and nxt.base_offset <= bounds.start_offset:
-            return True
-    return False
+#: What :func:`plan_segments` says of a segment: skipped by its name, the
+#: bytes of a local file to read, or to be sought by the caller (remote, Aiven).
+SKIPPED, BYTES, ELSEWHERE = 0, 1, 2
 
 
-#: What :func:`_plan_partition` says of a segment: skipped by its name, the
-#: bytes of a local file to read, or sought here (remote, Aiven).
-_SKIPPED, _BYTES, _ELSEWHERE = 0, 1, 2
-
-
-def _plan_partition(group: list[Segment], bounds: Bounds, keep_control: bool) -> list[tuple[int, int, int]]:
+def plan_segments(
+    group: list[Segment], bounds: Bounds, keep_control: bool = False, *, open_files: bool = True
+) -> list[tuple[int, int, int]]:
     """The core's plan of each segment of one partition (in offset order) for
-    ``bounds``: ``(how, start, end)``, ``how`` one of :data:`_SKIPPED`,
-    :data:`_BYTES` (local files: sought with their ``.index``, narrowed by one
-    header walk under time bounds) or :data:`_ELSEWHERE` (:func:`seek_position`
-    seeks it when it is read). Indexes it could not trust warn here."""
+    ``bounds``: ``(how, start, end)``, ``how`` one of :data:`SKIPPED` (its
+    name shows it holds no offset in the bounds: the overlap rule's offsets),
+    :data:`BYTES` (local files: sought with their ``.index``, narrowed by one
+    header walk under time bounds; ``start == end``: nothing to read) or
+    :data:`ELSEWHERE` (for the caller to seek, e.g. with :func:`seek_position`;
+    every segment its name leaves without ``open_files``). Indexes that can't
+    be trusted warn here."""
     plans, warned = _native_plan_partition(
         [(s.path, s.base_offset, s.size, s.layout, s.floor_offset, s.stop_offset) for s in group],
         start_offset=bounds.start_offset,
@@ -346,6 +332,7 @@ def _plan_partition(group: list[Segment], bounds: Bounds, keep_control: bool) ->
         start_ts_us=bounds.start_ts,
         end_ts_us=bounds.end_ts,
         keep_control=keep_control,
+        open=open_files,
     )
     for text in warned:
         warnings.warn(text, IndexFileWarning, stacklevel=3)
@@ -478,14 +465,14 @@ def scan_log(
             if options.get("isolation") == "read_committed" and "aborted_transactions" not in options:
                 transactions = partition_transactions(group, seek_position, skip=skip)
             keep_control = transactions is None and options.get("isolation") == "read_committed"
-            plans = _plan_partition(group, bounds, keep_control)
+            plans = plan_segments(group, bounds, keep_control)
             for i, (seg, (how, a, b)) in enumerate(zip(group, plans)):
-                if how == _SKIPPED:  # its name shows it holds no offset in the bounds
+                if how == SKIPPED:  # its name shows it holds no offset in the bounds
                     if on_segment is not None:
                         on_segment(SegmentResult(seg))
                     continue
                 result = SegmentResult(seg)
-                if how == _BYTES and a >= b:  # its headers rule out every batch: left unread
+                if how == BYTES and a >= b:  # its headers rule out every batch: left unread
                     result.start = result.end = result.position = a
                 else:
                     yield from read_with_twins(
@@ -501,7 +488,7 @@ def scan_log(
                         keep_control=keep_control,
                         on_segment=on_segment,
                         warned=warned,
-                        seek=(a, b) if how == _BYTES else None,
+                        seek=(a, b) if how == BYTES else None,
                     )
                 if on_segment is not None:
                     on_segment(result)
