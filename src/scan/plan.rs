@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use arrow_buffer::Buffer;
 use rsa::RsaPrivateKey;
 use serde::{Deserialize, Serialize};
 
@@ -602,6 +603,9 @@ pub enum SegmentPlan {
     Elsewhere,
 }
 
+/// Segments up to this size (as listed) are read whole to be planned, larger ones mapped.
+const SMALL_FILE_BYTES: u64 = 256 << 10;
+
 /// The plan of each segment of one partition (`group`, in offset order) for
 /// `bounds`: segments whose names show they hold no offset in the bounds (the
 /// offsets the overlap rule leaves them) are skipped; local files are sought
@@ -659,7 +663,13 @@ fn plan_local_segment(
     }
     let offsets = bounds.start_offset.is_some() || bounds.end_offset.is_some();
     let times = bounds.start_ts_us.is_some() || bounds.end_ts_us.is_some();
-    let Ok(Some(map)) = LocalStorage.map(&Location::new(seg.path.as_str())) else {
+    // A small file costs less read than mapped (no map to set up, fault in and tear down).
+    let held = if seg.size <= SMALL_FILE_BYTES {
+        std::fs::read(&seg.path).ok().map(Buffer::from_vec)
+    } else {
+        LocalStorage.map(&Location::new(seg.path.as_str())).ok().flatten()
+    };
+    let Some(map) = held else {
         return (SegmentPlan::Elsewhere, None); // the read that follows says why
     };
     let size = map.len();
