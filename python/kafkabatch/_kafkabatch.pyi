@@ -588,6 +588,16 @@ def plan_partition(
     a file the core can't open; every segment its name leaves without ``open``);
     and the texts of the index warnings."""
 
+def partition_transactions(
+    segments: list[tuple[str, int | None, int, str, int | None, int | None]],
+    *,
+    max_chunk_bytes: int = ...,
+) -> list[tuple[int, int, int | None]] | None:
+    """The read_committed pre-pass over one partition's local segments (fields as
+    :func:`plan_partition` takes them), in the core: ``(producer_id, first_offset,
+    marker offset or None while open)`` sorted by first offset; None when the core
+    can't walk them (a remote segment, a file it can't open)."""
+
 @final
 class ScanStream:
     """Internal: the core reader's Arrow C stream, read once by ``_scan_read``."""

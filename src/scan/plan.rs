@@ -603,6 +603,27 @@ pub enum SegmentPlan {
     Elsewhere,
 }
 
+/// The read_committed pre-pass over one partition's local segments (in
+/// offset order), each walked by its headers over the offsets the overlap
+/// rule leaves to it: the transactions an ABORT marker ends, then those still
+/// open, sorted by first offset and producer. Remote segments need a
+/// [`Scan`] (its storage and keys).
+pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<Vec<Transaction>, ScanError> {
+    if let Some(seg) = group
+        .iter()
+        .find(|s| s.layout == Layout::Aiven || uri_scheme(&s.path).is_some())
+    {
+        return Err(ScanError::Options(format!("{}: not a local segment", seg.path)));
+    }
+    let context = ReadContext {
+        resolver: None,
+        keys: Arc::new(BTreeMap::new()),
+        options: DecodeOptions::default(),
+        max_chunk_bytes: max_chunk_bytes.max(1),
+    };
+    read::partition_transactions(group, &context)
+}
+
 /// Segments up to this size (as listed) are read whole to be planned, larger ones mapped.
 const SMALL_FILE_BYTES: u64 = 256 << 10;
 

@@ -729,6 +729,34 @@ mod tests {
     }
 
     #[test]
+    fn the_local_pre_pass_is_the_scans() {
+        let dir = generated("txns");
+        let root = dir.to_str().unwrap();
+        let plan = Scan::new([root])
+            .topics(["orders"])
+            .isolation(ScanIsolation::ReadCommitted)
+            .plan()
+            .unwrap();
+        let want = plan.partitions[0].transactions.clone().unwrap();
+        assert!(want.iter().any(|t| t.last_offset.is_some()), "{want:?}");
+        let listed = crate::scan::listing::list_segments(
+            dir.join("orders-0").to_str().unwrap(),
+            &super::LocalStorage,
+            &Default::default(),
+            &super::HeldByBytes {
+                context: &Scan::new([root]).context().unwrap(),
+            },
+        )
+        .unwrap();
+        let group = listed.segments;
+        assert_eq!(crate::scan::plan::local_transactions(&group, 5000).unwrap(), want);
+        let mut remote = group[0].clone();
+        remote.path = "s3://b/orders-0/00000000000000000000.log".into();
+        assert!(crate::scan::plan::local_transactions(&[remote], 5000).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_legacy_wrapper_opening_a_segment_is_judged_after_the_segment_before() {
         let dir = generated("legacy");
         let root = dir.to_str().unwrap();

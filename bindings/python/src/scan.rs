@@ -16,7 +16,7 @@ use kafkabatch::prune::HeaderBounds;
 use kafkabatch::scan::layouts::Layout;
 use kafkabatch::scan::listing::ListError;
 use kafkabatch::scan::listing::Segment;
-use kafkabatch::scan::plan::{plan_segments, SegmentPlan, DEFAULT_MAX_CHUNK_BYTES};
+use kafkabatch::scan::plan::{local_transactions, plan_segments, SegmentPlan, DEFAULT_MAX_CHUNK_BYTES};
 use kafkabatch::scan::{Scan, ScanError, ScanIsolation, ScanReader};
 
 /// The core's reader as Arrow's C stream reader; errors become Arrow errors with the core's words.
@@ -190,6 +190,53 @@ type SegmentFields = (String, Option<i64>, u64, String, Option<i64>, Option<i64>
 /// What `plan_partition` returns: `(how, start, end)` per segment, and the index warnings.
 type PlannedPartition = (Vec<(u8, u64, u64)>, Vec<String>);
 
+/// The core's segments of `plan_partition`'s and `local_transactions`' fields.
+fn core_segments(segments: Vec<SegmentFields>) -> Vec<Segment> {
+    segments
+        .into_iter()
+        .map(|(path, base_offset, size, layout, floor_offset, stop_offset)| Segment {
+            path,
+            topic: String::new(),
+            partition: 0,
+            base_offset,
+            size,
+            layout: match layout.as_str() {
+                "aiven" => Layout::Aiven,
+                "local-tiered" => Layout::LocalTiered,
+                _ => Layout::Broker,
+            },
+            manifest: None,
+            segment_id: None,
+            topic_id: None,
+            floor_offset,
+            stop_offset,
+            twins: Vec::new(),
+        })
+        .collect()
+}
+
+/// The read_committed pre-pass over one partition's local segments (fields
+/// as `plan_partition` takes them), in the core: `(producer_id, first_offset,
+/// marker offset or None while open)` sorted by first offset; None when the
+/// core can't walk them (a remote segment, a file it can't open: the caller's
+/// own pre-pass says why).
+#[pyfunction]
+#[pyo3(signature = (segments, *, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+fn partition_transactions(
+    py: Python<'_>,
+    segments: Vec<SegmentFields>,
+    max_chunk_bytes: usize,
+) -> Option<Vec<(i64, i64, Option<i64>)>> {
+    let group = core_segments(segments);
+    let found = py.detach(|| local_transactions(&group, max_chunk_bytes)).ok()?;
+    Some(
+        found
+            .into_iter()
+            .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+            .collect(),
+    )
+}
+
 /// The plan of each segment of one partition (in offset order) for the
 /// bounds, from the core's planner (`kafkabatch::scan::plan::plan_segments`):
 /// `(0, 0, 0)` skipped by its name, `(1, start, end)` the bytes to read of a
@@ -210,27 +257,7 @@ fn plan_partition(
     keep_control: bool,
     open: bool,
 ) -> PyResult<PlannedPartition> {
-    let group: Vec<Segment> = segments
-        .into_iter()
-        .map(|(path, base_offset, size, layout, floor_offset, stop_offset)| Segment {
-            path,
-            topic: String::new(),
-            partition: 0,
-            base_offset,
-            size,
-            layout: match layout.as_str() {
-                "aiven" => Layout::Aiven,
-                "local-tiered" => Layout::LocalTiered,
-                _ => Layout::Broker,
-            },
-            manifest: None,
-            segment_id: None,
-            topic_id: None,
-            floor_offset,
-            stop_offset,
-            twins: Vec::new(),
-        })
-        .collect();
+    let group = core_segments(segments);
     let bounds = HeaderBounds {
         start_offset,
         end_offset,
@@ -254,5 +281,6 @@ fn plan_partition(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScanStream>()?;
     m.add_function(wrap_pyfunction!(plan_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(partition_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(_scan_read, m)?)
 }
