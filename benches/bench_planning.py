@@ -8,6 +8,8 @@ each segment's indexes and headers to place the bound, and decodes nothing:
 * ``offset-past-end`` ``scan_log(folder, start_offset=<past every partition's end>)``
 * ``newest-3pct``     ``scan_log(folder, start_timestamp=T)`` with ``T`` above 97 % of the records
   (planning plus the decode of the few batches that remain)
+* ``committed-past-end`` ``time-past-end`` with ``isolation="read_committed"`` (the
+  transaction pre-pass walks every segment's headers too)
 
 Each row runs in a fresh subprocess per interpreter (``--python``, repeatable:
 the first is the reference, e.g. a virtualenv holding a build of an older
@@ -38,6 +40,8 @@ warnings.simplefilter("ignore")
 import kafkabatch as kb
 folder, case, arg = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 kwargs = {"start_timestamp": arg} if case != "offset-past-end" else {"start_offset": arg}
+if case == "committed-past-end":
+    kwargs["isolation"] = "read_committed"
 t0 = time.perf_counter()
 rows = sum(batch.num_rows for batch in kb.scan_log(folder, **kwargs))
 print(json.dumps({"seconds": time.perf_counter() - t0, "rows": rows}))
@@ -80,7 +84,12 @@ def bounds(folder: Path) -> dict[str, object]:
     newest = pc.max(ts).as_py()
     t97 = pc.quantile(ts, q=0.97, interpolation="lower")[0].as_py()
     last = pc.max(table.column("offset")).as_py()
-    return {"time-past-end": newest + 1, "offset-past-end": last + 1, "newest-3pct": t97}
+    return {
+        "time-past-end": newest + 1,
+        "offset-past-end": last + 1,
+        "newest-3pct": t97,
+        "committed-past-end": newest + 1,
+    }
 
 
 def run(python: str, folder: Path, case: str, arg: object) -> dict[str, float]:
@@ -122,7 +131,7 @@ def main() -> int:
             median = statistics.median(times)
             results.setdefault(case, {})[python] = median
             ratio = results[case][pythons[0]] / median if median else float("inf")
-            print(f"{case:16} {python:40} {median * 1000:9.1f} ms  rows={rows:<8} x{ratio:5.2f} vs first")
+            print(f"{case:18} {python:40} {median * 1000:9.1f} ms  rows={rows:<8} x{ratio:5.2f} vs first")
     print(f"# load after {loadavg()} at {time.strftime('%H:%M:%S')}")
     if args.json:
         args.json.write_text(json.dumps({"segments": n_segments, "results": results}, indent=2))

@@ -322,6 +322,33 @@ def seek_range(
     end_offset: int | None = None,
     start_timestamp_ms: int | None = None,
 ) -> tuple[int, int | None, str | None]: ...
+def plan_partition(
+    segments: list[tuple[str, int | None, int, str, int | None, int | None]],
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    start_ts_us: int | None = None,
+    end_ts_us: int | None = None,
+    keep_control: bool = False,
+    open: bool = True,
+) -> tuple[list[tuple[int, int, int]], list[str]]:
+    """The core's plan of each segment of one partition, in offset order (``segments``:
+    ``(path, base_offset, size, layout, floor_offset, stop_offset)``): ``(0, 0, 0)``
+    skipped by its name, ``(1, start, end)`` the bytes of a local file to read
+    (sought with its ``.index``, narrowed by one header walk under time bounds;
+    ``start == end``: nothing), ``(2, 0, 0)`` for the caller to seek (remote, Aiven,
+    a file the core can't open; every segment its name leaves without ``open``);
+    and the texts of the index warnings."""
+
+def partition_transactions(
+    segments: list[tuple[str, int | None, int, str, int | None, int | None]],
+    *,
+    max_chunk_bytes: int = ...,
+) -> list[tuple[int, int, int | None]] | None:
+    """The read_committed pre-pass over one partition's local segments (fields as
+    :func:`plan_partition` takes them), in the core: ``(producer_id, first_offset,
+    marker offset or None while open)`` sorted by first offset; None when the core
+    can't walk them (a remote segment, a file it can't open)."""
 
 # --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
 

@@ -10,10 +10,12 @@
 //! skipped by their names, leading and trailing batches outside time bounds
 //! cut by one header walk of each local segment.
 //!
-//! Not here yet: index seeks (`.index`/`.timeindex`, tiered `.indexes`):
-//! every kept segment is walked from its first batch; joining copies of one
-//! partition given as separate roots (one glob covering them is needed);
-//! reading another copy of
+//! Local segments are sought with their `.index` under offset bounds, every
+//! position checked against the log ([`crate::scan::seek`]).
+//!
+//! Not here yet: seeks with tiered `.indexes` (remote segments are walked
+//! from their first batch); joining copies of one partition given as
+//! separate roots (one glob covering them is needed); reading another copy of
 //! a damaged remote segment (its twins); skipping segments that can't be
 //! listed or opened under `on_error = skip` (they fail the plan or the read).
 
@@ -21,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use arrow_buffer::Buffer;
 use rsa::RsaPrivateKey;
 use serde::{Deserialize, Serialize};
 
@@ -30,10 +33,11 @@ use super::listing::{
 };
 use super::naming::uri_scheme;
 use super::read::{self, ReadContext, ScanReader};
+use super::walk::walk_after;
 use crate::decode::{DecodeOptions, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
 use crate::error::DecodeError;
 use crate::prune::HeaderBounds;
-use crate::storage::{LocalStorage, Storage, StorageError};
+use crate::storage::{LocalStorage, Location, Storage, StorageError};
 use crate::tiered::source::SourceError;
 use crate::tiered::{parse_private_key, TieredError};
 
@@ -174,6 +178,8 @@ pub struct Plan {
     pub partitions: Vec<PartitionPlan>,
     /// What listing warned about (remote uploads in progress or abandoned).
     pub warnings: Vec<ListWarning>,
+    /// Index files that could not be trusted (each such segment is read from its start), naming them.
+    pub index_warnings: Vec<String>,
 }
 
 impl Plan {
@@ -518,6 +524,7 @@ impl Scan {
                 && self.partitions.as_ref().is_none_or(|p| p.contains(&s.partition))
         });
         let mut partitions = Vec::new();
+        let mut index_warnings = Vec::new();
         for group in by_partition(segments) {
             let (topic, partition) = (group[0].topic.clone(), group[0].partition);
             let bounds = HeaderBounds {
@@ -531,37 +538,33 @@ impl Scan {
                 ScanIsolation::ReadUncommitted => None,
             };
             let mut splits = Vec::new();
-            if !empty(&bounds) {
-                for (i, seg) in group.iter().enumerate() {
-                    let (so, eo) = segment_bounds(seg, bounds.start_offset, bounds.end_offset);
-                    let seg_bounds = HeaderBounds {
-                        start_offset: so,
-                        end_offset: eo,
-                        ..bounds
-                    };
-                    if segment_skippable(&group, i, &bounds) || empty(&seg_bounds) {
-                        continue;
-                    }
-                    let split = Split {
-                        version: SPLIT_VERSION,
-                        path: seg.path.clone(),
-                        topic: topic.clone(),
-                        partition,
-                        layout: seg.layout.as_str().to_string(),
-                        manifest: seg.manifest.clone(),
-                        size: seg.size,
-                        start: 0,
-                        end: seg.size,
-                        start_offset: so,
-                        end_offset: eo,
-                        start_ts_us: bounds.start_ts_us,
-                        end_ts_us: bounds.end_ts_us,
-                        transactions: transactions.clone(),
-                    };
-                    if let Some(split) = read::narrow(split, context)? {
-                        splits.push(split);
-                    }
-                }
+            for (seg, planned) in group
+                .iter()
+                .zip(plan_segments(&group, &bounds, false, true, &mut index_warnings))
+            {
+                let (start, end) = match planned {
+                    SegmentPlan::Skipped => continue,
+                    SegmentPlan::Bytes { start, end } if start >= end => continue,
+                    SegmentPlan::Bytes { start, end } => (start, end),
+                    SegmentPlan::Elsewhere => (0, seg.size),
+                };
+                let (so, eo) = segment_bounds(seg, bounds.start_offset, bounds.end_offset);
+                splits.push(Split {
+                    version: SPLIT_VERSION,
+                    path: seg.path.clone(),
+                    topic: topic.clone(),
+                    partition,
+                    layout: seg.layout.as_str().to_string(),
+                    manifest: seg.manifest.clone(),
+                    size: seg.size.max(end),
+                    start,
+                    end,
+                    start_offset: so,
+                    end_offset: eo,
+                    start_ts_us: bounds.start_ts_us,
+                    end_ts_us: bounds.end_ts_us,
+                    transactions: transactions.clone(),
+                });
             }
             partitions.push(PartitionPlan {
                 topic,
@@ -570,7 +573,11 @@ impl Scan {
                 transactions,
             });
         }
-        Ok(Plan { partitions, warnings })
+        Ok(Plan {
+            partitions,
+            warnings,
+            index_warnings,
+        })
     }
 
     /// The records of every split of [`Scan::plan`], in topic, partition, offset order.
@@ -579,6 +586,174 @@ impl Scan {
         let plan = self.plan_with(&context)?;
         Ok(ScanReader::new(plan.splits().cloned().collect(), context))
     }
+}
+
+/// How to read one segment of a partition, planned without decoding
+/// anything ([`plan_segments`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentPlan {
+    /// Its name (or the bounds alone) shows it holds no record in the bounds:
+    /// left unopened.
+    Skipped,
+    /// Bytes `[start, end)` of the local file hold every record in the bounds
+    /// (`start == end`: its headers rule out every batch).
+    Bytes { start: u64, end: u64 },
+    /// Not a local file (a remote object, an Aiven segment), or one that can't
+    /// be opened or sought here: the caller seeks it (and reports why it can't).
+    Elsewhere,
+}
+
+/// The read_committed pre-pass over one partition's local segments (in
+/// offset order), each walked by its headers over the offsets the overlap
+/// rule leaves to it: the transactions an ABORT marker ends, then those still
+/// open, sorted by first offset and producer. Remote segments need a
+/// [`Scan`] (its storage and keys).
+pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<Vec<Transaction>, ScanError> {
+    if let Some(seg) = group
+        .iter()
+        .find(|s| s.layout == Layout::Aiven || uri_scheme(&s.path).is_some())
+    {
+        return Err(ScanError::Options(format!("{}: not a local segment", seg.path)));
+    }
+    let context = ReadContext {
+        resolver: None,
+        keys: Arc::new(BTreeMap::new()),
+        options: DecodeOptions::default(),
+        max_chunk_bytes: max_chunk_bytes.max(1),
+    };
+    read::partition_transactions(group, &context)
+}
+
+/// Segments up to this size (as listed) are read whole to be planned, larger ones mapped.
+const SMALL_FILE_BYTES: u64 = 256 << 10;
+
+/// The plan of each segment of one partition (`group`, in offset order) for
+/// `bounds`: segments whose names show they hold no offset in the bounds (the
+/// offsets the overlap rule leaves them) are skipped; local files are sought
+/// with their `.index` under offset bounds (every position checked against
+/// the log: a missing or bad index costs a read from the start and a warning
+/// in `warnings`, naming the file) and, under time bounds, narrowed by one
+/// header walk to the batches that can hold a record in them (`keep_control`:
+/// transaction markers are kept). Without `open`, no file is opened: the
+/// segments their names leave are [`SegmentPlan::Elsewhere`].
+pub fn plan_segments(
+    group: &[Segment],
+    bounds: &HeaderBounds,
+    keep_control: bool,
+    open: bool,
+    warnings: &mut Vec<String>,
+) -> Vec<SegmentPlan> {
+    let mut plans = Vec::with_capacity(group.len());
+    // the last offset of the segment before, when it was walked to its end (a broker's log, no overlap)
+    let mut previous_last = None;
+    for (i, seg) in group.iter().enumerate() {
+        let (so, eo) = segment_bounds(seg, bounds.start_offset, bounds.end_offset);
+        let seg_bounds = HeaderBounds {
+            start_offset: so,
+            end_offset: eo,
+            ..*bounds
+        };
+        let plain = seg.layout == Layout::Broker && seg.floor_offset.is_none() && seg.stop_offset.is_none();
+        if segment_skippable(group, i, bounds) || empty(&seg_bounds) {
+            plans.push(SegmentPlan::Skipped);
+            previous_last = None;
+        } else if !open {
+            plans.push(SegmentPlan::Elsewhere);
+        } else {
+            let after = previous_last.filter(|_| plain);
+            let (plan, last) = plan_local_segment(seg, &seg_bounds, keep_control, after, warnings);
+            plans.push(plan);
+            previous_last = last.filter(|_| plain);
+        }
+    }
+    plans
+}
+
+/// [`plan_segments`] of one segment that its name does not rule out, after
+/// a segment whose last batch ended at `previous_last`; with the last offset
+/// of this one's last batch when its headers were walked to its end.
+fn plan_local_segment(
+    seg: &Segment,
+    bounds: &HeaderBounds,
+    keep_control: bool,
+    previous_last: Option<i64>,
+    warnings: &mut Vec<String>,
+) -> (SegmentPlan, Option<i64>) {
+    if seg.layout == Layout::Aiven || uri_scheme(&seg.path).is_some() {
+        return (SegmentPlan::Elsewhere, None);
+    }
+    let offsets = bounds.start_offset.is_some() || bounds.end_offset.is_some();
+    let times = bounds.start_ts_us.is_some() || bounds.end_ts_us.is_some();
+    // A small file costs less read than mapped (no map to set up, fault in and tear down).
+    let held = if seg.size <= SMALL_FILE_BYTES {
+        std::fs::read(&seg.path).ok().map(Buffer::from_vec)
+    } else {
+        LocalStorage.map(&Location::new(seg.path.as_str())).ok().flatten()
+    };
+    let Some(map) = held else {
+        return (SegmentPlan::Elsewhere, None); // the read that follows says why
+    };
+    let size = map.len();
+    if !(offsets || times) || size == 0 {
+        let plan = SegmentPlan::Bytes {
+            start: 0,
+            end: size as u64,
+        };
+        return (plan, None);
+    }
+    let (mut start, mut end) = (0, size);
+    if offsets {
+        let log_path = std::path::Path::new(&seg.path);
+        let index_path = log_path.with_extension("index");
+        let index = match std::fs::read(&index_path) {
+            Ok(data) => Some(data),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || index_path.is_dir() => None,
+            Err(_) => return (SegmentPlan::Elsewhere, None),
+        };
+        let base = match &index {
+            None => 0,
+            Some(_) => match log_path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(super::naming::segment_base_offset)
+            {
+                Some(base) => base,
+                None => return (SegmentPlan::Elsewhere, None), // a name without a base offset: the caller's words
+            },
+        };
+        let index_name = index_path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let found = super::seek::seek_range(
+            &map,
+            base,
+            super::seek::IndexFile {
+                name: index_name,
+                data: index.as_deref(),
+            },
+            super::seek::IndexFile { name: "", data: None },
+            super::seek::SeekBounds {
+                start_offset: bounds.start_offset,
+                end_offset: bounds.end_offset,
+                start_timestamp_ms: None,
+            },
+        );
+        match found {
+            Ok((a, b)) => (start, end) = (a.min(size), b.map_or(size, |b| b.min(size))),
+            Err(bad) => warnings.push(format!("{}: {bad}; scanning the whole segment instead", seg.path)),
+        }
+    }
+    let mut last = None;
+    if times && start < end {
+        let w = walk_after(&map, start, previous_last.filter(|_| start == 0));
+        if let Some((a, b)) = w.narrow(start, end, bounds, keep_control) {
+            (start, end) = (a, b);
+        }
+        last = w.last_offset_at_end(size);
+    }
+    let plan = SegmentPlan::Bytes {
+        start: start as u64,
+        end: end as u64,
+    };
+    (plan, last)
 }
 
 /// Bounds no record can meet: `start >= end` for offsets or for times.

@@ -56,6 +56,32 @@ pub fn walk(data: &[u8], start: usize) -> Walk {
     }
 }
 
+/// [`walk`] of a segment that continues a partition's log after a batch whose
+/// last offset was `previous_last` (the last batch of the segment before):
+/// its first batch is judged as one after that batch, so a legacy wrapper a
+/// broker assigned offsets to is known as such at the start of a segment too
+/// (see [`crate::prune::BatchFacts::assigned`]).
+pub fn walk_after(data: &[u8], start: usize, previous_last: Option<i64>) -> Walk {
+    let mut w = walk(data, start);
+    if let (Some(previous), Some(first)) = (previous_last, w.batches.first_mut()) {
+        if let Some(raw) = crate::batch::BatchWalker::starting_at(data, first.position).next() {
+            *first = BatchFacts::read(&raw, Some(previous));
+        }
+    }
+    w
+}
+
+impl Walk {
+    /// The last offset of the file's last batch, when the walk reached the end
+    /// of `len` bytes cleanly (what the segment after it continues from).
+    pub fn last_offset_at_end(&self, len: usize) -> Option<i64> {
+        if self.valid_end != len || !matches!(self.end, WalkEnd::Clean) {
+            return None;
+        }
+        self.batches.last().map(|f| f.last_offset)
+    }
+}
+
 /// Byte window `(start, end, last)` of complete batches to decode at once;
 /// `last`: the offset walk stopped after it (`end_offset` reached) or it
 /// holds the bytes the walk can't follow.

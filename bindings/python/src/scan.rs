@@ -12,8 +12,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
 use kafkabatch::decode::{OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
+use kafkabatch::prune::HeaderBounds;
+use kafkabatch::scan::layouts::Layout;
 use kafkabatch::scan::listing::ListError;
-use kafkabatch::scan::plan::DEFAULT_MAX_CHUNK_BYTES;
+use kafkabatch::scan::listing::Segment;
+use kafkabatch::scan::plan::{local_transactions, plan_segments, SegmentPlan, DEFAULT_MAX_CHUNK_BYTES};
 use kafkabatch::scan::{Scan, ScanError, ScanIsolation, ScanReader};
 
 /// The core's reader as Arrow's C stream reader; errors become Arrow errors with the core's words.
@@ -180,7 +183,104 @@ fn _scan_read<'py>(
         .call_method1("from_stream", (stream,))
 }
 
+/// One listed segment as `plan_partition` takes it: path, base offset, size,
+/// layout name, floor and stop offsets (the overlap rule's).
+type SegmentFields = (String, Option<i64>, u64, String, Option<i64>, Option<i64>);
+
+/// What `plan_partition` returns: `(how, start, end)` per segment, and the index warnings.
+type PlannedPartition = (Vec<(u8, u64, u64)>, Vec<String>);
+
+/// The core's segments of `plan_partition`'s and `local_transactions`' fields.
+fn core_segments(segments: Vec<SegmentFields>) -> Vec<Segment> {
+    segments
+        .into_iter()
+        .map(|(path, base_offset, size, layout, floor_offset, stop_offset)| Segment {
+            path,
+            topic: String::new(),
+            partition: 0,
+            base_offset,
+            size,
+            layout: match layout.as_str() {
+                "aiven" => Layout::Aiven,
+                "local-tiered" => Layout::LocalTiered,
+                _ => Layout::Broker,
+            },
+            manifest: None,
+            segment_id: None,
+            topic_id: None,
+            floor_offset,
+            stop_offset,
+            twins: Vec::new(),
+        })
+        .collect()
+}
+
+/// The read_committed pre-pass over one partition's local segments (fields
+/// as `plan_partition` takes them), in the core: `(producer_id, first_offset,
+/// marker offset or None while open)` sorted by first offset; None when the
+/// core can't walk them (a remote segment, a file it can't open: the caller's
+/// own pre-pass says why).
+#[pyfunction]
+#[pyo3(signature = (segments, *, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+fn partition_transactions(
+    py: Python<'_>,
+    segments: Vec<SegmentFields>,
+    max_chunk_bytes: usize,
+) -> Option<Vec<(i64, i64, Option<i64>)>> {
+    let group = core_segments(segments);
+    let found = py.detach(|| local_transactions(&group, max_chunk_bytes)).ok()?;
+    Some(
+        found
+            .into_iter()
+            .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+            .collect(),
+    )
+}
+
+/// The plan of each segment of one partition (in offset order) for the
+/// bounds, from the core's planner (`kafkabatch::scan::plan::plan_segments`):
+/// `(0, 0, 0)` skipped by its name, `(1, start, end)` the bytes to read of a
+/// local file, `(2, 0, 0)` for the caller to seek (remote, or a file the core
+/// can't open: the caller's read says why; every segment its name leaves
+/// without `open`); and the texts of the index warnings (a bad `.index`: the
+/// segment is read from its start).
+#[pyfunction]
+#[pyo3(signature = (segments, *, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, keep_control=false, open=true))]
+#[allow(clippy::too_many_arguments)]
+fn plan_partition(
+    py: Python<'_>,
+    segments: Vec<SegmentFields>,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+    start_ts_us: Option<i64>,
+    end_ts_us: Option<i64>,
+    keep_control: bool,
+    open: bool,
+) -> PyResult<PlannedPartition> {
+    let group = core_segments(segments);
+    let bounds = HeaderBounds {
+        start_offset,
+        end_offset,
+        start_ts_us,
+        end_ts_us,
+    };
+    Ok(py.detach(|| {
+        let mut warnings = Vec::new();
+        let plans = plan_segments(&group, &bounds, keep_control, open, &mut warnings)
+            .into_iter()
+            .map(|p| match p {
+                SegmentPlan::Skipped => (0, 0, 0),
+                SegmentPlan::Bytes { start, end } => (1, start, end),
+                SegmentPlan::Elsewhere => (2, 0, 0),
+            })
+            .collect();
+        (plans, warnings)
+    }))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScanStream>()?;
+    m.add_function(wrap_pyfunction!(plan_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(partition_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(_scan_read, m)?)
 }

@@ -21,10 +21,12 @@ import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch._decode import SCHEMA, decode_parsing, decode_report, native_kwargs, report_of
 from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
+from kafkabatch._kafkabatch import plan_partition as _native_plan_partition
 from kafkabatch._util import check_keywords, keyword_names, parse_size
 from kafkabatch.internal import INTERNAL_OPTIONS, Internal, decode_internal_columns, internal_schema, pop_internal
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
+from kafkabatch.log.index import IndexFileWarning
 from kafkabatch.log.listing import Segment, by_partition, open_segment, segment_bounds
 from kafkabatch.log.prune import RecordFilter, narrow, prunes_batches, source_kept_ranges
 from kafkabatch.log.roots import Roots, list_roots
@@ -307,23 +309,34 @@ def prune_windows(
             yield x, y, last and i == len(ranges) - 1
 
 
-def segment_skippable(segments: list[Segment], i: int, bounds: Bounds) -> bool:
-    """Whether file names alone show segment ``i`` (of one partition, in
-    order) holds no offset in the bounds (the offsets the overlap rule
-    leaves to it, for segments from several places)."""
-    seg = segments[i]
-    if seg.base_offset is None:
-        return False
-    first = seg.base_offset if seg.floor_offset is None else max(seg.base_offset, seg.floor_offset)
-    if bounds.end_offset is not None and first >= bounds.end_offset:
-        return True
-    if bounds.start_offset is not None and seg.stop_offset is not None and seg.stop_offset <= bounds.start_offset:
-        return True
-    if bounds.start_offset is not None and i + 1 < len(segments) and seg.stop_offset is None:
-        nxt = segments[i + 1]
-        if nxt.base_offset is not None and nxt.floor_offset is None and nxt.base_offset <= bounds.start_offset:
-            return True
-    return False
+#: What :func:`plan_segments` says of a segment: skipped by its name, the
+#: bytes of a local file to read, or to be sought by the caller (remote, Aiven).
+SKIPPED, BYTES, ELSEWHERE = 0, 1, 2
+
+
+def plan_segments(
+    group: list[Segment], bounds: Bounds, keep_control: bool = False, *, open_files: bool = True
+) -> list[tuple[int, int, int]]:
+    """The core's plan of each segment of one partition (in offset order) for
+    ``bounds``: ``(how, start, end)``, ``how`` one of :data:`SKIPPED` (its
+    name shows it holds no offset in the bounds: the overlap rule's offsets),
+    :data:`BYTES` (local files: sought with their ``.index``, narrowed by one
+    header walk under time bounds; ``start == end``: nothing to read) or
+    :data:`ELSEWHERE` (for the caller to seek, e.g. with :func:`seek_position`;
+    every segment its name leaves without ``open_files``). Indexes that can't
+    be trusted warn here."""
+    plans, warned = _native_plan_partition(
+        [(s.path, s.base_offset, s.size, s.layout, s.floor_offset, s.stop_offset) for s in group],
+        start_offset=bounds.start_offset,
+        end_offset=bounds.end_offset,
+        start_ts_us=bounds.start_ts,
+        end_ts_us=bounds.end_ts,
+        keep_control=keep_control,
+        open=open_files,
+    )
+    for text in warned:
+        warnings.warn(text, IndexFileWarning, stacklevel=3)
+    return plans
 
 
 def scan_log(
@@ -451,23 +464,31 @@ def scan_log(
             transactions = None
             if options.get("isolation") == "read_committed" and "aborted_transactions" not in options:
                 transactions = partition_transactions(group, seek_position, skip=skip)
-            for i, seg in enumerate(group):
+            keep_control = transactions is None and options.get("isolation") == "read_committed"
+            plans = plan_segments(group, bounds, keep_control)
+            for i, (seg, (how, a, b)) in enumerate(zip(group, plans)):
+                if how == SKIPPED:  # its name shows it holds no offset in the bounds
+                    if on_segment is not None:
+                        on_segment(SegmentResult(seg))
+                    continue
                 result = SegmentResult(seg)
-                seg_bounds = segment_bounds(seg, bounds)
-                if not segment_skippable(group, i, bounds) and not seg_bounds.empty():
+                if how == BYTES and a >= b:  # its headers rule out every batch: left unread
+                    result.start = result.end = result.position = a
+                else:
                     yield from read_with_twins(
                         seg,
                         next_start(group, i),
-                        seg_bounds,
+                        segment_bounds(seg, bounds),
                         chunk,
                         transactions,
                         max_records_per_batch,
                         result,
                         value_specs,
                         options,
-                        keep_control=transactions is None and options.get("isolation") == "read_committed",
+                        keep_control=keep_control,
                         on_segment=on_segment,
                         warned=warned,
+                        seek=(a, b) if how == BYTES else None,
                     )
                 if on_segment is not None:
                     on_segment(result)
@@ -496,8 +517,10 @@ def read_segment_range(
     options: Mapping[str, Any],
     keep_control: bool = False,
     warned: Warned | None = None,
+    seek: tuple[int, int | None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Open one segment, seek to ``bounds`` and decode it window by window
+    """Open one segment, seek to ``bounds`` (or to the byte range ``seek`` planned
+    already) and decode it window by window
     (``keep_control``: keep transaction markers that a header walk could prune,
     when no pre-pass collected the partition's transactions).
 
@@ -508,7 +531,9 @@ def read_segment_range(
     source = open_segment(seg, options.get("max_decompressed_size"))
     remember_path(source, seg.path)
     try:
-        seek_start, seek_end = seek_position(seg, bounds, source, keep_control=keep_control)
+        seek_start, seek_end = (
+            seek if seek is not None else seek_position(seg, bounds, source, keep_control=keep_control)
+        )
         yield from decode_around_bad_chunks(
             source,
             seg,
@@ -603,8 +628,9 @@ def read_with_twins(
     keep_control: bool = False,
     on_segment: Callable[[SegmentResult], None] | None = None,
     warned: Warned | None = None,
+    seek: tuple[int, int | None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """:func:`read_segment_range`, and when ``seg`` turns out damaged (a
+    """:func:`read_segment_range` (from the byte range ``seek`` when planned already), and when ``seg`` turns out damaged (a
     :class:`TieredStorageError`) and another copy of its offsets exists
     (``seg.twins``: another upload, a broker folder), the offsets it did not
     return are read from that copy instead, up to ``following`` (where the
@@ -614,8 +640,9 @@ def read_with_twins(
     says."""
     try:
         yield from read_segment_range(
-            seg, bounds, chunk, transactions, max_records_per_batch, result, value_specs, options, keep_control, warned
-        )
+            seg, bounds, chunk, transactions, max_records_per_batch, result, value_specs, options, keep_control, warned,
+            seek,
+        )  # fmt: skip
         return
     except TieredStorageError as error:
         if not seg.twins:

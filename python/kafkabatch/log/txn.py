@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch._kafkabatch import TieredStorageError
+from kafkabatch._kafkabatch import partition_transactions as _native_partition_transactions
 from kafkabatch._kafkabatch import transaction_pass as _transaction_pass
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.listing import Segment, open_segment, segment_bounds
@@ -168,12 +170,19 @@ def partition_transactions(
     *,
     skip: bool = False,
 ) -> list[Transaction]:
-    """The pre-pass over one partition's segments, each walked only over the
-    offsets the overlap rule leaves to it (see :func:`kafkabatch.log.listing.segment_bounds`);
+    """The pre-pass over one partition's segments (local ones in the core),
+    each walked only over the offsets the overlap rule leaves to it (see :func:`kafkabatch.log.listing.segment_bounds`);
     ``seek`` (:func:`kafkabatch.log.scan.seek_position`) skips to them.
     ``skip`` (``on_error="skip"``): a remote segment that can't be opened is
     left out here, and a chunk that can't be undone walked around (the read
     that follows counts both)."""
+    if all(not s.twins and s.layout != "aiven" and not fs.is_remote(s.path) for s in group):
+        # Local files: one header walk each, in the core (None: one it can't open, said below).
+        found = _native_partition_transactions(
+            [(s.path, s.base_offset, s.size, s.layout, s.floor_offset, s.stop_offset) for s in group]
+        )
+        if found is not None:
+            return [Transaction(pid, first, last) for pid, first, last in found]
     open_txns: dict[int, int] = {}
     done: list[Transaction] = []
     for seg in group:

@@ -23,7 +23,7 @@ from kafkabatch.log.index import IndexFileWarning, offset_index_entries
 from kafkabatch.log.listing import Segment, open_segment, segment_bounds, sort_key
 from kafkabatch.log.naming import basename
 from kafkabatch.log.roots import list_roots
-from kafkabatch.log.scan import next_start, seek_position, segment_skippable
+from kafkabatch.log.scan import BYTES, SKIPPED, next_start, plan_segments, seek_position
 from kafkabatch.log.txn import Transaction
 from kafkabatch.log.windows import batch_length, batch_ranges
 from kafkabatch.spark.options import Options
@@ -201,10 +201,13 @@ def plan_partition(
     shared by the batch reader and the stream reader's micro-batches (whose
     ``seek`` knows batch positions from its own walk of the headers)."""
     splits: list[LogSplit] = []
-    for i, seg in enumerate(group):
-        seg_bounds = segment_bounds(seg, bounds)
-        if seg.size == 0 or segment_skippable(group, i, bounds) or seg_bounds.empty():
+    # The core's plan: segments skipped by their names; with the default seek, local
+    # files sought and narrowed there too (a segment whose headers rule out every batch is left out).
+    planned = plan_segments(group, bounds, open_files=seek is seek_position)
+    for i, (seg, (how, a, b)) in enumerate(zip(group, planned)):
+        if seg.size == 0 or how == SKIPPED or (how == BYTES and a >= b):
             continue
+        seg_bounds = segment_bounds(seg, bounds)
         txns = None if transactions is None else transactions_for(transactions, group, i)
         twin_stop = next_start(group, i)
         if seg.twins:
@@ -221,7 +224,7 @@ def plan_partition(
             splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, twin_stop=twin_stop))
             continue
         try:
-            start, end = seek(seg, seg_bounds, source)
+            start, end = (a, b) if how == BYTES else seek(seg, seg_bounds, source)
             # Remote objects: a read per split would cost a request each; count wire bytes.
             local = not fs.is_remote(seg.path) and seg.layout != "aiven"
             for a, b, from_index in split_segment(seg, start, opts.max_bytes_per_partition):
