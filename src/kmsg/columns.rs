@@ -775,9 +775,32 @@ pub struct Zeros {
 }
 
 pub fn zeros_for(n: usize) -> Zeros {
-    let buf = Buffer::from_vec(vec![0u128; n + 1]);
+    let buf = shared_zeros(n + 1);
     let nulls = arrow_buffer::NullBuffer::new(arrow_buffer::BooleanBuffer::new(buf.clone(), 0, n));
     Zeros { buf, nulls }
+}
+
+/// A zeroed buffer of at least `n` UUIDs' bytes: the last one made, while
+/// large enough (the same rows decode after rows), else a new one, kept for
+/// next time when at most `KEPT_ZEROS` bytes. Never written, so
+/// sharing it between tables is sharing zeros.
+fn shared_zeros(n: usize) -> Buffer {
+    const KEPT_ZEROS: usize = 64 << 20;
+    static LAST: std::sync::Mutex<Option<Buffer>> = std::sync::Mutex::new(None);
+    let bytes = n.saturating_mul(16);
+    let mut last = LAST.lock().ok();
+    if let Some(b) = last.as_deref().and_then(Option::as_ref) {
+        if b.len() >= bytes {
+            return b.clone();
+        }
+    }
+    let buf = Buffer::from_vec(vec![0u128; n]);
+    if bytes <= KEPT_ZEROS {
+        if let Some(last) = last.as_deref_mut() {
+            *last = Some(buf.clone());
+        }
+    }
+    buf
 }
 
 /// An all-null array of `dt` with `n` rows whose buffers are all slices of

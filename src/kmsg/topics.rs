@@ -423,7 +423,7 @@ impl<'d> TableDecoder<'d> {
                 _ => None,
             };
             let flat = prefixes.and_then(|(kt, vt)| self.flat_for(i16::from_be_bytes(*kt), i16::from_be_bytes(*vt)));
-            let (Some(flat), Some((kt, vt))) = (flat, prefixes.map(|(k, v)| (&k[..], &v[..]))) else {
+            let (Some(flat), Some((&kt, &vt))) = (flat, prefixes) else {
                 self.push(key, value, ctl);
                 i += 1;
                 continue;
@@ -433,7 +433,7 @@ impl<'d> TableDecoder<'d> {
             let mut j = i;
             while j < n && ks.len() < BLOCK && !is_control(j) {
                 match (keys.row(j), values.row(j)) {
-                    (Some(k), Some(v)) if k.get(..2) == Some(kt) && v.get(..2) == Some(vt) => {
+                    (Some(k), Some(v)) if k.first_chunk() == Some(&kt) && v.first_chunk() == Some(&vt) => {
                         ks.push(&k[2..]);
                         vs.push(&v[2..]);
                     }
