@@ -386,6 +386,10 @@ pub(crate) fn read_flat_row(col: &mut StructCol, p: usize, bytes: &[u8]) -> bool
     read_planned(p, &mut Cur::new(bytes), col).is_ok()
 }
 
+/// The most bytes a variable-length column reserves ahead, from its first
+/// block (see `flat_column`); past that it grows as it fills.
+const LEARNT_MOST: usize = 64 << 20;
+
 /// One field of a flat struct (see `Plan`) read for a block of rows, row
 /// `i` from `rows[i]` at `pos[i]` (moved past the value): one loop per
 /// field, with the column's type settled once for the block. `None` when a
@@ -423,8 +427,10 @@ fn flat_column(step: Step, flex: bool, rows: &[&[u8]], room: usize, pos: &mut [u
             if first && room > n && !$c.data.is_empty() {
                 // Room for the rows to come, learnt from this block, in
                 // pooled memory: the bytes neither grow copy by copy into
-                // fresh memory nor fault it in.
-                let want = memory::learnt_room(memory::per_row($c.data.len(), n), room - n, 64, usize::MAX);
+                // fresh memory nor fault it in. At most `LEARNT_MOST`: a
+                // block of long values before many short ones must not
+                // reserve what the input could never fill.
+                let want = memory::learnt_room(memory::per_row($c.data.len(), n), room - n, 64, LEARNT_MOST);
                 let mut bigger = memory::take_vec($c.data.len() + want);
                 bigger.extend_from_slice(&$c.data);
                 $c.data = bigger;
