@@ -12,6 +12,7 @@ use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, NullBufferBuilder, 
 use arrow_schema::{DataType, Field, FieldRef, Fields};
 
 use super::model::{FieldType, Prim, Registry};
+use crate::memory;
 
 /// The name of the list of unknown tagged fields on each flexible struct.
 pub const UNKNOWN_TAGS: &str = "_unknown_tagged_fields";
@@ -200,6 +201,49 @@ impl BinCol {
         self.nulls.append_non_null();
         Ok(())
     }
+    /// `push` of `rest[..n]` (the value, then the bytes it was read from):
+    /// a short value is moved as one or two fixed-size blocks of `rest`
+    /// rather than by a call to `memcpy`. `Err` when `n > rest.len()` or
+    /// the column would pass 2 GiB.
+    #[inline(always)]
+    pub fn push_prefix(&mut self, rest: &[u8], n: usize) -> Result<(), String> {
+        if n > rest.len() {
+            return Err(too_big("a value runs past its bytes"));
+        }
+        let start = self.data.len();
+        let src = rest.as_ptr();
+        // Moves of `w` bytes from `src + from` to the value's place + `to`.
+        macro_rules! moves {
+            ($w:literal, $($from:expr => $to:expr),+) => {{
+                self.data.reserve(32);
+                // SAFETY: `reserve(32)` left room for 32 bytes past `start`
+                // and every move ends within `start + 32`; every read ends
+                // within `rest` (the guards below); the bytes kept by
+                // `set_len`, `start..start + n`, were all written with
+                // `rest[..n]` (the moves cover `0..n`).
+                unsafe {
+                    let dst = self.data.as_mut_ptr().add(start);
+                    $(std::ptr::copy_nonoverlapping(src.add($from), dst.add($to), $w);)+
+                    self.data.set_len(start + n);
+                }
+            }};
+        }
+        match (n, rest.len()) {
+            (0, _) => {}
+            (..=16, 16..) => moves!(16, 0 => 0),
+            (..=32, 32..) => moves!(32, 0 => 0),
+            (17..=32, _) => moves!(16, 0 => 0, n - 16 => n - 16),
+            (8..=15, _) => moves!(8, 0 => 0, n - 8 => n - 8),
+            _ => self.data.extend_from_slice(&rest[..n]),
+        }
+        let Ok(end) = i32::try_from(self.data.len()) else {
+            self.data.truncate(start);
+            return Err(too_big("a column passed 2 GiB"));
+        };
+        self.offsets.push(end);
+        self.nulls.append_non_null();
+        Ok(())
+    }
     fn end(&self) -> i32 {
         self.offsets.last().copied().unwrap_or(0)
     }
@@ -310,6 +354,16 @@ impl ListCol {
         self.nulls.append_non_null();
         Ok(())
     }
+
+    /// Close `n` empty lists (no items pushed since the last close).
+    pub fn close_n_empty(&mut self, n: usize) -> Result<(), String> {
+        let Ok(end) = i32::try_from(self.child.len()) else {
+            return Err(too_big("a list column passed 2^31 items"));
+        };
+        self.offsets.resize(self.offsets.len() + n, end);
+        self.nulls.append_n_non_nulls(n);
+        Ok(())
+    }
 }
 
 pub struct StructCol {
@@ -334,13 +388,13 @@ impl Col {
             Col::I8(c) => c.vals.reserve(n),
             Col::I16(c) => c.vals.reserve(n),
             Col::U16(c) => c.vals.reserve(n),
-            Col::I32(c) => c.vals.reserve(n),
+            Col::I32(c) => memory::reserve(&mut c.vals, n),
             Col::U32(c) => c.vals.reserve(n),
-            Col::I64(c) => c.vals.reserve(n),
-            Col::F64(c) => c.vals.reserve(n),
+            Col::I64(c) => memory::reserve(&mut c.vals, n),
+            Col::F64(c) => memory::reserve(&mut c.vals, n),
             Col::Uuid(c) => c.vals.reserve(n),
-            Col::Str(c) | Col::Bin(c) => c.offsets.reserve(n),
-            Col::List(c) => c.offsets.reserve(n),
+            Col::Str(c) | Col::Bin(c) => memory::reserve(&mut c.offsets, n),
+            Col::List(c) => memory::reserve(&mut c.offsets, n),
             Col::Struct(c) => c.reserve(n),
         }
     }
@@ -412,6 +466,13 @@ impl StructCol {
         self.len += 1;
     }
 
+    /// Mark `n` more rows as present (their children were pushed).
+    #[inline]
+    pub fn close_n(&mut self, n: usize) {
+        self.nulls.append_n_non_nulls(n);
+        self.len += n;
+    }
+
     pub fn append_nulls(&mut self, n: usize) {
         if n == 0 {
             return;
@@ -438,10 +499,29 @@ impl StructCol {
     }
 
     pub fn finish(&mut self) -> StructArray {
-        self.sync();
-        let arrays: Vec<ArrayRef> = self.children.iter_mut().map(Col::finish).collect();
-        let nulls = self.nulls.finish();
+        // The children a plan left behind are padded here (see `sync`); one
+        // that holds no value at all (a field none of the rows' versions
+        // has) is all nulls, over a shared zeroed buffer.
+        self.lazy = None;
         let len = self.len;
+        let mut zeros = None;
+        let arrays: Vec<ArrayRef> = self
+            .children
+            .iter_mut()
+            .zip(self.fields.iter())
+            .map(|(c, f)| {
+                let have = c.len();
+                if have == 0 && len > 0 {
+                    null_array(f.data_type(), len, zeros.get_or_insert_with(|| zeros_for(len)))
+                } else {
+                    if have < len {
+                        c.append_nulls(len - have);
+                    }
+                    c.finish()
+                }
+            })
+            .collect();
+        let nulls = self.nulls.finish();
         self.len = 0;
         if arrays.is_empty() {
             StructArray::new_empty_fields(len, nulls)
@@ -641,15 +721,23 @@ impl Col {
                 Arc::new(<$arr>::new(ScalarBuffer::from(vals), $c.nulls.finish())) as ArrayRef
             }};
         }
+        // Large buffers go back to the pool when Arrow frees them (see `memory`).
+        macro_rules! pooled {
+            ($arr:ty, $c:expr) => {{
+                let vals = std::mem::take(&mut $c.vals);
+                Arc::new(<$arr>::new(memory::into_scalars(vals), $c.nulls.finish())) as ArrayRef
+            }};
+        }
+        let offsets = |o: &mut Vec<i32>| OffsetBuffer::new(memory::into_scalars(std::mem::replace(o, vec![0])));
         match self {
             Col::Bool(v, nulls) => Arc::new(BooleanArray::new(v.finish(), nulls.finish())),
             Col::I8(c) => prim!(Int8Array, c),
             Col::I16(c) => prim!(Int16Array, c),
             Col::U16(c) => prim!(UInt16Array, c),
-            Col::I32(c) => prim!(Int32Array, c),
+            Col::I32(c) => pooled!(Int32Array, c),
             Col::U32(c) => prim!(UInt32Array, c),
-            Col::I64(c) => prim!(Int64Array, c),
-            Col::F64(c) => prim!(Float64Array, c),
+            Col::I64(c) => pooled!(Int64Array, c),
+            Col::F64(c) => pooled!(Float64Array, c),
             Col::Uuid(c) => {
                 let vals = std::mem::take(&mut c.vals);
                 let bytes = Buffer::from_vec(vals.as_flattened().to_vec());
@@ -657,19 +745,19 @@ impl Col {
             }
             Col::Str(c) => {
                 c.make_text();
-                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
-                let data = Buffer::from_vec(std::mem::take(&mut c.data));
+                let offsets = offsets(&mut c.offsets);
+                let data = memory::into_buffer(std::mem::take(&mut c.data));
                 // SAFETY: `make_text` just made every value UTF-8 (or null,
                 // an empty value).
                 Arc::new(unsafe { StringArray::new_unchecked(offsets, data, c.nulls.finish()) })
             }
             Col::Bin(c) => {
-                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
-                let data = Buffer::from_vec(std::mem::take(&mut c.data));
+                let offsets = offsets(&mut c.offsets);
+                let data = memory::into_buffer(std::mem::take(&mut c.data));
                 Arc::new(BinaryArray::new(offsets, data, c.nulls.finish()))
             }
             Col::List(c) => {
-                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut c.offsets, vec![0])));
+                let offsets = offsets(&mut c.offsets);
                 let child = c.child.finish();
                 Arc::new(ListArray::new(c.item.clone(), offsets, child, c.nulls.finish()))
             }
@@ -687,9 +775,32 @@ pub struct Zeros {
 }
 
 pub fn zeros_for(n: usize) -> Zeros {
-    let buf = Buffer::from_vec(vec![0u128; n + 1]);
+    let buf = shared_zeros(n + 1);
     let nulls = arrow_buffer::NullBuffer::new(arrow_buffer::BooleanBuffer::new(buf.clone(), 0, n));
     Zeros { buf, nulls }
+}
+
+/// A zeroed buffer of at least `n` UUIDs' bytes: the last one made, while
+/// large enough (the same rows decode after rows), else a new one, kept for
+/// next time when at most `KEPT_ZEROS` bytes. Never written, so
+/// sharing it between tables is sharing zeros.
+fn shared_zeros(n: usize) -> Buffer {
+    const KEPT_ZEROS: usize = 64 << 20;
+    static LAST: std::sync::Mutex<Option<Buffer>> = std::sync::Mutex::new(None);
+    let bytes = n.saturating_mul(16);
+    let mut last = LAST.lock().ok();
+    if let Some(b) = last.as_deref().and_then(Option::as_ref) {
+        if b.len() >= bytes {
+            return b.clone();
+        }
+    }
+    let buf = Buffer::from_vec(vec![0u128; n]);
+    if bytes <= KEPT_ZEROS {
+        if let Some(last) = last.as_deref_mut() {
+            *last = Some(buf.clone());
+        }
+    }
+    buf
 }
 
 /// An all-null array of `dt` with `n` rows whose buffers are all slices of

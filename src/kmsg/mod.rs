@@ -32,24 +32,83 @@ pub use defs::{Definitions, Kind};
 pub use read::ReadError;
 pub use topics::TableDecoder;
 
-use arrow_array::RecordBatch;
+use arrow_array::{Array, BinaryViewArray, GenericBinaryArray, OffsetSizeTrait, RecordBatch};
+
+/// The keys or the values of a table's rows, row by row (`None`: null).
+pub trait Payloads {
+    /// The number of rows.
+    fn rows(&self) -> usize;
+    /// Row `i` (`i < rows()`).
+    fn row(&self, i: usize) -> Option<&[u8]>;
+}
+
+impl Payloads for [Option<&[u8]>] {
+    fn rows(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn row(&self, i: usize) -> Option<&[u8]> {
+        self[i]
+    }
+}
+
+impl Payloads for Vec<Option<&[u8]>> {
+    fn rows(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn row(&self, i: usize) -> Option<&[u8]> {
+        self[i]
+    }
+}
+
+/// An Arrow `binary` or `large_binary` column, read in place.
+impl<O: OffsetSizeTrait> Payloads for GenericBinaryArray<O> {
+    fn rows(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn row(&self, i: usize) -> Option<&[u8]> {
+        self.is_valid(i).then(|| self.value(i))
+    }
+}
+
+/// An Arrow `binary_view` column, read in place.
+impl Payloads for BinaryViewArray {
+    fn rows(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn row(&self, i: usize) -> Option<&[u8]> {
+        self.is_valid(i).then(|| self.value(i))
+    }
+}
+
+/// `n` null rows.
+pub struct NullRows(pub usize);
+
+impl Payloads for NullRows {
+    fn rows(&self) -> usize {
+        self.0
+    }
+    fn row(&self, _: usize) -> Option<&[u8]> {
+        None
+    }
+}
 
 /// Decode the keys and values of one internal topic into a table (see
-/// `TableDecoder` for its columns). `control[i]` says whether row `i` is a
-/// control record; a row that fails has its reason in `error`.
-pub fn decode_internal(
+/// `TableDecoder` for its columns); the rows are the first
+/// `min(keys, values)`. `control[i]` says whether row `i` is a control
+/// record; a row that fails has its reason in `error`.
+pub fn decode_internal<K: Payloads + ?Sized, V: Payloads + ?Sized>(
     defs: &Definitions,
     kind: Kind,
-    keys: &[Option<&[u8]>],
-    values: &[Option<&[u8]>],
+    keys: &K,
+    values: &V,
     control: Option<&[bool]>,
     json: bool,
 ) -> RecordBatch {
     let mut dec = TableDecoder::new(defs, kind, json);
-    dec.expect_rows(keys.len().min(values.len()));
-    for (i, (k, v)) in keys.iter().zip(values).enumerate() {
-        let is_control = control.and_then(|c| c.get(i)).copied().unwrap_or(false);
-        dec.push(*k, *v, is_control);
-    }
+    dec.push_rows(keys, values, control);
     dec.finish()
 }

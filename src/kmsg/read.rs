@@ -13,6 +13,7 @@ use base64::Engine;
 
 use super::columns::{BinCol, Col, StructCol};
 use super::model::{FieldDef, FieldType, MessageDef, Prim, Registry};
+use crate::memory;
 use crate::varint::read_zigzag;
 
 /// Why a message could not be read, and where (`at`: byte position in the
@@ -383,6 +384,145 @@ pub(crate) fn flat_plan(reg: &Registry, msg: &MessageDef, version: i16, col: &mu
 #[inline(always)]
 pub(crate) fn read_flat_row(col: &mut StructCol, p: usize, bytes: &[u8]) -> bool {
     read_planned(p, &mut Cur::new(bytes), col).is_ok()
+}
+
+/// The most bytes a variable-length column reserves ahead, from its first
+/// block (see `flat_column`); past that it grows as it fills.
+const LEARNT_MOST: usize = 64 << 20;
+
+/// One field of a flat struct (see `Plan`) read for a block of rows, row
+/// `i` from `rows[i]` at `pos[i]` (moved past the value): one loop per
+/// field, with the column's type settled once for the block. `None` when a
+/// row's bytes are not accepted (values of the rows before it may be left
+/// in `col`).
+#[inline(never)]
+fn flat_column(step: Step, flex: bool, rows: &[&[u8]], room: usize, pos: &mut [usize], col: &mut Col) -> Option<()> {
+    let Step::Value { null_ok } = step else {
+        return Some(());
+    };
+    let n = rows.len();
+    macro_rules! fixed {
+        ($c:expr, $t:ty) => {{
+            $c.vals.reserve(n);
+            for (b, p) in rows.iter().zip(pos.iter_mut()) {
+                $c.vals.push(<$t>::from_be_bytes(flat_fixed(b, p)?));
+            }
+            $c.nulls.append_n_non_nulls(n);
+        }};
+    }
+    macro_rules! var {
+        ($c:expr, $wide:expr) => {{
+            $c.offsets.reserve(n);
+            let first = $c.data.is_empty();
+            for (b, p) in rows.iter().zip(pos.iter_mut()) {
+                match flat_length(b, p, flex, $wide)? {
+                    Some(len) => {
+                        $c.push_prefix(b.get(*p..)?, len).ok()?;
+                        *p += len;
+                    }
+                    None if null_ok => $c.nulls_push(),
+                    None => return None,
+                }
+            }
+            if first && room > n && !$c.data.is_empty() {
+                // Room for the rows to come, learnt from this block, in
+                // pooled memory: the bytes neither grow copy by copy into
+                // fresh memory nor fault it in. At most `LEARNT_MOST`: a
+                // block of long values before many short ones must not
+                // reserve what the input could never fill.
+                let want = memory::learnt_room(memory::per_row($c.data.len(), n), room - n, 64, LEARNT_MOST);
+                let mut bigger = memory::take_vec($c.data.len() + want);
+                bigger.extend_from_slice(&$c.data);
+                $c.data = bigger;
+            }
+        }};
+    }
+    match col {
+        Col::Bool(v, nulls) => {
+            for (b, p) in rows.iter().zip(pos.iter_mut()) {
+                let [x] = flat_fixed::<1>(b, p)?;
+                v.append(x != 0);
+            }
+            nulls.append_n_non_nulls(n);
+        }
+        Col::I8(c) => fixed!(c, i8),
+        Col::I16(c) => fixed!(c, i16),
+        Col::U16(c) => fixed!(c, u16),
+        Col::I32(c) => fixed!(c, i32),
+        Col::U32(c) => fixed!(c, u32),
+        Col::I64(c) => fixed!(c, i64),
+        Col::F64(c) => fixed!(c, f64),
+        Col::Uuid(c) => {
+            c.vals.reserve(n);
+            for (b, p) in rows.iter().zip(pos.iter_mut()) {
+                c.vals.push(flat_fixed(b, p)?);
+            }
+            c.nulls.append_n_non_nulls(n);
+        }
+        Col::Str(c) => var!(c, false),
+        Col::Bin(c) => var!(c, true),
+        Col::List(_) | Col::Struct(_) => return None,
+    }
+    Some(())
+}
+
+/// Read a block of rows of `col` (a message's root struct), row `i` from
+/// `rows[i]`, with the flat plan `p` from `flat_plan`: field by field over
+/// the block (`pos` is scratch room for the rows' positions; `room`: the
+/// rows this block starts, a variable-length column's bytes are sized for
+/// on its first block). `false`,
+/// with nothing of the block left behind, when a row's bytes are not
+/// accepted (the caller reads the rows one by one to say which and why).
+pub(crate) fn read_flat_block(
+    col: &mut StructCol,
+    p: usize,
+    rows: &[&[u8]],
+    room: usize,
+    pos: &mut Vec<usize>,
+) -> bool {
+    if col.lazy.is_some_and(|l| l != p) {
+        col.sync();
+    }
+    let StructCol {
+        plans, children, len, ..
+    } = col;
+    let plan = &plans[p];
+    let Some(steps) = &plan.steps else {
+        return false;
+    };
+    let start = *len;
+    let n = rows.len();
+    pos.clear();
+    pos.resize(n, 0);
+    let read = (|| {
+        for (step, child) in steps.iter().zip(children.iter_mut()) {
+            flat_column(*step, plan.flex, rows, room, pos, child)?;
+        }
+        if plan.flex {
+            // No tagged fields (with them, the general reader).
+            for (b, p) in rows.iter().zip(pos.iter_mut()) {
+                if read_zigzag(b, p) != Some(0) {
+                    return None;
+                }
+            }
+            if let Some(Col::List(list)) = children.get_mut(steps.len()) {
+                list.close_n_empty(n).ok()?;
+            }
+        }
+        Some(())
+    })();
+    if read.is_none() {
+        for c in children.iter_mut() {
+            c.truncate(start);
+        }
+        return false;
+    }
+    let lazy = !plan.lagging.is_empty();
+    col.close_n(n);
+    if lazy {
+        col.lazy = Some(p);
+    }
+    true
 }
 
 fn read_struct(reg: &Registry, id: usize, v: i16, flex: bool, cur: &mut Cur<'_>, col: &mut StructCol) -> Result<()> {

@@ -1002,11 +1002,27 @@ fn mixed_rows_decode_as_each_row_alone() {
         let mut order: Vec<usize> = (0..n).collect();
         order.extend((0..n).flat_map(|i| [i, i, i]));
         order.extend((0..n).step_by(2).chain((1..n).step_by(2)));
-        for with_json in [false, true] {
+        // A row that is not accepted among rows of its type and versions
+        // (a coordinator record's cut value between whole ones).
+        order.extend(
+            (0..n.saturating_sub(2))
+                .step_by(3)
+                .flat_map(|i| [i + 2, i + 2, i, i + 2]),
+        );
+        // Row by row, with JSON, and all rows at once (`push_rows`: runs
+        // read in blocks, field by field).
+        for (with_json, at_once) in [(false, false), (true, false), (false, true)] {
             let mut dec = TableDecoder::new(&defs, kind, with_json);
-            for &i in &order {
-                let (k, v, c) = &rows[i];
-                dec.push(k.as_deref(), v.as_deref(), *c);
+            if at_once {
+                let keys: Vec<Option<&[u8]>> = order.iter().map(|&i| rows[i].0.as_deref()).collect();
+                let values: Vec<Option<&[u8]>> = order.iter().map(|&i| rows[i].1.as_deref()).collect();
+                let control: Vec<bool> = order.iter().map(|&i| rows[i].2).collect();
+                dec.push_rows(&keys, &values, Some(&control));
+            } else {
+                for &i in &order {
+                    let (k, v, c) = &rows[i];
+                    dec.push(k.as_deref(), v.as_deref(), *c);
+                }
             }
             let batch = dec.finish();
             assert_eq!(batch.num_rows(), order.len());
@@ -1065,5 +1081,68 @@ fn invalid_utf8_strings_become_replacement_characters() {
         let text = row_json(column(&batch, "json"), row);
         let parsed: Value = serde_json::from_str(text.as_str().unwrap()).unwrap();
         assert_eq!(&parsed["key"]["data"], want, "row {row} json");
+    }
+}
+
+/// Strings of every length from 0 to 40, read in blocks (field by field,
+/// short values moved 16 bytes at a time), at the start of a row (the group,
+/// more bytes after it) and near its end (the topic, only the 4-byte
+/// partition after it) are the bytes written; a cut row among them is an
+/// error of its own and leaves the others whole.
+#[test]
+fn block_strings_of_every_length() {
+    let defs = Definitions::builtin();
+    let text = |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| b'a' + ((i * 7 + seed) % 26) as u8).collect() };
+    let mut keys = Vec::new();
+    let mut expected = Vec::new();
+    for n in 0..=40usize {
+        for m in [0, 1, 15, 16, 17, 31, 32, 33, 40] {
+            let (g, t) = (text(n, m), text(m, n));
+            // OffsetCommitKey v1: int16 type, int16-length group and topic, int32 partition.
+            let mut key = vec![0, 1];
+            for s in [&g, &t] {
+                key.extend_from_slice(&(s.len() as i16).to_be_bytes());
+                key.extend_from_slice(s);
+            }
+            key.extend_from_slice(&((n * 100 + m) as i32).to_be_bytes());
+            keys.push(key);
+            expected.push(json!({
+                "group": String::from_utf8(g).unwrap(),
+                "topic": String::from_utf8(t).unwrap(),
+                "partition": n * 100 + m,
+            }));
+        }
+    }
+    // OffsetCommitValue v1: offset, metadata, commit and expire timestamps.
+    let mut value = vec![0, 1];
+    value.extend_from_slice(&5i64.to_be_bytes());
+    value.extend_from_slice(&3i16.to_be_bytes());
+    value.extend_from_slice(b"abc");
+    value.extend_from_slice(&6i64.to_be_bytes());
+    value.extend_from_slice(&7i64.to_be_bytes());
+    let want_value = json!({"offset": 5, "metadata": "abc", "commitTimestamp": 6, "expireTimestamp": 7,
+        "leaderEpoch": null});
+    for cut in [None, Some(keys.len() / 2)] {
+        let key_rows: Vec<Option<&[u8]>> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| Some(if Some(i) == cut { &k[..k.len() - 1] } else { &k[..] }))
+            .collect();
+        let value_rows: Vec<Option<&[u8]>> = vec![Some(&value[..]); keys.len()];
+        let batch = super::decode_internal(&defs, Kind::ConsumerOffsets, &key_rows, &value_rows, None, false);
+        for (row, want) in expected.iter().enumerate() {
+            let got = row_json(column(&batch, "offset_commit"), row);
+            if Some(row) == cut {
+                assert!(
+                    column(&batch, "error").is_valid(row),
+                    "row {row}: the cut key is an error"
+                );
+                assert_eq!(got, Value::Null);
+                continue;
+            }
+            assert!(column(&batch, "error").is_null(row), "row {row}");
+            assert_eq!(&got["key"], want, "row {row}");
+            assert_subset(&want_value, &got["value"], "value");
+        }
     }
 }

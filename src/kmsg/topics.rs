@@ -14,7 +14,12 @@ use super::columns::{null_array, struct_fields, zeros_for, BinCol, Col, StructCo
 use super::defs::{control_type, Definitions, Kind};
 use super::json;
 use super::model::MessageDef;
-use super::read::{flat_plan, read_flat_row, read_message, Cur, ReadError};
+use super::read::{flat_plan, read_flat_block, read_flat_row, read_message, Cur, ReadError};
+use super::Payloads;
+
+/// The most rows read field by field at a time: their bytes stay in the
+/// cache from one field to the next.
+const BLOCK: usize = 256;
 use crate::varint::read_zigzag;
 
 /// One record type of a topic, and its column.
@@ -391,6 +396,110 @@ impl<'d> TableDecoder<'d> {
         self.rows += 1;
     }
 
+    /// Decode the first `min(keys, values)` rows (`control[i]`: whether row
+    /// `i` is a control record). Runs of coordinator records of one record
+    /// type at one key and value version, both read by flat plans (see
+    /// `read::Plan`), are read in blocks of up to `BLOCK` rows, field by
+    /// field; a block with a row that is not accepted is read row by row
+    /// instead (which says what is wrong with it).
+    pub fn push_rows<K: Payloads + ?Sized, V: Payloads + ?Sized>(
+        &mut self,
+        keys: &K,
+        values: &V,
+        control: Option<&[bool]>,
+    ) {
+        let n = keys.rows().min(values.rows());
+        self.expect_rows(self.rows + n);
+        let is_control = |i: usize| control.and_then(|c| c.get(i)).copied().unwrap_or(false);
+        let blocks = self.json.is_none() && self.kind.is_coordinator();
+        let mut ks: Vec<&[u8]> = Vec::new();
+        let mut vs: Vec<&[u8]> = Vec::new();
+        let mut pos = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let (key, value, ctl) = (keys.row(i), values.row(i), is_control(i));
+            let prefixes = match (key, value) {
+                (Some(k), Some(v)) if blocks && !ctl => k.first_chunk::<2>().zip(v.first_chunk::<2>()),
+                _ => None,
+            };
+            let flat = prefixes.and_then(|(kt, vt)| self.flat_for(i16::from_be_bytes(*kt), i16::from_be_bytes(*vt)));
+            let (Some(flat), Some((&kt, &vt))) = (flat, prefixes) else {
+                self.push(key, value, ctl);
+                i += 1;
+                continue;
+            };
+            ks.clear();
+            vs.clear();
+            let mut j = i;
+            while j < n && ks.len() < BLOCK && !is_control(j) {
+                match (keys.row(j), values.row(j)) {
+                    (Some(k), Some(v)) if k.first_chunk() == Some(&kt) && v.first_chunk() == Some(&vt) => {
+                        ks.push(&k[2..]);
+                        vs.push(&v[2..]);
+                    }
+                    _ => break,
+                }
+                j += 1;
+            }
+            if !self.push_block(flat, &ks, &vs, n - i, &mut pos) {
+                for r in i..j {
+                    self.push(keys.row(r), values.row(r), false);
+                }
+            }
+            i = j;
+        }
+    }
+
+    /// The flat plans of record type `rtype` with a value at version `vv`
+    /// (the last ones, or new ones), when there are.
+    #[inline]
+    fn flat_for(&mut self, rtype: i16, vv: i16) -> Option<FlatRow> {
+        match self.flat {
+            Some(f) if f.rtype == rtype && f.value_version == vv => Some(f),
+            _ => {
+                let f = self.flat_row(rtype, vv)?;
+                self.flat = Some(f);
+                self.flat_run = false;
+                Some(f)
+            }
+        }
+    }
+
+    /// Rows of `flat`'s record type and versions, their keys and values
+    /// after the 2-byte record type and value version, read field by field;
+    /// `false`, with nothing left behind, when a row's bytes are not
+    /// accepted. `room`: the rows still to come, this block's included.
+    fn push_block(
+        &mut self,
+        flat: FlatRow,
+        keys: &[&[u8]],
+        values: &[&[u8]],
+        room: usize,
+        pos: &mut Vec<usize>,
+    ) -> bool {
+        let rows = self.rows;
+        let n = keys.len();
+        let col = self.column(flat.t);
+        let [Col::Struct(kc), Col::Struct(vc)] = col.children.as_mut_slice() else {
+            return false;
+        };
+        if !read_flat_block(kc, flat.key_plan, keys, room, pos) {
+            return false;
+        }
+        if !read_flat_block(vc, flat.value_plan, values, room, pos) {
+            kc.truncate(rows);
+            return false;
+        }
+        col.close_n(n);
+        match self.heads.last_mut() {
+            Some((last, m)) if *last == flat.head && (*m as usize) + n <= u32::MAX as usize => *m += n as u32,
+            _ => self.heads.push((flat.head, n as u32)),
+        }
+        self.flat_run = true;
+        self.rows += n;
+        true
+    }
+
     /// A coordinator record whose key and value are read by flat plans, in
     /// one pass with nothing to build but the values; `false`, with
     /// nothing left behind, for anything else (`push` then reads it and
@@ -401,16 +510,8 @@ impl<'d> TableDecoder<'d> {
             return false;
         };
         let (rtype, vv) = (i16::from_be_bytes(*kt), i16::from_be_bytes(*vt));
-        let flat = match self.flat {
-            Some(f) if f.rtype == rtype && f.value_version == vv => f,
-            _ => match self.flat_row(rtype, vv) {
-                Some(f) => {
-                    self.flat = Some(f);
-                    self.flat_run = false;
-                    f
-                }
-                None => return false,
-            },
+        let Some(flat) = self.flat_for(rtype, vv) else {
+            return false;
         };
         let rows = self.rows;
         let col = self.column(flat.t);
@@ -666,9 +767,14 @@ impl<'d> TableDecoder<'d> {
             }
             arrays.push(Arc::new(col.finish()));
         }
-        let missing = rows - self.error.len();
-        self.error.append_nulls(missing);
-        arrays.push(self.error.finish());
+        if self.error.is_empty() {
+            // No row failed (the usual case): all nulls, over the zeroed buffer.
+            arrays.push(null_array(&DataType::Utf8, rows, &zeros));
+        } else {
+            let missing = rows - self.error.len();
+            self.error.append_nulls(missing);
+            arrays.push(self.error.finish());
+        }
         if let Some(j) = &mut self.json {
             arrays.push(j.finish());
         }

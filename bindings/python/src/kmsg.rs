@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
 use super::arrow::{stream_capsule, take_once};
-use kafkabatch::kmsg::{decode_internal as decode_rows, Definitions, Kind};
+use kafkabatch::kmsg::{decode_internal as decode_rows, Definitions, Kind, NullRows, Payloads};
 
 /// A decoded table, handed to Arrow consumers once through `__arrow_c_stream__`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
@@ -83,22 +83,61 @@ fn import_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<ArrayRef> {
     Ok(make_array(data))
 }
 
-/// The rows of a binary column as optional byte slices.
-fn binary_rows<'a>(array: &'a ArrayRef, what: &str) -> PyResult<Vec<Option<&'a [u8]>>> {
+/// Which binary type a keys or values column is (read in place).
+enum Binary<'a> {
+    Small(&'a BinaryArray),
+    Large(&'a LargeBinaryArray),
+    View(&'a BinaryViewArray),
+    Null(usize),
+}
+
+fn binary<'a>(array: &'a ArrayRef, what: &str) -> PyResult<Binary<'a>> {
     let any = array.as_any();
     if let Some(a) = any.downcast_ref::<BinaryArray>() {
-        Ok(a.iter().collect())
+        Ok(Binary::Small(a))
     } else if let Some(a) = any.downcast_ref::<LargeBinaryArray>() {
-        Ok(a.iter().collect())
+        Ok(Binary::Large(a))
     } else if let Some(a) = any.downcast_ref::<BinaryViewArray>() {
-        Ok(a.iter().collect())
+        Ok(Binary::View(a))
     } else if array.null_count() == array.len() {
-        Ok(vec![None; array.len()])
+        Ok(Binary::Null(array.len()))
     } else {
         Err(PyTypeError::new_err(format!(
             "{what} must be a binary, large_binary or binary_view array, not {}",
             array.data_type()
         )))
+    }
+}
+
+/// `decode_rows` with the keys and values read in place, whatever their binary types.
+fn decode_binary(
+    defs: &Definitions,
+    kind: Kind,
+    keys: &Binary<'_>,
+    values: &Binary<'_>,
+    control: Option<&[bool]>,
+    json: bool,
+) -> RecordBatch {
+    fn with_values<K: Payloads + ?Sized>(
+        defs: &Definitions,
+        kind: Kind,
+        keys: &K,
+        values: &Binary<'_>,
+        control: Option<&[bool]>,
+        json: bool,
+    ) -> RecordBatch {
+        match values {
+            Binary::Small(v) => decode_rows(defs, kind, keys, *v, control, json),
+            Binary::Large(v) => decode_rows(defs, kind, keys, *v, control, json),
+            Binary::View(v) => decode_rows(defs, kind, keys, *v, control, json),
+            Binary::Null(n) => decode_rows(defs, kind, keys, &NullRows(*n), control, json),
+        }
+    }
+    match keys {
+        Binary::Small(k) => with_values(defs, kind, *k, values, control, json),
+        Binary::Large(k) => with_values(defs, kind, *k, values, control, json),
+        Binary::View(k) => with_values(defs, kind, *k, values, control, json),
+        Binary::Null(n) => with_values(defs, kind, &NullRows(*n), values, control, json),
     }
 }
 
@@ -195,8 +234,8 @@ fn decode_internal(
             Some(flags.iter().map(|f| f.unwrap_or(false)).collect::<Vec<bool>>())
         }
     };
-    let key_rows = binary_rows(&keys, "keys")?;
-    let value_rows = binary_rows(&values, "values")?;
+    let key_rows = binary(&keys, "keys")?;
+    let value_rows = binary(&values, "values")?;
     let batch = py
         .detach(|| -> Result<RecordBatch, String> {
             let owned;
@@ -207,7 +246,7 @@ fn decode_internal(
                     &*owned
                 }
             };
-            Ok(decode_rows(
+            Ok(decode_binary(
                 defs,
                 parsed,
                 &key_rows,
