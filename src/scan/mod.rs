@@ -12,6 +12,7 @@
 //! [`ScanReader`], Arrow record batches of [`crate::arrow_out::schema`] in
 //! topic, partition, offset order.
 
+pub mod aggregate;
 pub mod index;
 pub mod layouts;
 pub mod listing;
@@ -23,6 +24,7 @@ pub mod read;
 pub mod seek;
 pub mod walk;
 
+pub use aggregate::{Aggregate, AggregateRow, GroupBy, Unanswerable};
 pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
 pub use read::{ReadContext, ReadStats, ScanReader};

@@ -30,6 +30,7 @@ use super::listing::{
 };
 use super::naming::uri_scheme;
 use super::read::{self, ReadContext, ScanReader};
+use crate::arrow_out::Columns;
 use crate::decode::{DecodeOptions, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
 use crate::error::DecodeError;
 use crate::prune::HeaderBounds;
@@ -263,6 +264,7 @@ pub struct Scan {
     max_decompressed_size: usize,
     max_chunk_bytes: usize,
     resolver: Option<Resolver>,
+    columns: Columns,
 }
 
 impl fmt::Debug for Scan {
@@ -307,6 +309,7 @@ impl Scan {
             max_decompressed_size: DEFAULT_MAX_DECOMPRESSED_SIZE,
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
             resolver: None,
+            columns: Columns::ALL,
         }
     }
 
@@ -424,6 +427,13 @@ impl Scan {
         self
     }
 
+    /// Only these columns of [`crate::arrow_out::schema`] (all by default;
+    /// [`Columns::named`] takes names): the others are never built.
+    pub fn columns(mut self, columns: Columns) -> Self {
+        self.columns = columns;
+        self
+    }
+
     /// The storage of remote roots and files; without it, a remote root is an error.
     pub fn resolver(mut self, resolver: Resolver) -> Self {
         self.resolver = Some(resolver);
@@ -468,6 +478,7 @@ impl Scan {
                 ..DecodeOptions::default()
             },
             max_chunk_bytes: self.max_chunk_bytes,
+            columns: self.columns,
         })
     }
 
