@@ -29,6 +29,7 @@ use super::listing::{
     by_partition, list_segments, segment_bounds, sort_key, ListError, ListOptions, ListWarning, Segment,
 };
 use super::naming::uri_scheme;
+use super::pushdown::RecordFilter;
 use super::read::{self, ReadContext, ScanReader};
 use crate::arrow_out::Columns;
 use crate::decode::{DecodeOptions, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
@@ -265,6 +266,7 @@ pub struct Scan {
     max_chunk_bytes: usize,
     resolver: Option<Resolver>,
     columns: Columns,
+    filter: Option<RecordFilter>,
 }
 
 impl fmt::Debug for Scan {
@@ -310,6 +312,7 @@ impl Scan {
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
             resolver: None,
             columns: Columns::ALL,
+            filter: None,
         }
     }
 
@@ -434,6 +437,13 @@ impl Scan {
         self
     }
 
+    /// Only the records an engine's pushed predicates can match
+    /// ([`super::pushdown::translate`]): folders kept by name, bounds intersected.
+    pub fn record_filter(mut self, filter: RecordFilter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
     /// The storage of remote roots and files; without it, a remote root is an error.
     pub fn resolver(mut self, resolver: Resolver) -> Self {
         self.resolver = Some(resolver);
@@ -527,6 +537,7 @@ impl Scan {
         segments.retain(|s| {
             self.topics.as_ref().is_none_or(|t| t.contains(&s.topic))
                 && self.partitions.as_ref().is_none_or(|p| p.contains(&s.partition))
+                && self.filter.as_ref().is_none_or(|f| f.keeps(&s.topic, s.partition))
         });
         let mut partitions = Vec::new();
         for group in by_partition(segments) {
@@ -537,6 +548,7 @@ impl Scan {
                 start_ts_us: self.start_ts_us,
                 end_ts_us: self.end_ts_us,
             };
+            let bounds = self.filter.as_ref().map_or(bounds, |f| f.bounds(&bounds));
             let transactions = match self.isolation {
                 ScanIsolation::ReadCommitted => Some(read::partition_transactions(&group, context)?),
                 ScanIsolation::ReadUncommitted => None,
