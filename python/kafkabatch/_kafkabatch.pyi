@@ -622,6 +622,13 @@ def _spark_check_option_names(names: builtins.list[str], known: builtins.list[st
     """Internal: ``ValueError`` for the first of ``names`` not in ``known``
     (case-insensitive), suggesting the closest known name."""
 
+def _pushdown_filter(column: str, op: str, literals: builtins.list[tuple[str, Any]], negated: bool) -> dict[str, Any]:
+    """Internal: one Spark filter (``op``: ``==``, ``<``..., ``in``, ``startswith``...,
+    ``isnull``, ``isnotnull``; literals as ``(kind, value)``, kinds ``int``, ``str``,
+    ``timestamp_us``, ``bool``, ``null``, ``other``) under the core's pushdown rules:
+    the ``RecordFilter`` fields (``names``, ``start_offset``...) and ``exact``;
+    ``ValueError`` when it is not pushable."""
+
 @final
 class ScanStream:
     """Internal: the core reader's Arrow C stream, read once by ``_scan_read``."""

@@ -46,7 +46,7 @@ pub enum Op {
 
 impl Op {
     /// The operator of `NOT (column op value)` on a column that is never null.
-    fn negated(self) -> Option<Op> {
+    pub fn negated(self) -> Option<Op> {
         Some(match self {
             Op::Eq => Op::Ne,
             Op::Gt => Op::Le,
@@ -103,6 +103,8 @@ pub enum NameValue {
 /// A predicate on `topic` or `partition`, decided per folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePredicate {
+    /// `topic` or `partition`.
+    pub column: String,
     pub op: Op,
     /// One value, or the set of `IN`/`NOT IN`.
     pub values: BTreeSet<NameValue>,
@@ -155,12 +157,14 @@ impl RecordFilter {
             return false;
         }
         self.names.iter().all(|p| {
-            let Some(first) = p.values.iter().next() else {
-                return p.op == Op::NotIn;
+            let here = if p.column == "topic" {
+                NameValue::Topic(topic.to_string())
+            } else {
+                NameValue::Partition(partition)
             };
-            let here = match first {
-                NameValue::Topic(_) => NameValue::Topic(topic.to_string()),
-                NameValue::Partition(_) => NameValue::Partition(partition),
+            let Some(first) = p.values.iter().next() else {
+                // an empty IN / NOT IN
+                return p.op == Op::NotIn;
             };
             let text = |v: &NameValue| match v {
                 NameValue::Topic(t) => t.clone(),
@@ -214,7 +218,11 @@ impl RecordFilter {
                     });
                 }
                 Ok(RecordFilter {
-                    names: vec![NamePredicate { op, values: out }],
+                    names: vec![NamePredicate {
+                        column: column.to_string(),
+                        op,
+                        values: out,
+                    }],
                     ..Default::default()
                 })
             }
