@@ -16,6 +16,9 @@
 //! that aiokafka's `DefaultRecordBatchBuilder` writes byte-identical
 //! uncompressed batches (the files land in `target/bench-data/`).
 //!
+//! `kafkabatch_no_columns` / `kafkabatch_offset_only`: the same decode
+//! building no column (a `count()`) or the `offset` column only.
+//!
 //! Throughput: decode groups report records/s and *decompressed* record
 //! bytes/s (the same byte count for a codec's decompression and for decoding
 //! its batches, so the two compare directly).
@@ -28,6 +31,7 @@ use bytes::Bytes;
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use kafka_protocol::records::RecordBatchDecoder;
+use kafkabatch::arrow_out::Columns;
 use kafkabatch::batch::{BatchWalker, V2_ATTRIBUTES_OFFSET, V2_CRC_OFFSET, V2_HEADER_SIZE};
 use kafkabatch::compression::{self, Codec, CompressOptions};
 use kafkabatch::encode::{encode, EncodeOptions, HeaderRef, RecordRef};
@@ -281,6 +285,14 @@ fn kafkabatch_decode_views(data: &arrow_buffer::Buffer, threads: usize) -> usize
     out.records
 }
 
+/// Only `columns` built (a `count()` builds none, a read of `offset` one).
+fn kafkabatch_decode_columns(data: &[u8], columns: Columns) -> usize {
+    let out = kafkabatch::decode::decode_range_columns(data, 0, data.len(), Some("bench"), Some(0), &opts(1), columns)
+        .expect("decodes");
+    black_box(&out.chunks);
+    out.records
+}
+
 /// kafka-protocol: every batch into a `Vec<Record>` (offset, timestamp,
 /// key, value, headers materialised; CRC checked; its own decompression).
 fn kafka_protocol_decode(data: &Bytes) -> usize {
@@ -393,6 +405,13 @@ fn decode_uncompressed(c: &mut Criterion) {
         assert_eq!(kafkabatch_decode_views(&shared, 1), n);
         g.bench_function("kafkabatch_binary_view", |b| {
             b.iter(|| kafkabatch_decode_views(&shared, 1))
+        });
+        assert_eq!(kafkabatch_decode_columns(&data, Columns::NONE), n);
+        g.bench_function("kafkabatch_no_columns", |b| {
+            b.iter(|| kafkabatch_decode_columns(&data, Columns::NONE))
+        });
+        g.bench_function("kafkabatch_offset_only", |b| {
+            b.iter(|| kafkabatch_decode_columns(&data, Columns::OFFSET))
         });
         g.bench_function("kafka-protocol", |b| b.iter(|| kafka_protocol_decode(&bytes)));
         let mut dst = vec![0u8; data.len()];
@@ -523,6 +542,9 @@ fn decode_compressed(c: &mut Criterion) {
             bytes: plain_bytes as u64,
         });
         g.bench_function("kafkabatch", |b| b.iter(|| kafkabatch_decode(&data, 1)));
+        g.bench_function("kafkabatch_no_columns", |b| {
+            b.iter(|| kafkabatch_decode_columns(&data, Columns::NONE))
+        });
         g.bench_function("kafkabatch_decompress_only", |b| {
             let mut scratch = Vec::new();
             b.iter(|| {

@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::builder::make_view;
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
-    StructArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BinaryArray, BinaryViewArray, Int32Array, Int64Array, ListArray, RecordBatch, RecordBatchOptions,
+    StringArray, StructArray, TimestampMicrosecondArray,
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
@@ -57,6 +57,114 @@ fn build_schema(key_value: DataType) -> SchemaRef {
         Field::new("timestampType", DataType::Int32, true),
         Field::new("headers", DataType::List(headers_item()), true),
     ]))
+}
+
+/// Which columns of [`schema`] a read builds: a bit per column, in schema
+/// order. Columns left out are never built (no buffer is reserved or
+/// written), so a `count()` or an `offset`-only read costs the walk and the
+/// decode, not the copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Columns(u8);
+
+impl Columns {
+    pub const KEY: Columns = Columns(1);
+    pub const VALUE: Columns = Columns(1 << 1);
+    pub const TOPIC: Columns = Columns(1 << 2);
+    pub const PARTITION: Columns = Columns(1 << 3);
+    pub const OFFSET: Columns = Columns(1 << 4);
+    pub const TIMESTAMP: Columns = Columns(1 << 5);
+    pub const TIMESTAMP_TYPE: Columns = Columns(1 << 6);
+    pub const HEADERS: Columns = Columns(1 << 7);
+    /// Every column of [`schema`].
+    pub const ALL: Columns = Columns(u8::MAX);
+    /// No column: batches of rows only (`count()`).
+    pub const NONE: Columns = Columns(0);
+    /// The names of [`schema`]'s columns, in order (bit `i` is column `i`).
+    pub const NAMES: [&'static str; 8] = [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+        "headers",
+    ];
+
+    /// The columns named (names of [`schema`], in any order); an unknown name
+    /// is an error naming the columns there are.
+    pub fn named<I, S>(names: I) -> Result<Columns, String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut bits = 0u8;
+        for name in names {
+            let name = name.as_ref();
+            match Self::NAMES.iter().position(|n| *n == name) {
+                Some(i) => bits |= 1 << i,
+                None => {
+                    return Err(format!(
+                        "no column {name:?}: the columns are {}",
+                        Self::NAMES.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(Columns(bits))
+    }
+
+    /// Whether every column of `other` is here.
+    #[inline(always)]
+    pub fn contains(self, other: Columns) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The columns of both.
+    pub fn union(self, other: Columns) -> Columns {
+        Columns(self.0 | other.0)
+    }
+
+    /// The names of these columns, in schema order.
+    pub fn names(self) -> Vec<&'static str> {
+        (0..8)
+            .filter(|i| self.0 & (1 << i) != 0)
+            .map(|i| Self::NAMES[i])
+            .collect()
+    }
+
+    /// Where each column of [`schema`] here is, in schema order.
+    fn indices(self) -> Vec<usize> {
+        (0..8).filter(|i| self.0 & (1 << i) != 0).collect()
+    }
+
+    /// The position of `column` (one bit) among these columns, if it is one of them.
+    pub fn position(self, column: Columns) -> Option<usize> {
+        self.contains(column)
+            .then(|| (self.0 & (column.0 - 1)).count_ones() as usize)
+    }
+
+    /// [`schema`] with these columns only.
+    pub fn schema(self) -> SchemaRef {
+        self.project(schema())
+    }
+
+    /// `full` (8 columns in [`schema`]'s order, e.g. [`view_schema`]) with these columns only.
+    pub fn project(self, full: SchemaRef) -> SchemaRef {
+        if self == Columns::ALL {
+            return full;
+        }
+        Arc::new(
+            full.project(&self.indices())
+                .unwrap_or_else(|e| unreachable!("indices of 8 columns: {e}")),
+        )
+    }
+}
+
+impl Default for Columns {
+    fn default() -> Self {
+        Columns::ALL
+    }
 }
 
 /// Validity that costs one branch until the first null: keys and values
@@ -361,6 +469,10 @@ const KEY_BYTES_GUESS: usize = 32;
 #[derive(Debug)]
 pub struct ColumnBuilder {
     kv: KeyValue,
+    /// The columns built; the others are never written.
+    columns: Columns,
+    /// Records pushed since the last finish.
+    rows: usize,
     offset: Vec<i64>,
     timestamp_us: Vec<i64>,
     timestamp_type: Vec<i32>,
@@ -387,6 +499,11 @@ impl ColumnBuilder {
     #[inline(always)]
     fn prefetch_fixed_width(&self) {
         const AHEAD: usize = WRITE_AHEAD_ROWS;
+        if self.columns != Columns::ALL {
+            // a projection: prefetch only what is written
+            self.prefetch_some();
+            return;
+        }
         memory::prefetch_past(&self.offset, AHEAD * 8);
         memory::prefetch_past(&self.timestamp_us, AHEAD * 8);
         memory::prefetch_past(&self.timestamp_type, AHEAD * 4);
@@ -402,6 +519,33 @@ impl ColumnBuilder {
             memory::prefetch_past(&self.header_value.offsets, AHEAD * 4);
             memory::prefetch_past(&self.header_key.data, WRITE_AHEAD_BYTES);
             memory::prefetch_past(&self.header_value.data, WRITE_AHEAD_BYTES);
+        }
+    }
+
+    /// [`prefetch_fixed_width`](Self::prefetch_fixed_width) of the columns built.
+    #[cold]
+    fn prefetch_some(&self) {
+        const AHEAD: usize = WRITE_AHEAD_ROWS;
+        let c = self.columns;
+        if c.contains(Columns::OFFSET) {
+            memory::prefetch_past(&self.offset, AHEAD * 8);
+        }
+        if c.contains(Columns::TIMESTAMP) {
+            memory::prefetch_past(&self.timestamp_us, AHEAD * 8);
+        }
+        if c.contains(Columns::TIMESTAMP_TYPE) {
+            memory::prefetch_past(&self.timestamp_type, AHEAD * 4);
+        }
+        if c.contains(Columns::HEADERS) {
+            memory::prefetch_past(&self.header_offsets, AHEAD * 4);
+        }
+        if let KeyValue::Copied { key, value } = &self.kv {
+            if c.contains(Columns::KEY) {
+                memory::prefetch_past(&key.offsets, AHEAD * 4);
+            }
+            if c.contains(Columns::VALUE) {
+                memory::prefetch_past(&value.offsets, AHEAD * 4);
+            }
         }
     }
 
@@ -425,6 +569,8 @@ impl ColumnBuilder {
     fn with(kv: KeyValue) -> Self {
         ColumnBuilder {
             kv,
+            columns: Columns::ALL,
+            rows: 0,
             offset: Vec::new(),
             timestamp_us: Vec::new(),
             timestamp_type: Vec::new(),
@@ -436,12 +582,18 @@ impl ColumnBuilder {
         }
     }
 
+    /// Build only `columns` (all by default): batches of [`Columns::schema`].
+    pub fn with_columns(mut self, columns: Columns) -> Self {
+        self.columns = columns;
+        self
+    }
+
     pub fn len(&self) -> usize {
-        self.offset.len()
+        self.rows
     }
 
     pub fn is_empty(&self) -> bool {
-        self.offset.is_empty()
+        self.rows == 0
     }
 
     /// Bytes held by the largest variable-size buffer (to cut chunks before
@@ -464,23 +616,41 @@ impl ColumnBuilder {
     /// Make room for about `records` more records of at most `bytes` key and
     /// value bytes. Room never touched costs no memory, so upper bounds are fine.
     pub fn reserve(&mut self, records: usize, bytes: usize) {
-        memory::reserve(&mut self.offset, records);
-        memory::reserve(&mut self.timestamp_us, records);
-        memory::reserve(&mut self.timestamp_type, records);
-        memory::reserve(&mut self.header_offsets, records);
+        let c = self.columns;
+        if c.contains(Columns::OFFSET) {
+            memory::reserve(&mut self.offset, records);
+        }
+        if c.contains(Columns::TIMESTAMP) {
+            memory::reserve(&mut self.timestamp_us, records);
+        }
+        if c.contains(Columns::TIMESTAMP_TYPE) {
+            memory::reserve(&mut self.timestamp_type, records);
+        }
+        if c.contains(Columns::HEADERS) {
+            memory::reserve(&mut self.header_offsets, records);
+        }
+        let (with_key, with_value) = (c.contains(Columns::KEY), c.contains(Columns::VALUE));
         match &mut self.kv {
             KeyValue::Copied { key, value } => {
-                memory::reserve(&mut key.offsets, records);
-                memory::reserve(&mut value.offsets, records);
-                // Keys are short (ids, hashes): a guess per record, not the upper
-                // bound, so pooled key and value buffers keep their own sizes.
-                memory::reserve(&mut key.data, bytes.min(records.saturating_mul(KEY_BYTES_GUESS)));
-                memory::reserve(&mut value.data, bytes);
+                if with_key {
+                    memory::reserve(&mut key.offsets, records);
+                    // Keys are short (ids, hashes): a guess per record, not the upper
+                    // bound, so pooled key and value buffers keep their own sizes.
+                    memory::reserve(&mut key.data, bytes.min(records.saturating_mul(KEY_BYTES_GUESS)));
+                }
+                if with_value {
+                    memory::reserve(&mut value.offsets, records);
+                    memory::reserve(&mut value.data, bytes);
+                }
             }
             // Values outside the input (decompressed) grow `owned` as they come.
             KeyValue::Views { key, value, .. } => {
-                memory::reserve(&mut key.views, records);
-                memory::reserve(&mut value.views, records);
+                if with_key {
+                    memory::reserve(&mut key.views, records);
+                }
+                if with_value {
+                    memory::reserve(&mut value.views, records);
+                }
             }
         }
         self.header_room = (records, bytes);
@@ -520,7 +690,7 @@ impl ColumnBuilder {
             KeyValue::Views { key, value, .. } => (key.mark(), value.mark()),
         };
         Mark {
-            rows: self.offset.len(),
+            rows: self.rows,
             key,
             value,
             header_rows: self.header_offsets.len(),
@@ -531,6 +701,7 @@ impl ColumnBuilder {
 
     /// Undo everything pushed since `mark`.
     pub fn rollback(&mut self, mark: Mark) {
+        self.rows = mark.rows;
         self.offset.truncate(mark.rows);
         self.timestamp_us.truncate(mark.rows);
         self.timestamp_type.truncate(mark.rows);
@@ -553,7 +724,7 @@ impl ColumnBuilder {
     /// one, unless the topic column would pass i32 offsets (a long topic
     /// name times millions of rows), then as many as that takes.
     pub fn finish(&mut self, topic: Option<&str>, partition: Option<i32>) -> Vec<RecordBatch> {
-        let rows = self.offset.len();
+        let rows = self.rows;
         if rows > 0 && self.headers_reserved() {
             self.header_bytes = Some((
                 memory::per_row(self.header_key.data.len(), rows),
@@ -565,14 +736,22 @@ impl ColumnBuilder {
 
     /// [`finish`](Self::finish) with topic columns of at most `topic_bytes`.
     fn finish_within(&mut self, topic: Option<&str>, partition: Option<i32>, topic_bytes: usize) -> Vec<RecordBatch> {
-        let rows = self.offset.len();
-        let piece = topic.map_or(usize::MAX, |t| (topic_bytes / t.len().max(1)).max(1));
+        let rows = self.rows;
+        let topic_at = self.columns.position(Columns::TOPIC);
+        let piece = match topic_at {
+            Some(_) => topic.map_or(usize::MAX, |t| (topic_bytes / t.len().max(1)).max(1)),
+            None => usize::MAX,
+        };
         if rows <= piece {
-            let column = topic.map_or_else(|| StringArray::new_null(rows), |t| topic_column(t, rows));
+            let column = match (topic_at, topic) {
+                (None, _) => StringArray::new_null(0), // not built
+                (Some(_), Some(t)) => topic_column(t, rows),
+                (Some(_), None) => StringArray::new_null(rows),
+            };
             return vec![self.finish_with(Arc::new(column), partition)];
         }
-        let Some(t) = topic else {
-            unreachable!("only a topic limits the rows")
+        let (Some(t), Some(topic_at)) = (topic, topic_at) else {
+            unreachable!("only a topic column limits the rows")
         };
         let whole = self.finish_with(Arc::new(StringArray::new_null(rows)), partition);
         (0..rows)
@@ -580,7 +759,7 @@ impl ColumnBuilder {
             .map(|start| {
                 let part = whole.slice(start, piece.min(rows - start));
                 let mut columns = part.columns().to_vec();
-                columns[2] = Arc::new(topic_column(t, part.num_rows()));
+                columns[topic_at] = Arc::new(topic_column(t, part.num_rows()));
                 RecordBatch::try_new(part.schema(), columns)
                     .unwrap_or_else(|e| unreachable!("same schema and rows: {e}"))
             })
@@ -588,54 +767,79 @@ impl ColumnBuilder {
     }
 
     fn finish_with(&mut self, topic: ArrayRef, partition: Option<i32>) -> RecordBatch {
-        let rows = self.offset.len();
-        let partition: ArrayRef = Arc::new(match partition {
-            Some(p) => Int32Array::new(memory::into_scalars(memory::filled(p, rows)), None),
-            None => Int32Array::new_null(rows),
-        });
-        let header_count = self.header_key.len();
-        let header_struct = StructArray::new(
-            header_fields(),
-            vec![
-                Arc::new(self.header_key.finish_utf8()) as ArrayRef,
-                Arc::new(self.header_value.finish_binary()),
-            ],
-            None,
-        );
-        debug_assert_eq!(header_struct.len(), header_count);
-        let header_offsets = built_offsets(std::mem::replace(&mut self.header_offsets, vec![0]), header_count);
-        let headers = ListArray::new(headers_item(), header_offsets, Arc::new(header_struct), None);
-        let (key, value, schema): (ArrayRef, ArrayRef, SchemaRef) = match &mut self.kv {
+        let rows = std::mem::take(&mut self.rows);
+        let c = self.columns;
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(8);
+        let schema = match &mut self.kv {
             KeyValue::Copied { key, value } => {
-                (Arc::new(key.finish_binary()), Arc::new(value.finish_binary()), schema())
+                if c.contains(Columns::KEY) {
+                    columns.push(Arc::new(key.finish_binary()));
+                }
+                if c.contains(Columns::VALUE) {
+                    columns.push(Arc::new(value.finish_binary()));
+                }
+                schema()
             }
-            KeyValue::Views { key, value, input } => (
-                Arc::new(key.finish(input)),
-                Arc::new(value.finish(input)),
-                view_schema(),
-            ),
+            KeyValue::Views { key, value, input } => {
+                if c.contains(Columns::KEY) {
+                    columns.push(Arc::new(key.finish(input)));
+                }
+                if c.contains(Columns::VALUE) {
+                    columns.push(Arc::new(value.finish(input)));
+                }
+                view_schema()
+            }
         };
-        let columns: Vec<ArrayRef> = vec![
-            key,
-            value,
-            topic,
-            partition,
-            Arc::new(Int64Array::new(
+        if c.contains(Columns::TOPIC) {
+            columns.push(topic);
+        }
+        if c.contains(Columns::PARTITION) {
+            columns.push(Arc::new(match partition {
+                Some(p) => Int32Array::new(memory::into_scalars(memory::filled(p, rows)), None),
+                None => Int32Array::new_null(rows),
+            }));
+        }
+        if c.contains(Columns::OFFSET) {
+            columns.push(Arc::new(Int64Array::new(
                 memory::into_scalars(std::mem::take(&mut self.offset)),
                 None,
-            )),
-            Arc::new(
+            )));
+        }
+        if c.contains(Columns::TIMESTAMP) {
+            columns.push(Arc::new(
                 TimestampMicrosecondArray::new(memory::into_scalars(std::mem::take(&mut self.timestamp_us)), None)
                     .with_timezone("UTC"),
-            ),
-            Arc::new(Int32Array::new(
+            ));
+        }
+        if c.contains(Columns::TIMESTAMP_TYPE) {
+            columns.push(Arc::new(Int32Array::new(
                 memory::into_scalars(std::mem::take(&mut self.timestamp_type)),
                 None,
-            )),
-            Arc::new(headers),
-        ];
+            )));
+        }
+        if c.contains(Columns::HEADERS) {
+            let header_count = self.header_key.len();
+            let header_struct = StructArray::new(
+                header_fields(),
+                vec![
+                    Arc::new(self.header_key.finish_utf8()) as ArrayRef,
+                    Arc::new(self.header_value.finish_binary()),
+                ],
+                None,
+            );
+            debug_assert_eq!(header_struct.len(), header_count);
+            let header_offsets = built_offsets(std::mem::replace(&mut self.header_offsets, vec![0]), header_count);
+            columns.push(Arc::new(ListArray::new(
+                headers_item(),
+                header_offsets,
+                Arc::new(header_struct),
+                None,
+            )));
+        }
         // The columns are built to the schema above, so this cannot fail.
-        RecordBatch::try_new(schema, columns).unwrap_or_else(|e| unreachable!("columns match the schema: {e}"))
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        RecordBatch::try_new_with_options(c.project(schema), columns, &options)
+            .unwrap_or_else(|e| unreachable!("columns match the schema: {e}"))
     }
 }
 
@@ -672,6 +876,9 @@ pub fn empty_view_batch() -> RecordBatch {
 impl RecordSink for ColumnBuilder {
     #[inline(always)]
     fn header(&mut self, key: &[u8], value: Option<&[u8]>) {
+        if !self.columns.contains(Columns::HEADERS) {
+            return;
+        }
         if !self.headers_reserved() {
             self.reserve_headers();
         }
@@ -681,6 +888,10 @@ impl RecordSink for ColumnBuilder {
 
     #[inline(always)]
     fn record(&mut self, r: &RecordFields) {
+        if self.columns != Columns::ALL {
+            self.record_some(r);
+            return;
+        }
         match &mut self.kv {
             KeyValue::Copied { key, value } => {
                 key.push(r.key);
@@ -691,13 +902,57 @@ impl RecordSink for ColumnBuilder {
                 value.push(r.value, input);
             }
         }
-        if self.offset.len().is_multiple_of(8) {
+        if self.rows.is_multiple_of(8) {
             self.prefetch_fixed_width();
         }
+        self.rows += 1;
         self.offset.push(r.offset);
         self.timestamp_us.push(r.timestamp.saturating_mul(1000));
         self.timestamp_type.push(r.timestamp_type as i32);
         self.header_offsets.push(self.header_key.len() as i32);
+    }
+}
+
+impl ColumnBuilder {
+    /// [`RecordSink::record`] into the columns built only (a projection).
+    #[inline(always)]
+    fn record_some(&mut self, r: &RecordFields) {
+        let c = self.columns;
+        let (with_key, with_value) = (c.contains(Columns::KEY), c.contains(Columns::VALUE));
+        match &mut self.kv {
+            KeyValue::Copied { key, value } => {
+                if with_key {
+                    key.push(r.key);
+                }
+                if with_value {
+                    value.push(r.value);
+                }
+            }
+            KeyValue::Views { key, value, input } => {
+                if with_key {
+                    key.push(r.key, input);
+                }
+                if with_value {
+                    value.push(r.value, input);
+                }
+            }
+        }
+        if self.rows.is_multiple_of(8) {
+            self.prefetch_fixed_width();
+        }
+        self.rows += 1;
+        if c.contains(Columns::OFFSET) {
+            self.offset.push(r.offset);
+        }
+        if c.contains(Columns::TIMESTAMP) {
+            self.timestamp_us.push(r.timestamp.saturating_mul(1000));
+        }
+        if c.contains(Columns::TIMESTAMP_TYPE) {
+            self.timestamp_type.push(r.timestamp_type as i32);
+        }
+        if c.contains(Columns::HEADERS) {
+            self.header_offsets.push(self.header_key.len() as i32);
+        }
     }
 }
 
@@ -818,6 +1073,58 @@ mod tests {
             .clone();
         let keys = keys.as_any().downcast_ref::<StringArray>().expect("utf8");
         assert_eq!((keys.value(0), keys.value(1)), ("ok", "bad\u{fffd}"));
+    }
+
+    #[test]
+    fn columns_left_out_are_never_built() {
+        let fill = |b: &mut ColumnBuilder| {
+            b.reserve(4, 1000);
+            b.header(b"h", Some(b"1"));
+            b.record(&rec(7, Some(b"k"), Some(b"value")));
+            let mark = b.mark();
+            b.header(b"x", None);
+            b.record(&rec(8, None, Some(b"gone")));
+            b.rollback(mark);
+            b.record(&rec(9, None, Some(b"v")));
+        };
+        let mut b = ColumnBuilder::new().with_columns(Columns::NONE);
+        fill(&mut b);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.largest_buffer(), 0, "no key, value or header bytes");
+        assert_eq!(
+            (
+                b.offset.capacity(),
+                b.timestamp_us.capacity(),
+                b.header_offsets.capacity()
+            ),
+            (0, 0, 1)
+        );
+        let batch = b.finish(Some("orders"), Some(3)).remove(0);
+        assert_eq!((batch.num_rows(), batch.num_columns()), (2, 0));
+        assert!(b.is_empty());
+
+        let columns = Columns::named(["headers", "offset", "key"]).unwrap();
+        assert_eq!(columns.names(), ["key", "offset", "headers"]);
+        let mut b = ColumnBuilder::new().with_columns(columns);
+        fill(&mut b);
+        let batch = b.finish(Some("orders"), Some(3)).remove(0);
+        assert_eq!(batch.schema(), columns.schema());
+        let mut full = ColumnBuilder::new();
+        fill(&mut full);
+        let full = full.finish(Some("orders"), Some(3)).remove(0);
+        for (here, there) in [(0, 0), (1, 4), (2, 7)] {
+            assert_eq!(batch.column(here).as_ref(), full.column(there).as_ref(), "{here}");
+        }
+        assert_eq!(b.header_value.data.capacity(), 0, "header values not built");
+        // a long topic splits a chunk only when the topic column is built
+        let mut b = ColumnBuilder::new().with_columns(Columns::TOPIC.union(Columns::OFFSET));
+        (0..10).for_each(|i| b.record(&rec(i, None, None)));
+        assert_eq!(b.finish_within(Some("abcd"), None, 12).len(), 4);
+        let mut b = ColumnBuilder::new().with_columns(Columns::OFFSET);
+        (0..10).for_each(|i| b.record(&rec(i, None, None)));
+        assert_eq!(b.finish_within(Some("abcd"), None, 12).len(), 1);
+        assert_eq!(Columns::OFFSET.union(Columns::KEY).position(Columns::OFFSET), Some(1));
+        assert_eq!(Columns::OFFSET.position(Columns::KEY), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use arrow_array::RecordBatch;
 
-use crate::arrow_out::{ColumnBuilder, InputWindows};
+use crate::arrow_out::{ColumnBuilder, Columns, InputWindows};
 use crate::batch::{self, BatchHeader, BatchWalker, RawBatch, WalkEnd, LOG_APPEND_TIME, V2_HEADER_SIZE};
 use crate::compression::{self, Codec};
 use crate::error::{DecodeError, ErrorKind};
@@ -182,7 +182,21 @@ pub fn decode_range(
     options: &DecodeOptions,
     step: Option<&ChunkStep>,
 ) -> Result<Decoded, DecodeError> {
-    decode_into(data, None, start, end, topic, partition, options, step)
+    decode_into(data, None, start, end, topic, partition, options, step, Columns::ALL)
+}
+
+/// As [`decode_range`], building only `columns` (batches of
+/// [`Columns::schema`]): the other columns are never written.
+pub fn decode_range_columns(
+    data: &[u8],
+    start: usize,
+    end: usize,
+    topic: Option<&str>,
+    partition: Option<i32>,
+    options: &DecodeOptions,
+    columns: Columns,
+) -> Result<Decoded, DecodeError> {
+    decode_into(data, None, start, end, topic, partition, options, None, columns)
 }
 
 /// As [`decode_range`] over `input`, with `binary_view` key and value
@@ -207,6 +221,7 @@ pub fn decode_range_views(
         partition,
         options,
         step,
+        Columns::ALL,
     )
 }
 
@@ -220,6 +235,7 @@ fn decode_into(
     partition: Option<i32>,
     options: &DecodeOptions,
     step: Option<&ChunkStep>,
+    columns: Columns,
 ) -> Result<Decoded, DecodeError> {
     let data = &data[..end.min(data.len())];
     let start = start.min(data.len());
@@ -237,6 +253,7 @@ fn decode_into(
         options,
         hidden: hidden.as_ref(),
         step,
+        columns,
     };
     let (threads, cuts) = split_for_threads(data, start, options.threads);
     if threads <= 1 {
@@ -258,6 +275,10 @@ fn decode_into(
             crate::arrow_out::empty_view_batch()
         } else {
             crate::arrow_out::empty_batch()
+        };
+        let empty = match columns {
+            Columns::ALL => empty,
+            some => RecordBatch::new_empty(some.project(empty.schema())),
         };
         out.chunks.push(job.stepped(empty));
     }
@@ -484,6 +505,8 @@ struct Job<'a> {
     /// Batches read_committed hides, by position.
     hidden: Option<&'a txn::Hidden>,
     step: Option<&'a ChunkStep<'a>>,
+    /// The columns built.
+    columns: Columns,
 }
 
 impl Job<'_> {
@@ -537,7 +560,8 @@ impl<'j, 'a> Part<'j, 'a> {
         let mut builder = match job.views {
             Some(input) => ColumnBuilder::with_views(input.clone()),
             None => ColumnBuilder::new(),
-        };
+        }
+        .with_columns(job.columns);
         let hint = SizeHint::of(&job.data[..end], start, job.options.max_decompressed_size);
         let chunk_bytes = job.chunk_bytes();
         let records = match job.step {

@@ -597,11 +597,40 @@ def _scan_read(
     on_error: str = "raise",
     max_decompressed_size: int = ...,
     max_chunk_bytes: int = ...,
+    columns: list[str] | None = None,
 ) -> Any:
     """Internal, not part of the API: the Rust core's ``Scan`` (plan and read of
     ``roots``, local paths only) as a ``pyarrow.RecordBatchReader`` of :data:`kafkabatch.SCHEMA`, for the
     tests that compare it with :func:`kafkabatch.scan_log`. Timestamps are epoch
-    milliseconds; ``tiered_keys`` maps key-pair ids to PEM text."""
+    milliseconds; ``tiered_keys`` maps key-pair ids to PEM text; ``columns``: only
+    these columns of the schema are built."""
+
+def _scan_header_aggregates(
+    roots: list[str],
+    aggregates: list[str],
+    group_by: str,
+    *,
+    start_offset: int | Mapping[Any, Any] | None = None,
+    end_offset: int | Mapping[Any, Any] | None = None,
+    start_timestamp: int | None = None,
+    end_timestamp: int | None = None,
+    isolation: str = "read_uncommitted",
+    topic: str | None = None,
+    partition: int | None = None,
+    topics: list[str] | None = None,
+    partitions: list[int] | None = None,
+    tiered_keys: Mapping[str, str] | None = None,
+    validate_crc: bool = True,
+    include_control: bool = False,
+    on_error: str = "raise",
+    max_decompressed_size: int = ...,
+    max_chunk_bytes: int = ...,
+) -> tuple[list[tuple[str | None, int | None, list[int | None]]] | None, str | None]:
+    """Internal, not part of the API: ``aggregates`` (``count``, ``min_offset``,
+    ``max_offset``, ``min_timestamp``, ``max_timestamp``; timestamps in µs) of
+    the rows ``_scan_read(roots, **options)`` returns, grouped by ``group_by``
+    (``all``, ``topic``, ``partition``), from batch headers alone: ``(rows, None)``,
+    or ``(None, why)`` when the headers can't answer exactly."""
 
 def _spark_options(options: builtins.list[tuple[str, str]]) -> dict[str, Any]:
     """Internal: the ``kafka-log`` source's options (``(name, value)`` pairs, names
@@ -619,6 +648,13 @@ def _spark_check_named_partitions(
 def _spark_check_option_names(names: builtins.list[str], known: builtins.list[str]) -> None:
     """Internal: ``ValueError`` for the first of ``names`` not in ``known``
     (case-insensitive), suggesting the closest known name."""
+
+def _pushdown_filter(column: str, op: str, literals: builtins.list[tuple[str, Any]], negated: bool) -> dict[str, Any]:
+    """Internal: one Spark filter (``op``: ``==``, ``<``..., ``in``, ``startswith``...,
+    ``isnull``, ``isnotnull``; literals as ``(kind, value)``, kinds ``int``, ``str``,
+    ``timestamp_us``, ``bool``, ``null``, ``other``) under the core's pushdown rules:
+    the ``RecordFilter`` fields (``names``, ``start_offset``...) and ``exact``;
+    ``ValueError`` when it is not pushable."""
 
 @final
 class ScanStream:

@@ -12,6 +12,7 @@
 //! [`ScanReader`], Arrow record batches of [`crate::arrow_out::schema`] in
 //! topic, partition, offset order.
 
+pub mod aggregate;
 pub mod index;
 pub mod layouts;
 pub mod listing;
@@ -19,10 +20,13 @@ pub mod naming;
 pub mod options;
 pub mod overlap;
 pub mod plan;
+pub mod pushdown;
 pub mod read;
 pub mod seek;
 pub mod walk;
 
+pub use aggregate::{Aggregate, AggregateRow, GroupBy, Unanswerable};
 pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
+pub use pushdown::{filter_of, translate, Literal, NotPushable, Op, Predicate, RecordFilter};
 pub use read::{ReadContext, ReadStats, ScanReader};

@@ -32,8 +32,10 @@ use super::listing::{
     by_partition, list_segments, segment_bounds, sort_key, ListError, ListOptions, ListWarning, Segment,
 };
 use super::naming::uri_scheme;
+use super::pushdown::RecordFilter;
 use super::read::{self, ReadContext, ScanReader};
 use super::walk::walk_after;
+use crate::arrow_out::Columns;
 use crate::decode::{DecodeOptions, OnError, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_DECOMPRESSED_SIZE_LIMIT};
 use crate::error::DecodeError;
 use crate::prune::HeaderBounds;
@@ -269,6 +271,8 @@ pub struct Scan {
     max_decompressed_size: usize,
     max_chunk_bytes: usize,
     resolver: Option<Resolver>,
+    columns: Columns,
+    filter: Option<RecordFilter>,
 }
 
 impl fmt::Debug for Scan {
@@ -313,6 +317,8 @@ impl Scan {
             max_decompressed_size: DEFAULT_MAX_DECOMPRESSED_SIZE,
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
             resolver: None,
+            columns: Columns::ALL,
+            filter: None,
         }
     }
 
@@ -430,6 +436,20 @@ impl Scan {
         self
     }
 
+    /// Only these columns of [`crate::arrow_out::schema`] (all by default;
+    /// [`Columns::named`] takes names): the others are never built.
+    pub fn columns(mut self, columns: Columns) -> Self {
+        self.columns = columns;
+        self
+    }
+
+    /// Only the records an engine's pushed predicates can match
+    /// ([`super::pushdown::translate`]): folders kept by name, bounds intersected.
+    pub fn record_filter(mut self, filter: RecordFilter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
     /// The storage of remote roots and files; without it, a remote root is an error.
     pub fn resolver(mut self, resolver: Resolver) -> Self {
         self.resolver = Some(resolver);
@@ -474,6 +494,7 @@ impl Scan {
                 ..DecodeOptions::default()
             },
             max_chunk_bytes: self.max_chunk_bytes,
+            columns: self.columns,
         })
     }
 
@@ -522,6 +543,7 @@ impl Scan {
         segments.retain(|s| {
             self.topics.as_ref().is_none_or(|t| t.contains(&s.topic))
                 && self.partitions.as_ref().is_none_or(|p| p.contains(&s.partition))
+                && self.filter.as_ref().is_none_or(|f| f.keeps(&s.topic, s.partition))
         });
         let mut partitions = Vec::new();
         let mut index_warnings = Vec::new();
@@ -533,6 +555,7 @@ impl Scan {
                 start_ts_us: self.start_ts_us,
                 end_ts_us: self.end_ts_us,
             };
+            let bounds = self.filter.as_ref().map_or(bounds, |f| f.bounds(&bounds));
             let transactions = match self.isolation {
                 ScanIsolation::ReadCommitted => Some(read::partition_transactions(&group, context)?),
                 ScanIsolation::ReadUncommitted => None,
@@ -620,6 +643,7 @@ pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<V
         keys: Arc::new(BTreeMap::new()),
         options: DecodeOptions::default(),
         max_chunk_bytes: max_chunk_bytes.max(1),
+        columns: Columns::default(),
     };
     read::partition_transactions(group, &context)
 }

@@ -24,7 +24,8 @@ use super::listing::{segment_bounds, HeldOffsets, Segment};
 use super::naming::uri_scheme;
 use super::plan::{ScanError, Split, Transaction};
 use super::walk::{walk, Walk, Window};
-use crate::decode::{decode_range, DecodeOptions, Isolation};
+use crate::arrow_out::Columns;
+use crate::decode::{decode_range_columns, DecodeOptions, Isolation};
 use crate::error::DecodeError;
 use crate::prune::{row_mask, HeaderBounds};
 use crate::storage::{LocalStorage, Location, Storage};
@@ -43,6 +44,9 @@ pub struct ReadContext {
     pub(crate) keys: Arc<BTreeMap<String, RsaPrivateKey>>,
     pub(crate) options: DecodeOptions,
     pub(crate) max_chunk_bytes: usize,
+    /// The columns read (the offset and timestamp of bounded splits are
+    /// built too, to filter rows, and dropped after).
+    pub(crate) columns: Columns,
 }
 
 impl std::fmt::Debug for ReadContext {
@@ -51,6 +55,7 @@ impl std::fmt::Debug for ReadContext {
             .field("key_ids", &self.keys.keys().collect::<Vec<_>>())
             .field("options", &self.options)
             .field("max_chunk_bytes", &self.max_chunk_bytes)
+            .field("columns", &self.columns.names())
             .finish_non_exhaustive()
     }
 }
@@ -79,7 +84,7 @@ impl ReadContext {
     }
 
     /// Open the bytes of one segment.
-    fn open(&self, path: &str, layout: Layout, manifest: Option<&str>) -> Result<Source, ScanError> {
+    pub(super) fn open(&self, path: &str, layout: Layout, manifest: Option<&str>) -> Result<Source, ScanError> {
         if layout == Layout::Aiven {
             let Some(manifest_path) = manifest else {
                 return Err(ScanError::Tiered {
@@ -128,7 +133,7 @@ impl ReadContext {
 }
 
 /// One segment's bytes.
-enum Source {
+pub(super) enum Source {
     /// A whole local file, memory-mapped.
     Mapped(Buffer),
     /// A plain remote file, by ranged reads.
@@ -143,16 +148,16 @@ enum Source {
 
 /// A piece of a segment held at once, walked by header: `data[from..to]`
 /// are the bytes to read (file position `base + i` for `data[i]`).
-struct Piece {
-    data: Buffer,
-    base: u64,
-    from: usize,
-    to: usize,
+pub(super) struct Piece {
+    pub(super) data: Buffer,
+    pub(super) base: u64,
+    pub(super) from: usize,
+    pub(super) to: usize,
     walk: Walk,
 }
 
 impl Source {
-    fn size(&self) -> u64 {
+    pub(super) fn size(&self) -> u64 {
         match self {
             Source::Mapped(map) => map.len() as u64,
             Source::Ranged { size, .. } => *size,
@@ -174,7 +179,7 @@ impl Source {
     /// file at once; other sources about `chunk` bytes of complete batches
     /// (one larger batch whole), the last piece reaching `end` with whatever
     /// bytes there are.
-    fn piece(&mut self, pos: u64, end: u64, chunk: usize) -> Result<Piece, ScanError> {
+    pub(super) fn piece(&mut self, pos: u64, end: u64, chunk: usize) -> Result<Piece, ScanError> {
         let end = end.min(self.size());
         if let Source::Mapped(map) = self {
             let data = map.clone();
@@ -245,8 +250,14 @@ fn bounded(b: &HeaderBounds) -> bool {
     b.start_offset.is_some() || b.end_offset.is_some() || b.start_ts_us.is_some() || b.end_ts_us.is_some()
 }
 
-/// Only the rows of `batch` in `bounds`; `None` when none is.
-fn filter_rows(batch: RecordBatch, bounds: &HeaderBounds) -> Result<Option<RecordBatch>, ScanError> {
+/// Only the rows of `batch` in `bounds` (a batch of `built` columns), with
+/// the columns `wanted` only; `None` when no row is in bounds.
+fn filter_rows(
+    batch: RecordBatch,
+    bounds: &HeaderBounds,
+    built: Columns,
+    wanted: Columns,
+) -> Result<Option<RecordBatch>, ScanError> {
     let n = batch.num_rows();
     if n == 0 {
         return Ok(None);
@@ -254,8 +265,34 @@ fn filter_rows(batch: RecordBatch, bounds: &HeaderBounds) -> Result<Option<Recor
     if !bounded(bounds) {
         return Ok(Some(batch));
     }
-    let offsets = batch.column(4).as_primitive::<Int64Type>();
-    let stamps = batch.column(5).as_primitive::<TimestampMicrosecondType>();
+    let batch = filter_bounded(batch, bounds, built)?;
+    match batch {
+        Some(batch) if built != wanted => {
+            let keep: Vec<usize> = Columns::NAMES
+                .iter()
+                .filter(|name| wanted.names().contains(name))
+                .filter_map(|name| batch.schema().index_of(name).ok())
+                .collect();
+            let projected = batch
+                .project(&keep)
+                .map_err(|e| ScanError::Options(format!("projecting columns: {e}")))?;
+            Ok(Some(projected))
+        }
+        other => Ok(other),
+    }
+}
+
+/// The rows of `batch` (with the offset and timestamp columns) in `bounds`.
+fn filter_bounded(batch: RecordBatch, bounds: &HeaderBounds, built: Columns) -> Result<Option<RecordBatch>, ScanError> {
+    let n = batch.num_rows();
+    let (Some(at_offset), Some(at_timestamp)) = (built.position(Columns::OFFSET), built.position(Columns::TIMESTAMP))
+    else {
+        return Err(ScanError::Options(
+            "a decoded batch without its offset or timestamp column".into(),
+        ));
+    };
+    let offsets = batch.column(at_offset).as_primitive::<Int64Type>();
+    let stamps = batch.column(at_timestamp).as_primitive::<TimestampMicrosecondType>();
     let (bits, kept) = row_mask(
         offsets.values().inner().as_slice(),
         stamps.values().inner().as_slice(),
@@ -335,9 +372,9 @@ impl ScanReader {
         }
     }
 
-    /// The schema of every batch.
+    /// The schema of every batch: [`crate::arrow_out::schema`], or the columns asked for only.
     pub fn schema(&self) -> arrow_schema::SchemaRef {
-        crate::arrow_out::schema()
+        self.context.columns.schema()
     }
 
     /// What reading has found so far.
@@ -424,6 +461,12 @@ fn read_window(
     };
     let partition = i32::try_from(read.split.partition)
         .map_err(|_| ScanError::Options(format!("partition {} is not an int32", read.split.partition)))?;
+    // rows are filtered by their offsets and timestamps: built for that when not wanted
+    let built = if bounded(&bounds) {
+        context.columns.union(Columns::OFFSET).union(Columns::TIMESTAMP)
+    } else {
+        context.columns
+    };
     for (x, y) in ranges {
         let mut options = context.options.clone();
         if let Some(transactions) = &read.split.transactions {
@@ -436,14 +479,14 @@ fn read_window(
                 hide_open: false,
             };
         }
-        let decoded = decode_range(
+        let decoded = decode_range_columns(
             &piece.data,
             x,
             y,
             Some(&read.split.topic),
             Some(partition),
             &options,
-            None,
+            built,
         )
         .map_err(|e| relocate(e, piece.base, &read.split.path))?;
         stats.batches += decoded.batches;
@@ -455,7 +498,7 @@ fn read_window(
                 .push(relocate(e, piece.base, &read.split.path).to_string());
         }
         for batch in decoded.chunks {
-            if let Some(batch) = filter_rows(batch, &bounds)? {
+            if let Some(batch) = filter_rows(batch, &bounds, built, context.columns)? {
                 stats.rows += batch.num_rows();
                 out.push_back(batch);
             }
@@ -707,6 +750,56 @@ mod tests {
             let want: Vec<Row> = all.iter().filter(|r| r.0 == "orders" && r.2 >= 900).cloned().collect();
             assert_eq!(read(&one), want);
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_projected_scan_returns_the_full_scans_columns_and_builds_no_others() {
+        use crate::arrow_out::{schema, Columns};
+        let dir = generated("columns");
+        let root = dir.to_str().unwrap();
+        let all: Vec<arrow_array::RecordBatch> = Scan::new([root])
+            .max_chunk_bytes(5000)
+            .reader()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mid = rows_of(all.iter().cloned())[1000].3;
+        for (names, t0) in [
+            (vec![], None),
+            (vec!["offset"], None),
+            (vec!["value", "timestamp"], None),
+            (vec!["headers", "key", "partition"], Some(mid)),
+            (vec![], Some(mid)),
+            (vec!["topic", "timestampType"], Some(mid)),
+        ] {
+            let columns = Columns::named(&names).unwrap();
+            let scan = Scan::new([root]).max_chunk_bytes(5000).timestamp_range_us(t0, None);
+            let full: Vec<_> = scan.reader().unwrap().map(Result::unwrap).collect();
+            let reader = scan.clone().columns(columns).reader().unwrap();
+            let want_schema = columns.schema();
+            assert_eq!(reader.schema(), want_schema);
+            let got: Vec<_> = reader.map(Result::unwrap).collect();
+            assert!(got.iter().all(|b| b.schema() == want_schema), "{names:?}");
+            let rows = |bs: &[arrow_array::RecordBatch]| bs.iter().map(|b| b.num_rows()).sum::<usize>();
+            assert_eq!(rows(&got), rows(&full), "{names:?} {t0:?}");
+            assert!(rows(&got) > 0);
+            // the same values as the full read's columns of these names, concatenated
+            for name in &names {
+                let at = schema().index_of(name).unwrap();
+                let want =
+                    arrow_select::concat::concat(&full.iter().map(|b| b.column(at).as_ref()).collect::<Vec<_>>())
+                        .unwrap();
+                let here = want_schema.index_of(name).unwrap();
+                let have =
+                    arrow_select::concat::concat(&got.iter().map(|b| b.column(here).as_ref()).collect::<Vec<_>>())
+                        .unwrap();
+                assert_eq!(have.as_ref(), want.as_ref(), "{name}");
+            }
+        }
+        assert!(Columns::named(["offsets"])
+            .unwrap_err()
+            .contains("the columns are key, value, topic"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

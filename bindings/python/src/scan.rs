@@ -11,13 +11,14 @@ use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyTypeError, PyVa
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
+use kafkabatch::arrow_out::Columns;
 use kafkabatch::decode::{OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
 use kafkabatch::prune::HeaderBounds;
 use kafkabatch::scan::layouts::Layout;
 use kafkabatch::scan::listing::ListError;
 use kafkabatch::scan::listing::Segment;
 use kafkabatch::scan::plan::{local_transactions, plan_segments, SegmentPlan, DEFAULT_MAX_CHUNK_BYTES};
-use kafkabatch::scan::{Scan, ScanError, ScanIsolation, ScanReader};
+use kafkabatch::scan::{Aggregate, GroupBy, Scan, ScanError, ScanIsolation, ScanReader};
 
 /// The core's reader as Arrow's C stream reader; errors become Arrow errors with the core's words.
 struct Stream(ScanReader);
@@ -98,16 +99,12 @@ fn offset_bound(
     Ok(scan)
 }
 
-/// Read `roots` with the core's `Scan` into a `pyarrow.RecordBatchReader` of
-/// `kafkabatch.SCHEMA` (internal: see the stub).
-#[pyfunction]
-#[pyo3(signature = (roots, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None, isolation="read_uncommitted", topic=None, partition=None, topics=None, partitions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+/// The core's `Scan` of `roots` with the keyword options of `_scan_read`.
 #[allow(clippy::too_many_arguments)]
-fn _scan_read<'py>(
-    py: Python<'py>,
+fn scan_of(
     roots: Vec<String>,
-    start_offset: Option<&Bound<'py, PyAny>>,
-    end_offset: Option<&Bound<'py, PyAny>>,
+    start_offset: Option<&Bound<'_, PyAny>>,
+    end_offset: Option<&Bound<'_, PyAny>>,
     start_timestamp: Option<i64>,
     end_timestamp: Option<i64>,
     isolation: &str,
@@ -121,7 +118,8 @@ fn _scan_read<'py>(
     on_error: &str,
     max_decompressed_size: usize,
     max_chunk_bytes: usize,
-) -> PyResult<Bound<'py, PyAny>> {
+    columns: Option<Vec<String>>,
+) -> PyResult<Scan> {
     let isolation = match isolation {
         "read_uncommitted" => ScanIsolation::ReadUncommitted,
         "read_committed" => ScanIsolation::ReadCommitted,
@@ -158,6 +156,9 @@ fn _scan_read<'py>(
     if let Some(partitions) = partitions {
         scan = scan.partitions(partitions);
     }
+    if let Some(names) = columns {
+        scan = scan.columns(Columns::named(&names).map_err(PyValueError::new_err)?);
+    }
     scan = offset_bound(
         scan,
         start_offset,
@@ -165,18 +166,68 @@ fn _scan_read<'py>(
         Scan::partition_start_offset,
         Scan::start_offset,
     )?;
-    scan = offset_bound(
+    offset_bound(
         scan,
         end_offset,
         "end_offset",
         Scan::partition_end_offset,
         Scan::end_offset,
-    )?;
-    let reader = py.detach(|| scan.reader()).map_err(|e| match e {
+    )
+}
+
+fn scan_error(e: ScanError) -> PyErr {
+    match e {
         ScanError::List(ListError::NotFound(text)) => PyFileNotFoundError::new_err(text),
         ScanError::List(ListError::PermissionDenied(text)) => PyPermissionError::new_err(text),
         e => PyValueError::new_err(e.to_string()),
-    })?;
+    }
+}
+
+/// Read `roots` with the core's `Scan` into a `pyarrow.RecordBatchReader` of
+/// `kafkabatch.SCHEMA` (internal: see the stub).
+#[pyfunction]
+#[pyo3(signature = (roots, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None, isolation="read_uncommitted", topic=None, partition=None, topics=None, partitions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES, columns=None))]
+#[allow(clippy::too_many_arguments)]
+fn _scan_read<'py>(
+    py: Python<'py>,
+    roots: Vec<String>,
+    start_offset: Option<&Bound<'py, PyAny>>,
+    end_offset: Option<&Bound<'py, PyAny>>,
+    start_timestamp: Option<i64>,
+    end_timestamp: Option<i64>,
+    isolation: &str,
+    topic: Option<String>,
+    partition: Option<i64>,
+    topics: Option<Vec<String>>,
+    partitions: Option<Vec<i64>>,
+    tiered_keys: Option<BTreeMap<String, String>>,
+    validate_crc: bool,
+    include_control: bool,
+    on_error: &str,
+    max_decompressed_size: usize,
+    max_chunk_bytes: usize,
+    columns: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let scan = scan_of(
+        roots,
+        start_offset,
+        end_offset,
+        start_timestamp,
+        end_timestamp,
+        isolation,
+        topic,
+        partition,
+        topics,
+        partitions,
+        tiered_keys,
+        validate_crc,
+        include_control,
+        on_error,
+        max_decompressed_size,
+        max_chunk_bytes,
+        columns,
+    )?;
+    let reader = py.detach(|| scan.reader()).map_err(scan_error)?;
     let stream = Bound::new(py, ScanStream { reader: Some(reader) })?;
     py.import("pyarrow")?
         .getattr("RecordBatchReader")?
@@ -278,9 +329,97 @@ fn plan_partition(
     }))
 }
 
+/// A group's `(topic, partition, values)`, as `_scan_header_aggregates` returns it.
+type Row = (Option<String>, Option<i64>, Vec<Option<i64>>);
+
+/// `aggregates` of what `_scan_read(roots, **options)` returns, from batch
+/// headers alone: `(rows, None)`, or `(None, why)` when the headers can't
+/// answer exactly (internal: see the stub).
+#[pyfunction]
+#[pyo3(signature = (roots, aggregates, group_by, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None, isolation="read_uncommitted", topic=None, partition=None, topics=None, partitions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[allow(clippy::too_many_arguments)]
+fn _scan_header_aggregates<'py>(
+    py: Python<'py>,
+    roots: Vec<String>,
+    aggregates: Vec<String>,
+    group_by: &str,
+    start_offset: Option<&Bound<'py, PyAny>>,
+    end_offset: Option<&Bound<'py, PyAny>>,
+    start_timestamp: Option<i64>,
+    end_timestamp: Option<i64>,
+    isolation: &str,
+    topic: Option<String>,
+    partition: Option<i64>,
+    topics: Option<Vec<String>>,
+    partitions: Option<Vec<i64>>,
+    tiered_keys: Option<BTreeMap<String, String>>,
+    validate_crc: bool,
+    include_control: bool,
+    on_error: &str,
+    max_decompressed_size: usize,
+    max_chunk_bytes: usize,
+) -> PyResult<(Option<Vec<Row>>, Option<String>)> {
+    let aggregates = aggregates
+        .iter()
+        .map(|a| match a.as_str() {
+            "count" => Ok(Aggregate::Count),
+            "min_offset" => Ok(Aggregate::MinOffset),
+            "max_offset" => Ok(Aggregate::MaxOffset),
+            "min_timestamp" => Ok(Aggregate::MinTimestamp),
+            "max_timestamp" => Ok(Aggregate::MaxTimestamp),
+            other => Err(PyValueError::new_err(format!(
+                "aggregates are count, min_offset, max_offset, min_timestamp, max_timestamp, not {other:?}"
+            ))),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let group_by = match group_by {
+        "all" => GroupBy::All,
+        "topic" => GroupBy::Topic,
+        "partition" => GroupBy::TopicPartition,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "group_by must be 'all', 'topic' or 'partition', not {other:?}"
+            )))
+        }
+    };
+    let scan = scan_of(
+        roots,
+        start_offset,
+        end_offset,
+        start_timestamp,
+        end_timestamp,
+        isolation,
+        topic,
+        partition,
+        topics,
+        partitions,
+        tiered_keys,
+        validate_crc,
+        include_control,
+        on_error,
+        max_decompressed_size,
+        max_chunk_bytes,
+        None,
+    )?;
+    let answer = py
+        .detach(|| {
+            let plan = scan.plan()?;
+            plan.header_aggregates(&scan, &aggregates, group_by)
+        })
+        .map_err(scan_error)?;
+    Ok(match answer {
+        Ok(rows) => (
+            Some(rows.into_iter().map(|r| (r.topic, r.partition, r.values)).collect()),
+            None,
+        ),
+        Err(why) => (None, Some(why.to_string())),
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScanStream>()?;
     m.add_function(wrap_pyfunction!(plan_partition, m)?)?;
     m.add_function(wrap_pyfunction!(partition_transactions, m)?)?;
-    m.add_function(wrap_pyfunction!(_scan_read, m)?)
+    m.add_function(wrap_pyfunction!(_scan_read, m)?)?;
+    m.add_function(wrap_pyfunction!(_scan_header_aggregates, m)?)
 }

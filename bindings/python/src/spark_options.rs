@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use kafkabatch::scan::options::{
     check_option_names, OffsetsSpec, ScanOptions, DEFAULT_MAX_BYTES_PER_PARTITION, DEFAULT_MAX_RECORDS_PER_BATCH,
     KNOWN_OPTIONS, VALUE_OPTIONS,
 };
+use kafkabatch::scan::pushdown::{filter_of, Literal, NameValue, Op, Predicate};
 use kafkabatch::scan::ScanIsolation;
 
 fn offsets<'py>(py: Python<'py>, map: &BTreeMap<(String, i64), i64>) -> PyResult<Bound<'py, PyDict>> {
@@ -104,5 +105,118 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SPARK_DEFAULT_MAX_RECORDS_PER_BATCH", DEFAULT_MAX_RECORDS_PER_BATCH)?;
     m.add_function(wrap_pyfunction!(_spark_options, m)?)?;
     m.add_function(wrap_pyfunction!(_spark_check_named_partitions, m)?)?;
-    m.add_function(wrap_pyfunction!(_spark_check_option_names, m)?)
+    m.add_function(wrap_pyfunction!(_spark_check_option_names, m)?)?;
+    register_pushdown(m)
+}
+
+fn op_of(text: &str) -> Option<Op> {
+    Some(match text {
+        "==" => Op::Eq,
+        "!=" => Op::Ne,
+        "<" => Op::Lt,
+        "<=" => Op::Le,
+        ">" => Op::Gt,
+        ">=" => Op::Ge,
+        "in" => Op::In,
+        "not in" => Op::NotIn,
+        "startswith" => Op::StartsWith,
+        "endswith" => Op::EndsWith,
+        "contains" => Op::Contains,
+        _ => return None,
+    })
+}
+
+fn op_text(op: Op) -> &'static str {
+    match op {
+        Op::Eq => "==",
+        Op::Ne => "!=",
+        Op::Lt => "<",
+        Op::Le => "<=",
+        Op::Gt => ">",
+        Op::Ge => ">=",
+        Op::In => "in",
+        Op::NotIn => "not in",
+        Op::StartsWith => "startswith",
+        Op::EndsWith => "endswith",
+        Op::Contains => "contains",
+    }
+}
+
+/// A literal as `(kind, value)`: `int`, `str`, `timestamp_us`, `bool`, `null`, `other`.
+fn literal_of(kind: &str, value: &Bound<'_, PyAny>) -> PyResult<Literal> {
+    Ok(match kind {
+        "int" => value.extract::<i64>().map_or(Literal::Other, Literal::Int),
+        "str" => Literal::Str(value.extract()?),
+        "timestamp_us" => Literal::TimestampUs(value.extract()?),
+        "bool" => Literal::Bool(value.extract()?),
+        "null" => Literal::Null,
+        _ => Literal::Other,
+    })
+}
+
+/// One Spark filter (`column`, `op` — a comparison, `isnull` or `isnotnull` —,
+/// typed literals, under a `NOT` or not) as the core's pushdown rules take
+/// it: a dict of the `RecordFilter` fields and `exact`; `ValueError` when it
+/// is not pushable (internal: see the stub).
+#[pyfunction]
+fn _pushdown_filter<'py>(
+    py: Python<'py>,
+    column: String,
+    op: &str,
+    literals: Vec<(String, Bound<'py, PyAny>)>,
+    negated: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let literals = literals
+        .iter()
+        .map(|(kind, value)| literal_of(kind, value))
+        .collect::<PyResult<Vec<_>>>()?;
+    let predicate = match op {
+        "isnull" => Predicate::IsNull { column },
+        "isnotnull" => Predicate::IsNotNull { column },
+        "in" => Predicate::In {
+            column,
+            values: literals,
+        },
+        other => match (op_of(other), literals.as_slice()) {
+            (Some(op), [value]) => Predicate::Compare {
+                column,
+                op,
+                value: value.clone(),
+            },
+            _ => Predicate::Other,
+        },
+    };
+    // the operator as pushed (NOT of a comparison on a never-null column is its opposite)
+    let pushed_op = op_of(op).and_then(|o| if negated { o.negated() } else { Some(o) });
+    let predicate = if negated {
+        Predicate::Not(Box::new(predicate))
+    } else {
+        predicate
+    };
+    let (filter, exact) = filter_of(&predicate).map_err(|e| PyValueError::new_err(e.0))?;
+    let d = PyDict::new(py);
+    let mut names = Vec::new();
+    for p in &filter.names {
+        let values = PyList::empty(py);
+        for v in &p.values {
+            match v {
+                NameValue::Topic(t) => values.append(t)?,
+                NameValue::Partition(n) => values.append(n)?,
+            }
+        }
+        names.push((p.column.as_str(), op_text(p.op), values));
+    }
+    d.set_item("names", names)?;
+    d.set_item("start_offset", filter.start_offset)?;
+    d.set_item("end_offset", filter.end_offset)?;
+    d.set_item("start_ts", filter.start_ts_us)?;
+    d.set_item("end_ts", filter.end_ts_us)?;
+    d.set_item("nothing", filter.nothing)?;
+    d.set_item("exact", exact)?;
+    d.set_item("op", pushed_op.map(op_text))?;
+    Ok(d)
+}
+
+pub fn register_pushdown(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_pushdown_filter, m)?)
 }

@@ -17,11 +17,13 @@ offsets...) are returned to Spark, which evaluates them on the rows.
 
 from __future__ import annotations
 
+import datetime as _dt
 import sys
 from collections.abc import Iterable
 from typing import Any
 
-from kafkabatch.log.prune import NotPushable, RecordFilter
+import kafkabatch._kafkabatch as _native
+from kafkabatch.log.prune import NotPushable, RecordFilter, to_micros
 
 #: Spark's filter classes by name, with the RecordFilter operator each maps to.
 _BINARY = {
@@ -37,18 +39,28 @@ _BINARY = {
     "StringContains": "contains",
 }
 
-#: The operator of ``NOT (column op value)`` on a column that is never null.
-_NEGATED = {"==": "!=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "in": "not in"}
 
-#: Columns kafkabatch always fills (Arrow arrays without a validity buffer; a
-#: message without a timestamp has -1 ms, as in Kafka): IS NULL is false, IS NOT NULL true.
-_NEVER_NULL = ("topic", "partition", "offset", "timestamp", "timestampType")
+def _literal(column: str, value: Any) -> tuple[str, Any]:
+    """A Python literal as the core's pushdown rules take it: ``(kind, value)``;
+    timestamps (datetime, date) in microseconds since the epoch."""
+    if value is None:
+        return ("null", None)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, str):
+        return ("str", value)
+    if column == "timestamp" and isinstance(value, _dt.datetime | _dt.date):
+        return ("timestamp_us", to_micros(value))
+    return ("other", None)
 
 
 def filter_of(spark_filter: Any) -> tuple[RecordFilter, bool]:
     """One Spark filter as ``(RecordFilter, exact)``: ``exact`` when applying
     the RecordFilter decides the filter by itself (Spark may drop it).
-    :class:`NotPushable` when it says nothing kafkabatch can use."""
+    :class:`NotPushable` when it says nothing kafkabatch can use. The rules
+    are the core's (the JVM source takes the same)."""
     name = type(spark_filter).__name__
     negated = False
     if name == "Not":
@@ -59,26 +71,41 @@ def filter_of(spark_filter: Any) -> tuple[RecordFilter, bool]:
     if not isinstance(column_path, tuple) or len(column_path) != 1:
         raise NotPushable(f"{spark_filter!r}")
     column = column_path[0]
+    literals: list[tuple[str, Any]] = []
+    value: Any = None
     if name in ("IsNull", "IsNotNull"):
-        if column not in _NEVER_NULL:
+        op = name.lower()
+    else:
+        binary = _BINARY.get(name)
+        if binary is None:
             raise NotPushable(f"{spark_filter!r}")
-        always_true = (name == "IsNotNull") != negated
-        return (RecordFilter() if always_true else RecordFilter(nothing=True, described=(f"{column} IS NULL",))), True
-    op = _BINARY.get(name)
-    if op is None:
-        raise NotPushable(f"{spark_filter!r}")
-    value = spark_filter.value
-    if value is None:  # comparing with NULL: Spark folds these; leave them to it
-        raise NotPushable(f"{spark_filter!r}")
-    if negated:
-        if op not in _NEGATED:
-            raise NotPushable(f"{spark_filter!r}")
-        op = _NEGATED[op]
-    if op in ("in", "not in"):
-        value = tuple(value)
-    record_filter = RecordFilter.where(column, op, value)
-    exact = not (column in ("offset", "timestamp") and op == "in")
-    return record_filter, exact
+        op = binary
+        value = spark_filter.value
+        if op == "in":
+            value = tuple(value)
+        literals = [_literal(column, v) for v in (value if op == "in" else [value])]
+    try:
+        parsed = _native._pushdown_filter(str(column), op, literals, negated)
+    except ValueError:
+        raise NotPushable(f"{spark_filter!r}") from None
+    if op in ("isnull", "isnotnull"):
+        described: tuple[str, ...] = (f"{column} IS NULL",) if parsed["nothing"] else ()
+    else:
+        described = (f"{column} {parsed['op']} {value!r}",)
+    names = tuple(
+        (col, name_op, frozenset(values) if name_op in ("in", "not in") else values[0])
+        for col, name_op, values in parsed["names"]
+    )
+    record_filter = RecordFilter(
+        names=names,
+        start_offset=parsed["start_offset"],
+        end_offset=parsed["end_offset"],
+        start_ts=parsed["start_ts"],
+        end_ts=parsed["end_ts"],
+        nothing=parsed["nothing"],
+        described=described,
+    )
+    return record_filter, parsed["exact"]
 
 
 def translate(filters: Iterable[Any]) -> tuple[RecordFilter, list[Any]]:

@@ -1,0 +1,467 @@
+//! Aggregates answered from batch headers alone: `COUNT(*)`, `MIN`/`MAX` of
+//! `offset` and of `timestamp`, per topic-partition, per topic or over all,
+//! without decompressing a record (each batch's CRC is still checked), so a
+//! `count()` costs a read of the bytes, not a decode.
+//!
+//! An answer is given only where the headers make it exact; otherwise
+//! [`Plan::header_aggregates`] says why not ([`Unanswerable`]) and the caller
+//! aggregates rows instead:
+//!
+//! - v2 data batches only: control batches hold no rows; under
+//!   `read_committed` batches of aborted (or still open) transactions are left
+//!   out with the plan's transactions; a legacy message set (magic 0/1) can't
+//!   be counted without decompressing its wrappers;
+//! - `COUNT(*)` is the sum of the header counts;
+//! - `MAX(timestamp)` is the largest `maxTimestamp`; `MIN(timestamp)` only
+//!   where every batch counted is `LogAppendTime` (each record then carries
+//!   `maxTimestamp`; a `CreateTime` batch's smallest timestamp is unknown);
+//! - `MIN`/`MAX(offset)` only where the batch they come from has no gap
+//!   (`count == lastOffsetDelta + 1`: a compacted batch keeps its first and
+//!   last offsets but maybe not the records at them);
+//! - bounds (offsets, times) only where every batch lies wholly inside or
+//!   wholly outside them (times: `LogAppendTime` batches, or `CreateTime`
+//!   ones whose `maxTimestamp` is below both bounds or the start bound is unset);
+//! - a batch whose CRC does not match, a corrupt header, bytes that can't be
+//!   framed, or `includeControl`: no answer (a read reports or skips them).
+
+use std::collections::BTreeMap;
+
+use super::plan::{Plan, Scan, ScanError, Split, Transaction};
+use crate::batch::{parse_v2_header, BatchWalker, WalkEnd, CREATE_TIME, LOG_APPEND_TIME};
+use crate::prune::HeaderBounds;
+
+/// An aggregate of the rows a scan returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Aggregate {
+    /// `COUNT(*)`.
+    Count,
+    MinOffset,
+    MaxOffset,
+    /// In microseconds, as the `timestamp` column.
+    MinTimestamp,
+    MaxTimestamp,
+}
+
+/// How rows are grouped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupBy {
+    /// One group for all rows (always one, even of no rows).
+    All,
+    /// A group per topic that has rows.
+    Topic,
+    /// A group per topic-partition that has rows.
+    TopicPartition,
+}
+
+/// One group's values, in the order the aggregates were asked for;
+/// `None` is SQL's NULL (the MIN or MAX of no rows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AggregateRow {
+    /// `None` when grouped over all topics.
+    pub topic: Option<String>,
+    /// `None` unless grouped by topic-partition.
+    pub partition: Option<i64>,
+    pub values: Vec<Option<i64>>,
+}
+
+/// Why the headers can't answer: aggregate rows instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unanswerable {
+    /// A legacy (magic 0 or 1) message set: counting its records needs decompression.
+    LegacyMessageSet { path: String, position: u64 },
+    /// A batch whose header or CRC is bad, or bytes that can't be framed:
+    /// a read fails or skips them.
+    Corrupt { path: String, position: u64 },
+    /// `includeControl`: control records are rows, counted only by decoding them.
+    ControlRecords,
+    /// An offset or time bound falls inside a batch.
+    BoundInsideBatch { path: String, position: u64 },
+    /// `MIN(timestamp)` over a `CreateTime` batch (its smallest timestamp is not in the header).
+    CreateTimeMinimum { path: String, position: u64 },
+    /// `MIN`/`MAX(offset)` from a batch with gaps (compacted).
+    OffsetGap { path: String, position: u64 },
+}
+
+impl std::fmt::Display for Unanswerable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unanswerable::LegacyMessageSet { path, position } => {
+                write!(f, "{path}: a legacy message set at byte {position}")
+            }
+            Unanswerable::Corrupt { path, position } => write!(f, "{path}: a corrupt batch at byte {position}"),
+            Unanswerable::ControlRecords => f.write_str("control records are returned as rows"),
+            Unanswerable::BoundInsideBatch { path, position } => {
+                write!(f, "{path}: a bound falls inside the batch at byte {position}")
+            }
+            Unanswerable::CreateTimeMinimum { path, position } => {
+                write!(f, "{path}: the batch at byte {position} has CreateTime timestamps")
+            }
+            Unanswerable::OffsetGap { path, position } => {
+                write!(f, "{path}: the batch at byte {position} has offset gaps")
+            }
+        }
+    }
+}
+
+/// What the headers of one topic-partition's batches add up to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Tally {
+    count: u64,
+    /// `(offset, batch without gaps, path, position)` of the smallest and largest.
+    min_offset: Option<(i64, bool, String, u64)>,
+    max_offset: Option<(i64, bool, String, u64)>,
+    max_ts_us: Option<i64>,
+    min_ts_us: Option<i64>,
+    /// The first `CreateTime` batch counted, if any.
+    create_time: Option<(String, u64)>,
+}
+
+impl Tally {
+    fn merge(&mut self, other: Tally) {
+        self.count += other.count;
+        if let Some(m) = other.min_offset {
+            if self.min_offset.as_ref().is_none_or(|s| m.0 < s.0) {
+                self.min_offset = Some(m);
+            }
+        }
+        if let Some(m) = other.max_offset {
+            if self.max_offset.as_ref().is_none_or(|s| m.0 > s.0) {
+                self.max_offset = Some(m);
+            }
+        }
+        self.max_ts_us = self.max_ts_us.max(other.max_ts_us);
+        self.min_ts_us = match (self.min_ts_us, other.min_ts_us) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if self.create_time.is_none() {
+            self.create_time = other.create_time;
+        }
+    }
+
+    fn value(&self, aggregate: Aggregate) -> Result<Option<i64>, Unanswerable> {
+        let offset = |m: &Option<(i64, bool, String, u64)>| match m {
+            None => Ok(None),
+            Some((o, true, _, _)) => Ok(Some(*o)),
+            Some((_, false, path, position)) => Err(Unanswerable::OffsetGap {
+                path: path.clone(),
+                position: *position,
+            }),
+        };
+        match aggregate {
+            Aggregate::Count => Ok(Some(i64::try_from(self.count).unwrap_or(i64::MAX))),
+            Aggregate::MinOffset => offset(&self.min_offset),
+            Aggregate::MaxOffset => offset(&self.max_offset),
+            Aggregate::MaxTimestamp => Ok(self.max_ts_us),
+            Aggregate::MinTimestamp => match &self.create_time {
+                Some((path, position)) => Err(Unanswerable::CreateTimeMinimum {
+                    path: path.clone(),
+                    position: *position,
+                }),
+                None => Ok(self.min_ts_us),
+            },
+        }
+    }
+}
+
+/// Whether read_committed hides a batch of `producer_id` at `base_offset`: it
+/// lies in an aborted transaction (before its ABORT marker) or an open one.
+fn hidden(transactions: &[Transaction], producer_id: i64, base_offset: i64) -> bool {
+    transactions.iter().any(|t| {
+        t.producer_id == producer_id
+            && t.first_offset <= base_offset
+            && t.last_offset.is_none_or(|last| base_offset < last)
+    })
+}
+
+/// Where a batch of records `[first, last]` (offsets) stands against `[start, end)`.
+enum Side {
+    Inside,
+    Outside,
+    Across,
+}
+
+fn side(first: i64, last: i64, start: Option<i64>, end: Option<i64>) -> Side {
+    let (lo, hi) = (start.unwrap_or(i64::MIN), end.unwrap_or(i64::MAX));
+    if last < lo || first >= hi {
+        Side::Outside
+    } else if first >= lo && last < hi {
+        Side::Inside
+    } else {
+        Side::Across
+    }
+}
+
+/// The tally of one split's batches.
+fn tally_split(split: &Split, context: &super::ReadContext) -> Result<Result<Tally, Unanswerable>, ScanError> {
+    let bounds: HeaderBounds = split.bounds();
+    let path = &split.path;
+    let mut source = context.open(path, split.layout(), split.manifest.as_deref())?;
+    let end = split.end.min(source.size());
+    let mut pos = split.start;
+    let mut tally = Tally::default();
+    while pos < end {
+        let piece = source.piece(pos, end, context.max_chunk_bytes)?;
+        let data = &piece.data[..piece.to];
+        let mut walker = BatchWalker::starting_at(data, piece.from);
+        for raw in walker.by_ref() {
+            let at = piece.base + raw.position as u64;
+            if raw.magic() < 2 {
+                return Ok(Err(Unanswerable::LegacyMessageSet {
+                    path: path.clone(),
+                    position: at,
+                }));
+            }
+            let corrupt = || Unanswerable::Corrupt {
+                path: path.clone(),
+                position: at,
+            };
+            let Ok(header) = parse_v2_header(&raw) else {
+                return Ok(Err(corrupt()));
+            };
+            if !header.crc_valid && context.options.validate_crc {
+                return Ok(Err(corrupt()));
+            }
+            if header.is_control {
+                if context.options.include_control {
+                    return Ok(Err(Unanswerable::ControlRecords));
+                }
+                continue;
+            }
+            // the plan's transactions are there under read_committed only
+            if header.is_transactional
+                && split
+                    .transactions
+                    .as_deref()
+                    .is_some_and(|t| hidden(t, header.producer_id, header.base_offset))
+            {
+                continue;
+            }
+            let across = || Unanswerable::BoundInsideBatch {
+                path: path.clone(),
+                position: at,
+            };
+            match side(
+                header.base_offset,
+                header.last_offset,
+                bounds.start_offset,
+                bounds.end_offset,
+            ) {
+                Side::Outside => continue,
+                Side::Across => return Ok(Err(across())),
+                Side::Inside => {}
+            }
+            let max_us = header.max_timestamp.saturating_mul(1000);
+            let timed = bounds.start_ts_us.is_some() || bounds.end_ts_us.is_some();
+            if timed {
+                let in_time =
+                    |t: i64| bounds.start_ts_us.is_none_or(|s| t >= s) && bounds.end_ts_us.is_none_or(|e| t < e);
+                match header.timestamp_type {
+                    LOG_APPEND_TIME if !in_time(max_us) => continue,
+                    LOG_APPEND_TIME => {}
+                    // every record is at or before maxTimestamp
+                    _ if bounds.start_ts_us.is_some_and(|s| max_us < s) => continue,
+                    _ if bounds.start_ts_us.is_none() && in_time(max_us) => {}
+                    _ => return Ok(Err(across())),
+                }
+            }
+            if header.record_count == 0 {
+                continue;
+            }
+            tally.count += header.record_count as u64;
+            let whole = i64::from(header.record_count) == header.last_offset.wrapping_sub(header.base_offset) + 1;
+            if tally.min_offset.as_ref().is_none_or(|m| header.base_offset < m.0) {
+                tally.min_offset = Some((header.base_offset, whole, path.clone(), at));
+            }
+            if tally.max_offset.as_ref().is_none_or(|m| header.last_offset > m.0) {
+                tally.max_offset = Some((header.last_offset, whole, path.clone(), at));
+            }
+            tally.max_ts_us = tally.max_ts_us.max(Some(max_us));
+            if header.timestamp_type == CREATE_TIME {
+                tally.create_time.get_or_insert((path.clone(), at));
+            } else {
+                tally.min_ts_us = Some(tally.min_ts_us.map_or(max_us, |m| m.min(max_us)));
+            }
+        }
+        if let Some(WalkEnd::Broken(_)) = walker.end() {
+            return Ok(Err(Unanswerable::Corrupt {
+                path: path.clone(),
+                position: piece.base + walker.position() as u64,
+            }));
+        }
+        let next = piece.base + walker.position() as u64;
+        if next <= pos || piece.base + piece.to as u64 >= end {
+            // an incomplete batch at the end: a read leaves it too
+            break;
+        }
+        pos = next;
+    }
+    Ok(Ok(tally))
+}
+
+impl Plan {
+    /// `aggregates` of the rows `scan` (the scan this plan is of) returns,
+    /// grouped by `group_by`, from batch headers alone (see the module
+    /// notes); `Ok(Err(why))` when the headers can't answer exactly, and
+    /// rows must be aggregated instead. Groups come in topic (and partition) order.
+    pub fn header_aggregates(
+        &self,
+        scan: &Scan,
+        aggregates: &[Aggregate],
+        group_by: GroupBy,
+    ) -> Result<Result<Vec<AggregateRow>, Unanswerable>, ScanError> {
+        let context = scan.context()?;
+        let mut groups: BTreeMap<(Option<String>, Option<i64>), Tally> = BTreeMap::new();
+        if group_by == GroupBy::All {
+            groups.insert((None, None), Tally::default());
+        }
+        for partition in &self.partitions {
+            let mut tally = Tally::default();
+            for split in &partition.splits {
+                match tally_split(split, &context)? {
+                    Ok(t) => tally.merge(t),
+                    Err(why) => return Ok(Err(why)),
+                }
+            }
+            if tally.count == 0 && group_by != GroupBy::All {
+                continue;
+            }
+            let key = match group_by {
+                GroupBy::All => (None, None),
+                GroupBy::Topic => (Some(partition.topic.clone()), None),
+                GroupBy::TopicPartition => (Some(partition.topic.clone()), Some(partition.partition)),
+            };
+            groups.entry(key).or_default().merge(tally);
+        }
+        let mut rows = Vec::with_capacity(groups.len());
+        for ((topic, partition), tally) in groups {
+            let mut values = Vec::with_capacity(aggregates.len());
+            for aggregate in aggregates {
+                match tally.value(*aggregate) {
+                    Ok(v) => values.push(v),
+                    Err(why) => return Ok(Err(why)),
+                }
+            }
+            rows.push(AggregateRow {
+                topic,
+                partition,
+                values,
+            });
+        }
+        Ok(Ok(rows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
+
+    use super::*;
+    use crate::compression::Codec;
+    use crate::generate::{Kind, PartitionConfig, PartitionGenerator};
+    use crate::scan::ScanIsolation;
+
+    /// Per (topic, partition): count, min/max offset, max timestamp of what the reader returns.
+    fn from_rows(scan: &Scan) -> Vec<AggregateRow> {
+        let mut groups: BTreeMap<(String, i64), (i64, i64, i64, i64)> = BTreeMap::new();
+        for batch in scan.reader().unwrap() {
+            let b = batch.unwrap();
+            let (t, p) = (b.column(2).as_string::<i32>(), b.column(3).as_primitive::<Int32Type>());
+            let o = b.column(4).as_primitive::<Int64Type>();
+            let ts = b.column(5).as_primitive::<TimestampMicrosecondType>();
+            for i in 0..b.num_rows() {
+                let g = groups
+                    .entry((t.value(i).to_string(), i64::from(p.value(i))))
+                    .or_insert((0, i64::MAX, i64::MIN, i64::MIN));
+                *g = (g.0 + 1, g.1.min(o.value(i)), g.2.max(o.value(i)), g.3.max(ts.value(i)));
+            }
+        }
+        groups
+            .into_iter()
+            .map(|((t, p), (n, lo, hi, ts))| AggregateRow {
+                topic: Some(t),
+                partition: Some(p),
+                values: vec![Some(n), Some(lo), Some(hi), Some(ts)],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn headers_answer_what_a_full_read_returns_or_say_why_not() {
+        let dir = std::env::temp_dir().join(format!("kb-aggregate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut orders = PartitionConfig::new(dir.join("orders-0"), "orders", 0, Kind::Orders);
+        orders.target_bytes = 300 << 10;
+        orders.segment_bytes = 64 << 10;
+        orders.transactional_producers = 3;
+        orders.codec = Codec::Zstd;
+        let mut clicks = PartitionConfig::new(dir.join("clicks-2"), "clicks", 2, Kind::Clicks);
+        clicks.target_bytes = 100 << 10;
+        let mut audit = PartitionConfig::new(dir.join("audit-1"), "audit", 1, Kind::Audit);
+        audit.magic = 1;
+        audit.target_bytes = 50 << 10;
+        for cfg in [orders, clicks, audit] {
+            let mut g = PartitionGenerator::new(cfg).unwrap();
+            g.step(u64::MAX).unwrap();
+            g.finish().unwrap();
+        }
+        let root = dir.to_str().unwrap();
+        let asked = [
+            Aggregate::Count,
+            Aggregate::MinOffset,
+            Aggregate::MaxOffset,
+            Aggregate::MaxTimestamp,
+        ];
+        let mut counts = Vec::new();
+        for isolation in [ScanIsolation::ReadUncommitted, ScanIsolation::ReadCommitted] {
+            let scan = Scan::new([root]).isolation(isolation).topics(["orders", "clicks"]);
+            let answer = scan
+                .plan()
+                .unwrap()
+                .header_aggregates(&scan, &asked, GroupBy::TopicPartition)
+                .unwrap()
+                .unwrap();
+            assert_eq!(answer, from_rows(&scan), "{isolation:?}");
+            counts.push(answer[1].values[0]);
+            // one group over all, and CreateTime's minimum declined
+            let all = scan
+                .plan()
+                .unwrap()
+                .header_aggregates(&scan, &[Aggregate::Count], GroupBy::All)
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                all[0].values[0],
+                Some(answer.iter().map(|r| r.values[0].unwrap()).sum())
+            );
+            let why = scan
+                .plan()
+                .unwrap()
+                .header_aggregates(&scan, &[Aggregate::MinTimestamp], GroupBy::All)
+                .unwrap()
+                .unwrap_err();
+            assert!(matches!(why, Unanswerable::CreateTimeMinimum { .. }), "{why}");
+        }
+        assert!(counts[1] < counts[0], "aborted transactions are left out: {counts:?}");
+        // an offset bound inside a batch: no answer; on a boundary: the read's
+        let mid = Scan::new([root]).topics(["orders"]).start_offset(Some(101));
+        let plan = mid.plan().unwrap();
+        match plan
+            .header_aggregates(&mid, &[Aggregate::Count], GroupBy::Topic)
+            .unwrap()
+        {
+            Ok(rows) => assert_eq!(rows[0].values[0], from_rows(&mid)[0].values[0]),
+            Err(why) => assert!(matches!(why, Unanswerable::BoundInsideBatch { .. }), "{why}"),
+        }
+        let legacy = Scan::new([root]).topics(["audit"]);
+        let why = legacy
+            .plan()
+            .unwrap()
+            .header_aggregates(&legacy, &[Aggregate::Count], GroupBy::All)
+            .unwrap()
+            .unwrap_err();
+        assert!(matches!(why, Unanswerable::LegacyMessageSet { .. }), "{why}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
