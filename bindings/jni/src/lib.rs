@@ -5,8 +5,8 @@
 //! (`planSplits`: options → the core's serialised [`Split`]s, one Spark input
 //! partition each); executors read (`openReader` over a partition's splits,
 //! `next` for the next piece of an Arrow IPC stream of the core's schema,
-//! `close`). Every entry runs through [`entry`]:
-//! panics are caught and errors become Java exceptions (see [`Failure`]);
+//! `close`). Every entry runs through `entry`:
+//! panics are caught and errors become Java exceptions (see `Failure`);
 //! nothing unwinds into the JVM.
 
 use std::collections::BTreeMap;
