@@ -2,6 +2,7 @@ package io.github.kafkabatch.spark;
 
 import java.util.OptionalLong;
 
+import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -86,8 +87,14 @@ final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStat
         };
     }
 
+    /** Bytes and records read, corrupt batches skipped, CRC errors ({@link ReadMetrics}). */
+    @Override
+    public CustomMetric[] supportedCustomMetrics() {
+        return ReadMetrics.supported();
+    }
+
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new KafkaLogReaderFactory(optionsJson);
+        return new KafkaLogReaderFactory(optionsJson, readSchema());
     }
 }
