@@ -25,6 +25,7 @@ use kafkabatch::scan::listing::ListError;
 use kafkabatch::scan::options::{Mode, ScanOptions};
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
+use kafkabatch::vocabulary::{in_words, Words};
 
 mod handoff;
 mod metrics;
@@ -51,15 +52,19 @@ impl From<jni::errors::Error> for Failure {
 }
 
 impl From<ScanError> for Failure {
+    /// The core's texts in the Spark source's option names (`tieredKeys`, `valueFormat`…); a decode
+    /// error, which names files and positions, as it is.
     fn from(e: ScanError) -> Self {
+        let spark = |text: String| in_words(&text, Words::Spark);
         match e {
-            ScanError::Options(text) => Failure::Options(text),
+            ScanError::Options(text) => Failure::Options(spark(text)),
             ScanError::List(ListError::NotFound(text)) => Failure::NotFound(text),
             ScanError::List(ListError::Storage(StorageError::NotFound(loc)))
             | ScanError::Storage(StorageError::NotFound(loc)) => {
                 Failure::NotFound(StorageError::NotFound(loc).to_string())
             }
-            e => Failure::Core(e.to_string()),
+            e @ ScanError::Decode { .. } => Failure::Core(e.to_string()),
+            e => Failure::Core(spark(e.to_string())),
         }
     }
 }
@@ -140,7 +145,7 @@ const SOURCE: &str = "kafka-log-jvm";
 fn options_of(json: &str) -> Result<ScanOptions, Failure> {
     let given: BTreeMap<String, String> = serde_json::from_str(json)
         .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
-    let options = ScanOptions::parse(given).map_err(|e| Failure::Options(e.0))?;
+    let options = ScanOptions::parse(given).map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))?;
     let mut not_yet: Vec<&str> = Vec::new();
     if options.path_glob_filter.is_some() {
         not_yet.push("pathGlobFilter");
