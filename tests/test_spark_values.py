@@ -45,7 +45,6 @@ def _rows(df, column="value"):
     return [None if r[column] is None else r[column].asDict(recursive=True) for r in df.orderBy("offset").collect()]
 
 
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_kafka_log_json_equals_spark_from_json(spark, kafka_log, json_folder):
     path, values = json_folder
     typed = spark.read.format(kafka_log).option("valueFormat", "json").option("valueSchema", ORDER_DDL).load(str(path))

@@ -29,8 +29,10 @@ use kafkabatch::vocabulary::{in_words, Words};
 
 mod handoff;
 mod metrics;
+mod values;
 
 use handoff::{schema_from_java, Conform, Handed};
+use values::Values;
 
 /// Why a native call failed, as the Java exception it becomes.
 #[derive(Debug)]
@@ -153,15 +155,13 @@ fn options_of(json: &str) -> Result<ScanOptions, Failure> {
     if options.internal_topic.is_some() {
         not_yet.push("internalTopic");
     }
-    if !options.value_options.is_empty() {
-        not_yet.push("valueFormat/keyFormat and the other typed-value options");
-    }
     if !not_yet.is_empty() {
         return Err(Failure::Options(format!(
             "{SOURCE} does not take {} yet: use format('kafka-log') (the Python source) for them",
             not_yet.join(", ")
         )));
     }
+    values::value_options(&options.value_options)?;
     Ok(options)
 }
 
@@ -229,6 +229,8 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_splitBytes<'local>
 struct Reader {
     batches: ScanReader,
     conform: Conform,
+    /// How `value` is parsed (typed values), if it is.
+    values: Option<Values>,
     /// `mode=PERMISSIVE`: the splits that lost batches are logged (see `metrics::losses`).
     permissive: bool,
     /// The IPC transport's writer; `None` for the zero-copy hand-off, and once the stream's end was written.
@@ -245,7 +247,8 @@ impl Reader {
         let ipc = |e: ArrowError| Failure::Core(format!("writing Arrow IPC: {e}"));
         match self.batches.next() {
             Some(batch) => {
-                let batch: RecordBatch = self.conform.batch(&batch?)?;
+                let batch = typed(&self.values, batch?)?;
+                let batch: RecordBatch = self.conform.batch(&batch)?;
                 writer.write(&batch).map_err(ipc)?;
             }
             None => {
@@ -262,12 +265,20 @@ impl Reader {
     fn next_handed(&mut self) -> Result<Option<Vec<i64>>, Failure> {
         match self.batches.next() {
             Some(batch) => {
-                let batch = batch?;
+                let batch = typed(&self.values, batch?)?;
                 let columns = self.conform.columns(&batch)?;
                 Ok(Some(Handed::hand_over(batch.num_rows(), columns)?))
             }
             None => Ok(None),
         }
+    }
+}
+
+/// `batch` with its values parsed where the options type them.
+fn typed(values: &Option<Values>, batch: RecordBatch) -> Result<RecordBatch, Failure> {
+    match values {
+        Some(values) => values.parse(batch),
+        None => Ok(batch),
     }
 }
 
@@ -287,7 +298,12 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
         let options = options_of(&options.try_to_string(env)?)?;
         let permissive = options.mode == Mode::Permissive;
         let context = scan_of(&options)?.context()?;
-        let conform = Conform::new(schema_from_java(&env.convert_byte_array(&arrow_schema)?)?);
+        let target = schema_from_java(&env.convert_byte_array(&arrow_schema)?)?;
+        let values = match values::value_options(&options.value_options)? {
+            Some(on_error) => Some(Values::json(&target, on_error)?),
+            None => None,
+        };
+        let conform = Conform::new(target);
         let mut parsed = Vec::new();
         for i in 0..splits.len(env)? {
             let bytes = splits.get_element(env, i)?;
@@ -307,6 +323,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
         let reader = Box::new(Mutex::new(Reader {
             batches,
             conform,
+            values,
             permissive,
             writer,
         }));

@@ -18,11 +18,14 @@ import org.apache.spark.sql.types.StructType;
  */
 final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStatistics {
     private final String optionsJson;
+    /** The table's schema ({@code value} typed where the options ask for it). */
+    private final StructType schema;
     private InputPartition[] partitions;
     private long plannedBytes;
 
-    KafkaLogScan(String optionsJson) {
+    KafkaLogScan(String optionsJson, StructType schema) {
         this.optionsJson = optionsJson;
+        this.schema = schema;
     }
 
     @Override
@@ -32,7 +35,7 @@ final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStat
 
     @Override
     public StructType readSchema() {
-        return KafkaLogSource.SCHEMA;
+        return schema;
     }
 
     @Override

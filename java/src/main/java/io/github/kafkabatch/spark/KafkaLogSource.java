@@ -51,11 +51,11 @@ public final class KafkaLogSource implements TableProvider, DataSourceRegister {
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         // Called by load(): bad options fail there, as with the Python source, not at the first action.
         Native.checkOptions(Options.toJson(options));
-        return SCHEMA;
+        return ValueSchemas.readSchema(options);
     }
 
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return new KafkaLogTable();
+        return new KafkaLogTable(schema);
     }
 }

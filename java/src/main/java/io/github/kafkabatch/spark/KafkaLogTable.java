@@ -8,10 +8,18 @@ import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /** The records of the segments under the {@code path}/{@code paths} options (batch reads). */
 final class KafkaLogTable implements SupportsRead {
+    /** The source's schema, {@code value} typed where the options ask for it ({@link ValueSchemas}). */
+    private final StructType schema;
+
+    KafkaLogTable(StructType schema) {
+        this.schema = schema;
+    }
+
     @Override
     public String name() {
         return KafkaLogSource.SHORT_NAME;
@@ -19,7 +27,7 @@ final class KafkaLogTable implements SupportsRead {
 
     @Override
     public Column[] columns() {
-        StructField[] fields = KafkaLogSource.SCHEMA.fields();
+        StructField[] fields = schema.fields();
         Column[] columns = new Column[fields.length];
         for (int i = 0; i < fields.length; i++) {
             columns[i] = Column.create(fields[i].name(), fields[i].dataType(), fields[i].nullable());
@@ -34,6 +42,6 @@ final class KafkaLogTable implements SupportsRead {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-        return new KafkaLogScan(Options.toJson(options));
+        return new KafkaLogScan(Options.toJson(options), schema);
     }
 }
