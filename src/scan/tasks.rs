@@ -24,6 +24,8 @@ use std::ops::Range;
 use super::layouts::Layout;
 use super::naming::uri_scheme;
 use super::plan::Split;
+use super::walk::walk;
+use crate::storage::{LocalStorage, Location, Storage};
 
 /// Spark's `spark.sql.files.openCostInBytes`: what a split costs beyond its bytes when packing tasks.
 pub const OPEN_COST_BYTES: u64 = 4 << 20;
@@ -97,8 +99,7 @@ where
 /// would cost a request each).
 pub fn split_work(split: &Split) -> u64 {
     let wire = split.end.saturating_sub(split.start);
-    let remote = uri_scheme(&split.path).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
-    if remote || split.layout() == Layout::Aiven {
+    if !local(split) {
         return wire;
     }
     let Ok(mut file) = std::fs::File::open(&split.path) else {
@@ -111,6 +112,52 @@ pub fn split_work(split: &Split) -> u64 {
         Some(h)
     };
     estimate_work(header, split.start, split.end)
+}
+
+/// Whether a split's bytes are a local file's (a remote or tiered segment is
+/// read by requests: cut and sampled only where its own indexes say so).
+fn local(split: &Split) -> bool {
+    let remote = uri_scheme(&split.path).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
+    !remote && split.layout() != Layout::Aiven
+}
+
+/// `split` cut at batch boundaries into pieces of at most `max_bytes` (a
+/// batch larger than that gets a piece of its own; bytes the header walk
+/// can't follow stay in the last piece, where reading reports them), so
+/// several tasks can read one segment. Splits of `max_bytes` or less (or 0:
+/// no limit), and remote or tiered ones, come back whole.
+pub fn cut_split(split: &Split, max_bytes: u64) -> Vec<Split> {
+    let whole = || vec![split.clone()];
+    if max_bytes == 0 || split.end.saturating_sub(split.start) <= max_bytes || !local(split) {
+        return whole();
+    }
+    let Ok(Some(data)) = LocalStorage.map(&Location::new(&split.path)) else {
+        return whole();
+    };
+    let (Ok(start), Ok(end), Ok(chunk)) = (
+        usize::try_from(split.start),
+        usize::try_from(split.end.min(data.len() as u64)),
+        usize::try_from(max_bytes),
+    ) else {
+        return whole();
+    };
+    let Some(windows) = walk(&data, start).windows(&data, start, end, chunk, None, None) else {
+        return whole();
+    };
+    let mut pieces: Vec<Split> = windows
+        .into_iter()
+        .map(|(a, b, _)| Split {
+            start: a as u64,
+            end: b as u64,
+            ..split.clone()
+        })
+        .collect();
+    match pieces.last_mut() {
+        // whatever follows the last window (bytes past the walk) is read with it
+        Some(last) => last.end = split.end,
+        None => return whole(),
+    }
+    pieces
 }
 
 /// Consecutive splits packed into balanced tasks: the ranges of split
@@ -270,6 +317,28 @@ mod tests {
             works.push(work as f64 / wire as f64);
         }
         assert!(works[1] > works[0] + 1.0, "zstd counts more per wire byte: {works:?}");
+
+        // cuts: adjacent pieces at batch starts, each within the limit, reading the same rows
+        let scan = crate::scan::Scan::new([dir.join("plain-0").to_str().unwrap()]);
+        let split = scan.plan().unwrap().splits().next().unwrap().clone();
+        let pieces = cut_split(&split, 10 << 10);
+        assert!(pieces.len() > 5, "{}", pieces.len());
+        assert_eq!((pieces[0].start, pieces.last().unwrap().end), (split.start, split.end));
+        let data = std::fs::read(&split.path).unwrap();
+        for w in pieces.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+            let (a, b) = (w[0].start as usize, w[0].end as usize);
+            let batches = walk(&data[..b], a).batches.len();
+            assert!(b - a <= 10 << 10 || batches == 1, "{a}..{b}: {batches} batches");
+        }
+        let rows = |splits: Vec<Split>| -> usize {
+            crate::scan::ScanReader::new(splits, scan.context().unwrap())
+                .map(|b| b.unwrap().num_rows())
+                .sum()
+        };
+        assert_eq!(rows(pieces), rows(vec![split.clone()]));
+        assert_eq!(cut_split(&split, 0), vec![split.clone()]);
+        assert_eq!(cut_split(&split, u64::MAX), vec![split]);
         // bytes that are not batches: the wire size
         assert_eq!(estimate_work(|_| Some(vec![0xff; V2_HEADER]), 0, 1000), 1000);
         assert_eq!(estimate_work(|_| None, 5, 1000), 995);

@@ -166,7 +166,7 @@ pub(crate) fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
     options.scan().map_err(|e| Failure::Options(e.0))
 }
 
-/// `void checkOptions(String optionsJson)`: the options' errors at `load()`, before any planning.
+/// `void checkOptions(String optionsJson)`: the options' errors, and the listing's, at `load()`.
 #[no_mangle]
 pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'local>(
     mut env: EnvUnowned<'local>,
@@ -174,7 +174,13 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'loca
     options: JString<'local>,
 ) {
     entry(&mut env, |env| {
-        scan_of(&options_of(&options.try_to_string(env)?)?)?;
+        // planned here, as the Python source lists at load(): a missing path or a
+        // folder that is not a partition fails load(), naming it
+        let options = options_of(&options.try_to_string(env)?)?;
+        let plan = scan_of(&options)?.plan()?;
+        options
+            .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
+            .map_err(|e| Failure::Options(e.0))?;
         Ok(())
     })
 }

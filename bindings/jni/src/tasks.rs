@@ -1,11 +1,12 @@
-//! Planning a batch read into Spark tasks: the core's plan, its splits
-//! packed into tasks by the core's rule ([`kafkabatch::scan::tasks::pack`]).
+//! Planning a batch read into Spark tasks: the core's plan, its splits cut
+//! at `maxBytesPerPartition` and packed into tasks by the core's rule
+//! ([`kafkabatch::scan::tasks::pack`]).
 
 use jni::objects::{JByteArray, JClass, JObjectArray, JString};
 use jni::sys::jint;
 use jni::EnvUnowned;
 
-use kafkabatch::scan::tasks::{pack, split_work};
+use kafkabatch::scan::tasks::{cut_split, pack, split_work};
 use kafkabatch::scan::Split;
 
 use crate::pushdown::Spec;
@@ -20,16 +21,12 @@ fn plan_tasks(spec: &str, default_min_partitions: i64) -> Result<Vec<Vec<Vec<u8>
     spec.options
         .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
         .map_err(|e| Failure::Options(e.0))?;
-    let splits: Vec<&Split> = plan.splits().collect();
+    let max_bytes = spec.options.max_bytes_per_partition;
+    let splits: Vec<Split> = plan.splits().flat_map(|s| cut_split(s, max_bytes)).collect();
     let wire: Vec<u64> = splits.iter().map(|s| s.end.saturating_sub(s.start)).collect();
-    let work: Vec<u64> = splits.iter().map(|s| split_work(s)).collect();
+    let work: Vec<u64> = splits.iter().map(split_work).collect();
     let min_partitions = spec.options.min_partitions.unwrap_or(default_min_partitions).max(1);
-    let groups = pack(
-        &wire,
-        &work,
-        spec.options.max_bytes_per_partition,
-        u64::try_from(min_partitions).unwrap_or(1),
-    );
+    let groups = pack(&wire, &work, max_bytes, u64::try_from(min_partitions).unwrap_or(1));
     Ok(groups
         .into_iter()
         .map(|g| splits[g].iter().map(|s| s.to_bytes()).collect())
