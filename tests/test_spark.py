@@ -428,7 +428,6 @@ def test_read_log_dir(spark, kafka_log, log):
 
 
 @pytest.mark.spark
-@pytest.mark.jvm_lacks("maxBytesPerPartition cuts")
 def test_read_split_segments_and_several_paths(spark, kafka_log, log):
     df = (
         spark.read.format(kafka_log)
@@ -489,7 +488,6 @@ def test_empty_file_and_folder(spark, kafka_log, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.jvm_lacks("listing at load()")
 def test_bad_input_errors_name_the_culprit(spark, kafka_log, log, tmp_path):
     with pytest.raises(Exception, match="'validateCrc' must be true or false"):
         spark.read.format(kafka_log).option("validateCrc", "sometimes").load(str(log))
@@ -503,7 +501,6 @@ def test_bad_input_errors_name_the_culprit(spark, kafka_log, log, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.jvm_lacks("maxBytesPerPartition cuts")
 def test_read_committed_across_tasks(spark, kafka_log, tmp_path):
     if not _read_committed_available():
         pytest.skip("isolation='read_committed' is not available in this build")

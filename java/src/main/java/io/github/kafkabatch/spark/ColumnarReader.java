@@ -47,11 +47,11 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
      * A reader of {@code splits} whose batches have the columns of {@code arrowSchema} (an Arrow IPC schema
      * message, see {@link KafkaLogReaderFactory}), through IPC if {@code ipc}, else handed over in place.
      */
-    ColumnarReader(byte[][] splits, String optionsJson, byte[] arrowSchema, boolean ipc) {
+    ColumnarReader(byte[][] splits, String spec, byte[] arrowSchema, boolean ipc) {
         this.allocator = ArrowUtils.rootAllocator().newChildAllocator("kafkabatch reader", 0, Long.MAX_VALUE);
         NativeStream opened = null;
         try {
-            opened = new NativeStream(Native.openReader(splits, optionsJson, arrowSchema, ipc));
+            opened = new NativeStream(Native.openReader(splits, spec, arrowSchema, ipc));
             if (ipc) {
                 this.reader = new ArrowStreamReader(opened, allocator);
                 this.root = null;

@@ -24,20 +24,15 @@ final class KafkaLogReaderFactory implements PartitionReaderFactory {
     /** The Spark conf choosing how batches cross from the native reader: {@code zero-copy} or {@code ipc}. */
     static final String TRANSFER = "spark.kafkabatch.arrowTransfer";
 
-    private final String optionsJson;
+    private final String spec;
     private final byte[] arrowSchema;
     private final boolean ipc;
 
-    /** A factory of readers of every column of {@link KafkaLogSource#SCHEMA}. */
-    KafkaLogReaderFactory(String optionsJson) {
-        this(optionsJson, KafkaLogSource.SCHEMA);
-    }
-
     /** A factory of readers of the columns of {@code readSchema} (the scan's, after pruning). */
-    KafkaLogReaderFactory(String optionsJson, StructType readSchema) {
+    KafkaLogReaderFactory(String spec, StructType readSchema) {
         SQLConf conf = SQLConf.get();
         // (schema, time zone, largeVarTypes): Binary and Utf8 with 32-bit offsets, as the core builds them
-        this.optionsJson = optionsJson;
+        this.spec = spec;
         this.arrowSchema = ArrowUtils.toArrowSchema(readSchema, conf.sessionLocalTimeZone(), false).serializeAsMessage();
         String transfer = conf.getConfString(TRANSFER, "zero-copy").trim().toLowerCase(Locale.ROOT);
         switch (transfer) {
@@ -49,7 +44,7 @@ final class KafkaLogReaderFactory implements PartitionReaderFactory {
     }
 
     private ColumnarReader open(InputPartition partition) {
-        return new ColumnarReader(((KafkaLogPartition) partition).splits(), optionsJson, arrowSchema, ipc);
+        return new ColumnarReader(((KafkaLogPartition) partition).splits(), spec, arrowSchema, ipc);
     }
 
     @Override

@@ -6,31 +6,29 @@ import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * One read: the core plans it on the driver (its splits become input partitions) and executors read
- * the splits in columnar batches.
+ * One read, as {@link KafkaLogScanBuilder} left it: the core plans it on the driver (its splits packed
+ * into tasks, one input partition each) and executors read the splits in columnar batches of the
+ * columns asked for.
  */
-final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStatistics {
-    private final String optionsJson;
-    /** The table's schema ({@code value} typed where the options ask for it). */
+final class KafkaLogScan implements Scan, Batch, SupportsReportStatistics {
+    /** The read as the core takes it: options, columns, pushed predicates, limit (bindings/jni pushdown). */
+    private final String spec;
     private final StructType schema;
+    private final String description;
     private InputPartition[] partitions;
     private long plannedBytes;
 
-    KafkaLogScan(String optionsJson, StructType schema) {
-        this.optionsJson = optionsJson;
+    KafkaLogScan(String spec, StructType schema, String description) {
+        this.spec = spec;
         this.schema = schema;
-    }
-
-    @Override
-    public Scan build() {
-        return this;
+        this.description = description;
     }
 
     @Override
@@ -40,7 +38,7 @@ final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStat
 
     @Override
     public String description() {
-        return KafkaLogSource.SHORT_NAME + " " + optionsJson;
+        return description;
     }
 
     @Override
@@ -56,12 +54,15 @@ final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStat
     @Override
     public synchronized InputPartition[] planInputPartitions() {
         if (partitions == null) {
-            byte[][] splits = Native.planSplits(optionsJson);
-            InputPartition[] planned = new InputPartition[splits.length];
+            // minPartitions' default: Spark's default parallelism (the cores of local[N])
+            byte[][][] tasks = Native.planTasks(spec, SparkContext.getOrCreate().defaultParallelism());
+            InputPartition[] planned = new InputPartition[tasks.length];
             long bytes = 0;
-            for (int i = 0; i < splits.length; i++) {
-                planned[i] = new KafkaLogPartition(new byte[][] {splits[i]});
-                bytes += Native.splitBytes(splits[i]);
+            for (int i = 0; i < tasks.length; i++) {
+                planned[i] = new KafkaLogPartition(tasks[i]);
+                for (byte[] split : tasks[i]) {
+                    bytes += Native.splitBytes(split);
+                }
             }
             partitions = planned;
             plannedBytes = bytes;
@@ -98,6 +99,6 @@ final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStat
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new KafkaLogReaderFactory(optionsJson, readSchema());
+        return new KafkaLogReaderFactory(spec, readSchema());
     }
 }

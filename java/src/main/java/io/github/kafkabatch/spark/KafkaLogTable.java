@@ -42,6 +42,6 @@ final class KafkaLogTable implements SupportsRead {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-        return new KafkaLogScan(Options.toJson(options), schema);
+        return new KafkaLogScanBuilder(Options.toJson(options), schema);
     }
 }

@@ -15,18 +15,28 @@ final class Native {
     /** Throws {@link IllegalArgumentException} for the options' first error (names, values), as planning would. */
     static native void checkOptions(String optionsJson);
 
-    /** The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order. */
-    static native byte[][] planSplits(String optionsJson);
+    /**
+     * The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order, packed
+     * into tasks (one array each); {@code spec} is the read as {@link KafkaLogScanBuilder} writes it,
+     * {@code defaultMinPartitions} stands in for an unset {@code minPartitions}.
+     */
+    static native byte[][][] planTasks(String spec, int defaultMinPartitions);
+
+    /** How the core takes each of a JSON array of marshalled predicates ({@link Predicates}): 0, 1 or 2. */
+    static native String pushPredicates(String predicatesJson);
+
+    /** Aggregates of a read from batch headers: JSON {@code {"rows": [...]}}, or {@code {"why": text}}. */
+    static native String headerAggregates(String spec, String aggregates, String groupBy);
 
     /** The bytes of the segment a split covers. */
     static native long splitBytes(byte[] split);
 
     /**
-     * A reader of splits from {@link #planSplits} whose batches have exactly the columns of {@code arrowSchema}
-     * (an Arrow IPC schema message); a handle for {@link #next} (if {@code ipc}) or {@link #nextBatch}, and
-     * {@link #close}.
+     * A reader of splits from {@link #planTasks} (the same spec) whose batches have exactly the columns of
+     * {@code arrowSchema} (an Arrow IPC schema message); a handle for {@link #next} (if {@code ipc}) or
+     * {@link #nextBatch}, and {@link #close}.
      */
-    static native long openReader(byte[][] splits, String optionsJson, byte[] arrowSchema, boolean ipc);
+    static native long openReader(byte[][] splits, String spec, byte[] arrowSchema, boolean ipc);
 
     /** The next bytes of the reader's Arrow IPC stream, or null after its end. */
     static native byte[] next(long reader);
