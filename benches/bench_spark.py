@@ -183,6 +183,12 @@ def main() -> int:
         help="comma-separated: count, groupby, where3, where-empty, where-unpushed, parquet, parquet-micros",
     )
     p.add_argument("--json", type=Path, help="write the results as JSON here")
+    p.add_argument(
+        "--transfer",
+        choices=["zero-copy", "ipc"],
+        default="zero-copy",
+        help="how kafka-log-jvm's batches cross into the JVM (spark.kafkabatch.arrowTransfer)",
+    )
     args = p.parse_args()
 
     ensure_folder(args.folder, args.size, args.seed)
@@ -197,6 +203,7 @@ def main() -> int:
     conf = {"spark.driver.memory": "4g", "spark.sql.sources.binaryFile.maxLength": str(2**31 - 1)}
     if "kafka-log-jvm" in args.only.split(","):
         conf["spark.jars"] = kbs.jar_path()
+        conf["spark.kafkabatch.arrowTransfer"] = args.transfer
     spark = spark_session("kafkabatch-bench-spark", conf=conf, log_level="WARN")
     folder = str(args.folder)
     decode_udf = aiokafka_udf()
