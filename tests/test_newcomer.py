@@ -548,7 +548,6 @@ def test_a_missing_tiered_key_names_each_interfaces_option(encrypted_bucket, cap
     assert code == 1 and "no keys were given (--tiered-key)" in err and "tiered_keys" not in err, err
 
 
-@pytest.mark.jvm_lacks("errors in Spark's option words")
 def test_spark_missing_tiered_key_says_tiered_keys(spark, kafka_log, encrypted_bucket):
     df = spark.read.format(kafka_log).load(str(encrypted_bucket / "bucket"))
     with pytest.raises(Exception) as info:

@@ -30,4 +30,4 @@ pub use aggregate::{Aggregate, AggregateRow, GroupBy, Unanswerable};
 pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
 pub use pushdown::{filter_of, translate, Literal, NotPushable, Op, Predicate, RecordFilter};
-pub use read::{ReadContext, ReadStats, ScanReader};
+pub use read::{ReadContext, ReadStats, ScanReader, SplitReport};

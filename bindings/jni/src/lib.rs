@@ -19,14 +19,21 @@ use arrow_array::RecordBatch;
 use arrow_ipc::writer::StreamWriter;
 use arrow_schema::ArrowError;
 use jni::errors::ErrorPolicy;
+use jni::objects::JLongArray;
 use jni::objects::{JByteArray, JClass, JObjectArray, JString};
-use jni::sys::jlong;
+use jni::sys::{jboolean, jlong};
 use jni::{jni_str, Env, EnvUnowned};
 
 use kafkabatch::scan::listing::ListError;
-use kafkabatch::scan::options::ScanOptions;
+use kafkabatch::scan::options::{Mode, ScanOptions};
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
+use kafkabatch::vocabulary::{in_words, Words};
+
+mod handoff;
+mod metrics;
+
+use handoff::{schema_from_java, Conform, Handed};
 
 mod aggregate;
 mod pushdown;
@@ -52,15 +59,19 @@ impl From<jni::errors::Error> for Failure {
 }
 
 impl From<ScanError> for Failure {
+    /// The core's texts in the Spark source's option names (`tieredKeys`, `valueFormat`…); a decode
+    /// error, which names files and positions, as it is.
     fn from(e: ScanError) -> Self {
+        let spark = |text: String| in_words(&text, Words::Spark);
         match e {
-            ScanError::Options(text) => Failure::Options(text),
+            ScanError::Options(text) => Failure::Options(spark(text)),
             ScanError::List(ListError::NotFound(text)) => Failure::NotFound(text),
             ScanError::List(ListError::Storage(StorageError::NotFound(loc)))
             | ScanError::Storage(StorageError::NotFound(loc)) => {
                 Failure::NotFound(StorageError::NotFound(loc).to_string())
             }
-            e => Failure::Core(e.to_string()),
+            e @ ScanError::Decode { .. } => Failure::Core(e.to_string()),
+            e => Failure::Core(spark(e.to_string())),
         }
     }
 }
@@ -141,7 +152,7 @@ const SOURCE: &str = "kafka-log-jvm";
 pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
     let given: BTreeMap<String, String> = serde_json::from_str(json)
         .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
-    let options = ScanOptions::parse(given).map_err(|e| Failure::Options(e.0))?;
+    let options = ScanOptions::parse(given).map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))?;
     let mut not_yet: Vec<&str> = Vec::new();
     if options.path_glob_filter.is_some() {
         not_yet.push("pathGlobFilter");
@@ -163,7 +174,9 @@ pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
 
 /// The core's scan of a batch read with these options.
 pub(crate) fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
-    options.scan().map_err(|e| Failure::Options(e.0))
+    options
+        .scan()
+        .map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))
 }
 
 /// `void checkOptions(String optionsJson)`: the options' errors, and the listing's, at `load()`.
@@ -198,11 +211,15 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_splitBytes<'local>
     })
 }
 
-/// A reader handed to the JVM as a handle: the core's reader and the IPC
-/// stream writer its batches go through.
+/// A reader handed to the JVM as a handle: the core's reader, its batches
+/// conformed to Spark's read schema, and, for the IPC transport, the stream
+/// writer they go through.
 struct Reader {
     batches: ScanReader,
-    /// `None` once the stream's end was written.
+    conform: Conform,
+    /// `mode=PERMISSIVE`: the splits that lost batches are logged (see `metrics::losses`).
+    permissive: bool,
+    /// The IPC transport's writer; `None` for the zero-copy hand-off, and once the stream's end was written.
     writer: Option<StreamWriter<Vec<u8>>>,
 }
 
@@ -216,7 +233,7 @@ impl Reader {
         let ipc = |e: ArrowError| Failure::Core(format!("writing Arrow IPC: {e}"));
         match self.batches.next() {
             Some(batch) => {
-                let batch: RecordBatch = batch?;
+                let batch: RecordBatch = self.conform.batch(&batch?)?;
                 writer.write(&batch).map_err(ipc)?;
             }
             None => {
@@ -228,19 +245,38 @@ impl Reader {
         }
         Ok(Some(std::mem::take(writer.get_mut())))
     }
+
+    /// The next batch handed over in place (see [`Handed::hand_over`]), `None` at the end.
+    fn next_handed(&mut self) -> Result<Option<Vec<i64>>, Failure> {
+        match self.batches.next() {
+            Some(batch) => {
+                let batch = batch?;
+                let columns = self.conform.columns(&batch)?;
+                Ok(Some(Handed::hand_over(batch.num_rows(), columns)?))
+            }
+            None => Ok(None),
+        }
+    }
 }
 
-/// `long openReader(byte[][] splits, String spec)`: a reader of the splits of one input partition
-/// (`spec`: the scan's options, columns and limit, see `pushdown`).
+/// `long openReader(byte[][] splits, String spec, byte[] arrowSchema, boolean ipc)`: a reader of the
+/// splits of one input partition (`spec`: the scan's options, columns and limit, see `pushdown`), whose
+/// batches have exactly `arrowSchema`'s columns (Spark's read schema in Arrow, as IPC schema message
+/// bytes); `ipc` picks the transport (`next`, else `nextBatch`).
 #[no_mangle]
 pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     splits: JObjectArray<'local, JByteArray<'local>>,
     options: JString<'local>,
+    arrow_schema: JByteArray<'local>,
+    ipc: jboolean,
 ) -> jlong {
     entry(&mut env, |env| {
-        let context = pushdown::scan_of_spec(&options.try_to_string(env)?)?.context()?;
+        let spec = pushdown::Spec::parse(&options.try_to_string(env)?)?;
+        let permissive = spec.options.mode == Mode::Permissive;
+        let context = spec.scan()?.context()?;
+        let conform = Conform::new(schema_from_java(&env.convert_byte_array(&arrow_schema)?)?);
         let mut parsed = Vec::new();
         for i in 0..splits.len(env)? {
             let bytes = splits.get_element(env, i)?;
@@ -249,12 +285,21 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             parsed.push(Split::from_bytes(&split)?);
         }
         let batches = ScanReader::new(parsed, context);
-        let writer = StreamWriter::try_new(Vec::new(), &batches.schema())
-            .map_err(|e| Failure::Core(format!("writing Arrow IPC: {e}")))?;
+        let writer = if ipc {
+            Some(
+                StreamWriter::try_new(Vec::new(), conform.schema())
+                    .map_err(|e| Failure::Core(format!("writing Arrow IPC: {e}")))?,
+            )
+        } else {
+            None
+        };
         let reader = Box::new(Mutex::new(Reader {
             batches,
-            writer: Some(writer),
+            conform,
+            permissive,
+            writer,
         }));
+        handoff::handle_opened();
         Ok(Box::into_raw(reader) as jlong)
     })
 }
@@ -275,14 +320,9 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_next<'local>(
     _class: JClass<'local>,
     handle: jlong,
 ) -> JByteArray<'local> {
-    entry(&mut env, |env| {
-        let mut reader = reader_of(handle)?
-            .lock()
-            .map_err(|_| Failure::Core("this reader failed earlier in another thread".into()))?;
-        match reader.next()? {
-            Some(bytes) => Ok(env.byte_array_from_slice(&bytes)?),
-            None => Ok(JByteArray::null()),
-        }
+    entry(&mut env, |env| match locked(handle)?.next()? {
+        Some(bytes) => Ok(env.byte_array_from_slice(&bytes)?),
+        None => Ok(JByteArray::null()),
     })
 }
 
@@ -297,7 +337,61 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_close<'local>(
         if handle != 0 {
             // SAFETY: a handle from openReader, closed once (the Java side zeroes it).
             drop(unsafe { Box::from_raw(handle as *mut Mutex<Reader>) });
+            handoff::handle_closed();
         }
         Ok(())
     })
+}
+
+/// The reader behind `handle`, locked.
+fn locked<'a>(handle: jlong) -> Result<std::sync::MutexGuard<'a, Reader>, Failure> {
+    reader_of(handle)?
+        .lock()
+        .map_err(|_| Failure::Core("this reader failed earlier in another thread".into()))
+}
+
+/// `long[] nextBatch(long reader)`: the next batch handed over in place, or null at the end:
+/// `[handle, rows, node count, (length, null count)…, buffer count, (address, size)…]`; the buffers
+/// live until `release(handle)`.
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_nextBatch<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> JLongArray<'local> {
+    entry(&mut env, |env| {
+        let Some(description) = locked(handle)?.next_handed()? else {
+            return Ok(JLongArray::null());
+        };
+        let out = env.new_long_array(description.len())?;
+        if let Err(e) = out.set_region(env, 0, &description) {
+            // SAFETY: the handle was just made and never reached Java.
+            unsafe { Handed::release(description[0]) };
+            return Err(e.into());
+        }
+        Ok(out)
+    })
+}
+
+/// `void release(long batch)`: drops a batch from `nextBatch` (Java has let go of every buffer).
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_release<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    batch: jlong,
+) {
+    entry(&mut env, |_env| {
+        // SAFETY: Java releases each handle from nextBatch once (its buffers' shared count reached zero).
+        unsafe { Handed::release(batch) };
+        Ok(())
+    })
+}
+
+/// `long liveHandles()`: readers and handed batches the JVM has not given back (for leak tests).
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_liveHandles<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) -> jlong {
+    entry(&mut env, |_env| Ok(handoff::live_handles()))
 }

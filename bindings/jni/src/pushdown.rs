@@ -79,11 +79,6 @@ impl Spec {
     }
 }
 
-/// The core's scan of a spec's JSON (what the readers of its splits need).
-pub(crate) fn scan_of_spec(json: &str) -> Result<Scan, Failure> {
-    Spec::parse(json)?.scan()
-}
-
 fn literal_of(value: &Value) -> Literal {
     let Some((kind, v)) = value.as_object().and_then(|o| o.iter().next()) else {
         return Literal::Other;

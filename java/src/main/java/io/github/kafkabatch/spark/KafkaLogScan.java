@@ -2,6 +2,7 @@ package io.github.kafkabatch.spark;
 
 import java.util.OptionalLong;
 
+import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -90,8 +91,14 @@ final class KafkaLogScan implements Scan, Batch, SupportsReportStatistics {
         };
     }
 
+    /** Bytes and records read, corrupt batches skipped, CRC errors ({@link ReadMetrics}). */
+    @Override
+    public CustomMetric[] supportedCustomMetrics() {
+        return ReadMetrics.supported();
+    }
+
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new KafkaLogReaderFactory(spec);
+        return new KafkaLogReaderFactory(spec, readSchema());
     }
 }

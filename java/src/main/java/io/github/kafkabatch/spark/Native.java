@@ -31,12 +31,37 @@ final class Native {
     /** The bytes of the segment a split covers. */
     static native long splitBytes(byte[] split);
 
-    /** A reader of splits from {@link #planTasks} (the same spec); a handle for {@link #next} and {@link #close}. */
-    static native long openReader(byte[][] splits, String spec);
+    /**
+     * A reader of splits from {@link #planTasks} (the same spec) whose batches have exactly the columns of
+     * {@code arrowSchema} (an Arrow IPC schema message); a handle for {@link #next} (if {@code ipc}) or
+     * {@link #nextBatch}, and {@link #close}.
+     */
+    static native long openReader(byte[][] splits, String spec, byte[] arrowSchema, boolean ipc);
 
     /** The next bytes of the reader's Arrow IPC stream, or null after its end. */
     static native byte[] next(long reader);
 
     /** Frees a reader; the handle is invalid afterwards. */
     static native void close(long reader);
+
+    /**
+     * The reader's next batch handed over in place, or null after the last: {@code [handle, rows, node count,
+     * (length, null count)…, buffer count, (address, size)…]} (see {@link ArrowImport}).
+     */
+    static native long[] nextBatch(long reader);
+
+    /** Frees a batch from {@link #nextBatch}: its buffers are invalid afterwards. */
+    static native void release(long batch);
+
+    /** The reader's counts so far: bytes read, records read, corrupt batches skipped, CRC errors. */
+    static native long[] metrics(long reader);
+
+    /**
+     * The log lines ({@code mode=PERMISSIVE} only) of the splits read to their end since the last call that lost
+     * batches or bytes.
+     */
+    static native String[] takeLosses(long reader);
+
+    /** Readers and batches the JVM holds and has not closed or released (for leak tests). */
+    static native long liveHandles();
 }
