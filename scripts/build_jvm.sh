@@ -5,6 +5,8 @@
 #
 #   PY=.venv/bin/python       the Python whose PySpark jars are the classpath (or SPARK_JARS=dir)
 #   CARGO_FLAGS=--locked      extra flags for cargo build
+#   NATIVE=0                  the Java classes only, no JNI library (the release workflow adds
+#                             each platform's library with scripts/jar_add_native.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,9 +32,11 @@ case "$(uname -m)" in
   *) arch=$(uname -m) ;;
 esac
 
-# shellcheck disable=SC2086  # CARGO_FLAGS is a list of flags
-cargo build ${CARGO_FLAGS:-} --release -p kafkabatch-jni
-target_dir=$(cargo metadata --format-version 1 --no-deps | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+if [ "${NATIVE:-1}" != 0 ]; then
+  # shellcheck disable=SC2086  # CARGO_FLAGS is a list of flags
+  cargo build ${CARGO_FLAGS:-} --release -p kafkabatch-jni
+  target_dir=$(cargo metadata --format-version 1 --no-deps | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+fi
 
 out=target/java
 rm -rf "$out"
@@ -43,10 +47,18 @@ mkdir -p "$out/classes/io/github/kafkabatch/native/$os-$arch"
 javac --release 17 -Xlint:all,-path,-classfile -Werror -encoding UTF-8 -cp "$SPARK_JARS/*" -d "$out/classes" \
   $(find java/src/main/java -name '*.java' | sort)
 cp -R java/src/main/resources/. "$out/classes/"
-cp "$target_dir/release/$lib" "$out/classes/io/github/kafkabatch/native/$os-$arch/"
+if [ "${NATIVE:-1}" != 0 ]; then
+  cp "$target_dir/release/$lib" "$out/classes/io/github/kafkabatch/native/$os-$arch/"
+else
+  rmdir "$out/classes/io/github/kafkabatch/native/$os-$arch" "$out/classes/io/github/kafkabatch/native"
+fi
 
 jar_dir=python/kafkabatch/spark/jars
 mkdir -p "$jar_dir"
 jar --create --file "$jar_dir/kafkabatch-spark.jar.part" -C "$out/classes" .
 mv "$jar_dir/kafkabatch-spark.jar.part" "$jar_dir/kafkabatch-spark.jar"
-echo "build_jvm.sh: wrote $jar_dir/kafkabatch-spark.jar ($os-$arch)"
+if [ "${NATIVE:-1}" != 0 ]; then
+  echo "build_jvm.sh: wrote $jar_dir/kafkabatch-spark.jar ($os-$arch)"
+else
+  echo "build_jvm.sh: wrote $jar_dir/kafkabatch-spark.jar (Java classes only, NATIVE=0)"
+fi

@@ -47,7 +47,7 @@ const SAMPLE_BATCHES: usize = 16;
 /// What decoding bytes `[start, end)` of a segment costs the engine
 /// downstream, in bytes, judged by its first data batches (up to 16;
 /// control batches skipped): their compression and records per byte.
-/// `header(pos)` gives the [`V2_HEADER`] bytes at `pos` (fewer at the end,
+/// `header(pos)` gives the 61 header bytes at `pos` (fewer at the end,
 /// `None` when they can't be read). Legacy message sets, or headers that
 /// don't look like batches, leave the estimate at the wire size.
 pub fn estimate_work<F>(mut header: F, start: u64, end: u64) -> u64
