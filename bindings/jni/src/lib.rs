@@ -25,6 +25,8 @@ use kafkabatch::scan::options::ScanOptions;
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
 
+mod stream;
+
 /// Why a native call failed, as the Java exception it becomes.
 #[derive(Debug)]
 enum Failure {
@@ -167,7 +169,13 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'loca
     options: JString<'local>,
 ) {
     entry(&mut env, |env| {
-        scan_of(&options_of(&options.try_to_string(env)?)?)?;
+        let options = options_of(&options.try_to_string(env)?)?;
+        if options.batch_error().is_none() {
+            scan_of(&options)?;
+        } else {
+            // a stream takes what a batch read refuses (startingOffsets latest): planSplits refuses it
+            options.tiered_key_pairs().map_err(|e| Failure::Options(e.0))?;
+        }
         Ok(())
     })
 }

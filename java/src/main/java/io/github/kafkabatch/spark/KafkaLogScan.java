@@ -9,6 +9,7 @@ import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -42,6 +43,11 @@ final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStat
     @Override
     public Batch toBatch() {
         return this;
+    }
+
+    @Override
+    public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+        return new KafkaLogStream(optionsJson);
     }
 
     @Override

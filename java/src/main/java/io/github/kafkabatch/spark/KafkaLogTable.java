@@ -10,7 +10,7 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The records of the segments under the {@code path}/{@code paths} options (batch reads). */
+/** The records of the segments under the {@code path}/{@code paths} options (batch reads and streams). */
 final class KafkaLogTable implements SupportsRead {
     @Override
     public String name() {
@@ -29,7 +29,7 @@ final class KafkaLogTable implements SupportsRead {
 
     @Override
     public Set<TableCapability> capabilities() {
-        return EnumSet.of(TableCapability.BATCH_READ);
+        return EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ);
     }
 
     @Override
