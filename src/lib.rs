@@ -24,6 +24,7 @@ pub mod tiered;
 pub mod txn;
 pub mod values;
 pub mod varint;
+pub mod vocabulary;
 
 pub use compression::Codec;
 pub use decode::{decode, DecodeOptions, Decoded, Isolation, OnError};

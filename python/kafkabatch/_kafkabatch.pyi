@@ -632,6 +632,11 @@ def _scan_header_aggregates(
     (``all``, ``topic``, ``partition``), from batch headers alone: ``(rows, None)``,
     or ``(None, why)`` when the headers can't answer exactly."""
 
+def _in_words(message: str, words: str) -> str:
+    """Internal: ``message`` with the option names in Python's keyword names
+    (``value_format``, ``tiered_keys``…) said in ``words``' (``"cli"``: the
+    command line's flags, ``"spark"``: the Spark source's options)."""
+
 def _spark_options(options: builtins.list[tuple[str, str]]) -> dict[str, Any]:
     """Internal: the ``kafka-log`` source's options (``(name, value)`` pairs, names
     in any case) parsed and checked by the core, as a dict of their values

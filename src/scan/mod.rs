@@ -24,10 +24,11 @@ pub mod pushdown;
 pub mod read;
 pub mod seek;
 pub mod stream;
+pub mod tasks;
 pub mod walk;
 
 pub use aggregate::{Aggregate, AggregateRow, GroupBy, Unanswerable};
 pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
 pub use pushdown::{filter_of, translate, Literal, NotPushable, Op, Predicate, RecordFilter};
-pub use read::{ReadContext, ReadStats, ScanReader};
+pub use read::{ReadContext, ReadStats, ScanReader, SplitReport};

@@ -273,6 +273,7 @@ pub struct Scan {
     resolver: Option<Resolver>,
     columns: Columns,
     filter: Option<RecordFilter>,
+    limit: Option<u64>,
 }
 
 impl fmt::Debug for Scan {
@@ -319,6 +320,7 @@ impl Scan {
             resolver: None,
             columns: Columns::ALL,
             filter: None,
+            limit: None,
         }
     }
 
@@ -450,6 +452,13 @@ impl Scan {
         self
     }
 
+    /// Each reader of this scan's splits stops after this many rows (an
+    /// engine's pushed `LIMIT`: it still limits the rows of all its tasks).
+    pub fn limit(mut self, rows: Option<u64>) -> Self {
+        self.limit = rows;
+        self
+    }
+
     /// The storage of remote roots and files; without it, a remote root is an error.
     pub fn resolver(mut self, resolver: Resolver) -> Self {
         self.resolver = Some(resolver);
@@ -495,6 +504,7 @@ impl Scan {
             },
             max_chunk_bytes: self.max_chunk_bytes,
             columns: self.columns,
+            limit: self.limit,
         })
     }
 
@@ -644,6 +654,7 @@ pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<V
         options: DecodeOptions::default(),
         max_chunk_bytes: max_chunk_bytes.max(1),
         columns: Columns::default(),
+        limit: None,
     };
     read::partition_transactions(group, &context)
 }

@@ -25,8 +25,9 @@ use super::naming::uri_scheme;
 use super::plan::{ScanError, Split, Transaction};
 use super::walk::{walk, Walk, Window};
 use crate::arrow_out::Columns;
+use crate::batch::WalkEnd;
 use crate::decode::{decode_range_columns, DecodeOptions, Isolation};
-use crate::error::DecodeError;
+use crate::error::{DecodeError, ErrorKind};
 use crate::prune::{row_mask, HeaderBounds};
 use crate::storage::{LocalStorage, Location, Storage};
 use crate::tiered::source::TieredSource;
@@ -47,6 +48,8 @@ pub struct ReadContext {
     /// The columns read (the offset and timestamp of bounded splits are
     /// built too, to filter rows, and dropped after).
     pub(crate) columns: Columns,
+    /// A reader stops after this many rows.
+    pub(crate) limit: Option<u64>,
 }
 
 impl std::fmt::Debug for ReadContext {
@@ -326,6 +329,61 @@ pub struct ReadStats {
     pub skipped_bytes: usize,
     /// Bytes of batches left undecoded: their headers show no record in the bounds.
     pub pruned_bytes: usize,
+    /// Bytes handed to the decoder (the ranges decoded, corrupt batches included).
+    pub bytes_read: u64,
+    /// Batches dropped under `on_error = skip` whose stored CRC did not match their bytes.
+    pub crc_errors: usize,
+    /// What each split read to its end found, in order (see [`ScanReader::take_finished`]).
+    pub finished: Vec<SplitReport>,
+}
+
+/// What reading one split found: the line `mode=PERMISSIVE` logs for a split
+/// that lost batches or ended in bytes no batch could be read from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SplitReport {
+    pub path: String,
+    /// Bytes `[start, end)` of a segment of `size` bytes.
+    pub start: u64,
+    pub end: u64,
+    pub size: u64,
+    /// Rows returned, corrupt batches dropped and their bytes.
+    pub rows: usize,
+    pub skipped: usize,
+    pub skipped_bytes: usize,
+    /// Bytes after the last batch that could be read: an incomplete batch
+    /// (`truncated`) or framing that can't be trusted (`broken`, from
+    /// `end_error`).
+    pub trailing_bytes: usize,
+    pub status: &'static str,
+    pub end_error: Option<String>,
+}
+
+impl SplitReport {
+    /// Whether the split lost anything (what a PERMISSIVE read reports).
+    pub fn lost_any(&self) -> bool {
+        self.skipped > 0 || self.trailing_bytes > 0
+    }
+
+    /// One line, for logs: the Python source's words (`SegmentResult.describe`).
+    pub fn describe(&self) -> String {
+        let mut text = if (self.start, self.end) == (0, self.size) {
+            self.path.clone()
+        } else {
+            format!("{} [bytes {}-{}]", self.path, self.start, self.end)
+        };
+        let plural = if self.skipped == 1 { "" } else { "es" };
+        text += &format!(
+            ": {} rows; skipped {} corrupt batch{plural} ({} bytes)",
+            self.rows, self.skipped, self.skipped_bytes
+        );
+        if self.trailing_bytes > 0 {
+            text += &format!("; {} trailing bytes ({})", self.trailing_bytes, self.status);
+        }
+        if let Some(error) = &self.end_error {
+            text += error;
+        }
+        text
+    }
 }
 
 /// One split being read.
@@ -337,6 +395,7 @@ struct SplitRead {
     done: bool,
     piece: Option<Piece>,
     windows: VecDeque<Window>,
+    report: SplitReport,
 }
 
 /// The record batches of splits, in order: an iterator of
@@ -348,6 +407,8 @@ pub struct ScanReader {
     pending: VecDeque<RecordBatch>,
     stats: ReadStats,
     failed: bool,
+    /// Rows returned (counted under a limit).
+    returned: usize,
 }
 
 impl std::fmt::Debug for ScanReader {
@@ -369,6 +430,7 @@ impl ScanReader {
             pending: VecDeque::new(),
             stats: ReadStats::default(),
             failed: false,
+            returned: 0,
         }
     }
 
@@ -382,6 +444,11 @@ impl ScanReader {
         &self.stats
     }
 
+    /// The reports of the splits read to their end since the last call.
+    pub fn take_finished(&mut self) -> Vec<SplitReport> {
+        std::mem::take(&mut self.stats.finished)
+    }
+
     /// Fill `pending` with the next window's rows; false when every split is read.
     fn advance(&mut self) -> Result<bool, ScanError> {
         loop {
@@ -392,7 +459,16 @@ impl ScanReader {
                 let layout = split.layout();
                 let source = self.context.open(&split.path, layout, split.manifest.as_deref())?;
                 self.stats.splits += 1;
+                let report = SplitReport {
+                    path: split.path.clone(),
+                    start: split.start,
+                    end: split.end,
+                    size: split.size,
+                    status: "clean",
+                    ..SplitReport::default()
+                };
                 self.current = Some(SplitRead {
+                    report,
                     pos: split.start,
                     end: split.end.min(source.size()),
                     split,
@@ -413,7 +489,9 @@ impl ScanReader {
                 return Ok(true);
             }
             if read.done || read.pos >= read.end {
-                self.current = None;
+                if let Some(done) = self.current.take() {
+                    self.stats.finished.push(done.report);
+                }
                 continue;
             }
             let piece = read.source.piece(read.pos, read.end, self.context.max_chunk_bytes)?;
@@ -492,7 +570,27 @@ fn read_window(
         stats.batches += decoded.batches;
         stats.records += decoded.records;
         stats.skipped_bytes += decoded.skipped_bytes;
+        stats.bytes_read += (y - x) as u64;
+        let report = &mut read.report;
+        report.skipped += decoded.skipped.len();
+        report.skipped_bytes += decoded.skipped_bytes;
+        match &decoded.end {
+            WalkEnd::Clean => {}
+            WalkEnd::Truncated { len, .. } => {
+                report.trailing_bytes += len;
+                report.status = "truncated";
+            }
+            WalkEnd::Broken(e) => {
+                report.trailing_bytes += y.saturating_sub(e.batch_position);
+                report.status = "broken";
+                let at = piece.base as usize + e.batch_position;
+                report.end_error = Some(format!(" from byte {at}: {}", e.reason));
+            }
+        }
         for e in decoded.skipped {
+            if e.kind == ErrorKind::CrcMismatch {
+                stats.crc_errors += 1;
+            }
             stats
                 .skipped
                 .push(relocate(e, piece.base, &read.split.path).to_string());
@@ -500,6 +598,7 @@ fn read_window(
         for batch in decoded.chunks {
             if let Some(batch) = filter_rows(batch, &bounds, built, context.columns)? {
                 stats.rows += batch.num_rows();
+                report.rows += batch.num_rows();
                 out.push_back(batch);
             }
         }
@@ -513,6 +612,22 @@ impl Iterator for ScanReader {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(batch) = self.pending.pop_front() {
+                let Some(limit) = self.context.limit else {
+                    return Some(Ok(batch));
+                };
+                let left = usize::try_from(limit).unwrap_or(usize::MAX) - self.returned;
+                if left == 0 {
+                    self.pending.clear();
+                    self.splits.clear();
+                    self.current = None;
+                    return None;
+                }
+                let batch = if batch.num_rows() > left {
+                    batch.slice(0, left)
+                } else {
+                    batch
+                };
+                self.returned += batch.num_rows();
                 return Some(Ok(batch));
             }
             if self.failed {

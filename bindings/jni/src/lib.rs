@@ -1,11 +1,14 @@
 //! The JNI side of the JVM Spark source: the native methods of
 //! `io.github.kafkabatch.spark.Native`, over the core's [`Scan`].
 //!
-//! The driver checks the options at `load()` (`checkOptions`) and plans
-//! (`planSplits`: options → the core's serialised [`Split`]s, one Spark input
-//! partition each); executors read (`openReader` over a partition's splits,
-//! `next` for the next piece of an Arrow IPC stream of the core's schema,
-//! `close`). Every entry runs through `entry`:
+//! The driver checks the options at `load()` (`checkOptions`), decides which
+//! of Spark's predicates the core takes (`pushPredicates`, module
+//! `pushdown`), answers aggregates from batch headers (`headerAggregates`,
+//! module `aggregate`) and plans (`planTasks`, module `tasks`: the core's
+//! serialised [`Split`]s packed into Spark tasks); executors read
+//! (`openReader` over a task's splits and the scan's spec — options, columns,
+//! limit —, `next` for the next piece of an Arrow IPC stream of the columns
+//! read, `close`). Every entry runs through `entry`:
 //! panics are caught and errors become Java exceptions (see `Failure`);
 //! nothing unwinds into the JVM.
 
@@ -16,20 +19,31 @@ use arrow_array::RecordBatch;
 use arrow_ipc::writer::StreamWriter;
 use arrow_schema::ArrowError;
 use jni::errors::ErrorPolicy;
+use jni::objects::JLongArray;
 use jni::objects::{JByteArray, JClass, JObjectArray, JString};
-use jni::sys::jlong;
+use jni::sys::{jboolean, jlong};
 use jni::{jni_str, Env, EnvUnowned};
 
 use kafkabatch::scan::listing::ListError;
-use kafkabatch::scan::options::ScanOptions;
+use kafkabatch::scan::options::{Mode, ScanOptions};
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
+use kafkabatch::vocabulary::{in_words, Words};
+
+mod handoff;
+mod metrics;
+
+use handoff::{schema_from_java, Conform, Handed};
+
+mod aggregate;
+mod pushdown;
+mod tasks;
 
 mod stream;
 
 /// Why a native call failed, as the Java exception it becomes.
 #[derive(Debug)]
-enum Failure {
+pub(crate) enum Failure {
     /// A bad option: `IllegalArgumentException`, in the option's words.
     Options(String),
     /// A path with nothing there: `java.io.FileNotFoundException`.
@@ -47,15 +61,19 @@ impl From<jni::errors::Error> for Failure {
 }
 
 impl From<ScanError> for Failure {
+    /// The core's texts in the Spark source's option names (`tieredKeys`, `valueFormat`…); a decode
+    /// error, which names files and positions, as it is.
     fn from(e: ScanError) -> Self {
+        let spark = |text: String| in_words(&text, Words::Spark);
         match e {
-            ScanError::Options(text) => Failure::Options(text),
+            ScanError::Options(text) => Failure::Options(spark(text)),
             ScanError::List(ListError::NotFound(text)) => Failure::NotFound(text),
             ScanError::List(ListError::Storage(StorageError::NotFound(loc)))
             | ScanError::Storage(StorageError::NotFound(loc)) => {
                 Failure::NotFound(StorageError::NotFound(loc).to_string())
             }
-            e => Failure::Core(e.to_string()),
+            e @ ScanError::Decode { .. } => Failure::Core(e.to_string()),
+            e => Failure::Core(spark(e.to_string())),
         }
     }
 }
@@ -116,7 +134,7 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowMapped {
 
 /// The one wrapper every native method goes through: runs `f` with panics
 /// caught, and turns a failure into its Java exception.
-fn entry<'local, T, F>(env: &mut EnvUnowned<'local>, f: F) -> T
+pub(crate) fn entry<'local, T, F>(env: &mut EnvUnowned<'local>, f: F) -> T
 where
     T: Default + 'local,
     F: FnOnce(&mut Env<'local>) -> Result<T, Failure>,
@@ -133,10 +151,10 @@ const SOURCE: &str = "kafka-log-jvm";
 /// no read silently differs from the Python source's; the planning knobs
 /// (`minPartitions`, `maxBytesPerPartition`, `maxRecordsPerBatch`, `threads`)
 /// change no row and are accepted.
-fn options_of(json: &str) -> Result<ScanOptions, Failure> {
+pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
     let given: BTreeMap<String, String> = serde_json::from_str(json)
         .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
-    let options = ScanOptions::parse(given).map_err(|e| Failure::Options(e.0))?;
+    let options = ScanOptions::parse(given).map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))?;
     let mut not_yet: Vec<&str> = Vec::new();
     if options.path_glob_filter.is_some() {
         not_yet.push("pathGlobFilter");
@@ -157,11 +175,13 @@ fn options_of(json: &str) -> Result<ScanOptions, Failure> {
 }
 
 /// The core's scan of a batch read with these options.
-fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
-    options.scan().map_err(|e| Failure::Options(e.0))
+pub(crate) fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
+    options
+        .scan()
+        .map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))
 }
 
-/// `void checkOptions(String optionsJson)`: the options' errors at `load()`, before any planning.
+/// `void checkOptions(String optionsJson)`: the options' errors, and the listing's, at `load()`.
 #[no_mangle]
 pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'local>(
     mut env: EnvUnowned<'local>,
@@ -170,38 +190,18 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'loca
 ) {
     entry(&mut env, |env| {
         let options = options_of(&options.try_to_string(env)?)?;
-        if options.batch_error().is_none() {
-            scan_of(&options)?;
-        } else {
-            // a stream takes what a batch read refuses (startingOffsets latest): planSplits refuses it
+        if options.batch_error().is_some() {
+            // a stream takes what a batch read refuses (startingOffsets latest): the batch scan refuses it when planned
             options.tiered_key_pairs().map_err(|e| Failure::Options(e.0))?;
+            return Ok(());
         }
-        Ok(())
-    })
-}
-
-/// `byte[][] planSplits(String optionsJson)`: the splits of the scan, serialised, in topic, partition, offset order.
-#[no_mangle]
-pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planSplits<'local>(
-    mut env: EnvUnowned<'local>,
-    _class: JClass<'local>,
-    options: JString<'local>,
-) -> JObjectArray<'local, JByteArray<'local>> {
-    entry(&mut env, |env| {
-        let options = options_of(&options.try_to_string(env)?)?;
+        // planned here, as the Python source lists at load(): a missing path or a
+        // folder that is not a partition fails load(), naming it
         let plan = scan_of(&options)?.plan()?;
         options
             .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
             .map_err(|e| Failure::Options(e.0))?;
-        let splits: Vec<Vec<u8>> = plan.splits().map(Split::to_bytes).collect();
-        let out = JObjectArray::<JByteArray>::new(env, splits.len(), JByteArray::null())?;
-        for (i, split) in splits.iter().enumerate() {
-            let bytes = env.byte_array_from_slice(split)?;
-            out.set_element(env, i, &bytes)?;
-            // one local reference per split would pile up until the call returns
-            env.delete_local_ref(bytes);
-        }
-        Ok(out)
+        Ok(())
     })
 }
 
@@ -218,11 +218,15 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_splitBytes<'local>
     })
 }
 
-/// A reader handed to the JVM as a handle: the core's reader and the IPC
-/// stream writer its batches go through.
+/// A reader handed to the JVM as a handle: the core's reader, its batches
+/// conformed to Spark's read schema, and, for the IPC transport, the stream
+/// writer they go through.
 struct Reader {
     batches: ScanReader,
-    /// `None` once the stream's end was written.
+    conform: Conform,
+    /// `mode=PERMISSIVE`: the splits that lost batches are logged (see `metrics::losses`).
+    permissive: bool,
+    /// The IPC transport's writer; `None` for the zero-copy hand-off, and once the stream's end was written.
     writer: Option<StreamWriter<Vec<u8>>>,
 }
 
@@ -236,7 +240,7 @@ impl Reader {
         let ipc = |e: ArrowError| Failure::Core(format!("writing Arrow IPC: {e}"));
         match self.batches.next() {
             Some(batch) => {
-                let batch: RecordBatch = batch?;
+                let batch: RecordBatch = self.conform.batch(&batch?)?;
                 writer.write(&batch).map_err(ipc)?;
             }
             None => {
@@ -248,18 +252,38 @@ impl Reader {
         }
         Ok(Some(std::mem::take(writer.get_mut())))
     }
+
+    /// The next batch handed over in place (see [`Handed::hand_over`]), `None` at the end.
+    fn next_handed(&mut self) -> Result<Option<Vec<i64>>, Failure> {
+        match self.batches.next() {
+            Some(batch) => {
+                let batch = batch?;
+                let columns = self.conform.columns(&batch)?;
+                Ok(Some(Handed::hand_over(batch.num_rows(), columns)?))
+            }
+            None => Ok(None),
+        }
+    }
 }
 
-/// `long openReader(byte[][] splits, String optionsJson)`: a reader of the splits of one input partition.
+/// `long openReader(byte[][] splits, String spec, byte[] arrowSchema, boolean ipc)`: a reader of the
+/// splits of one input partition (`spec`: the scan's options, columns and limit, see `pushdown`), whose
+/// batches have exactly `arrowSchema`'s columns (Spark's read schema in Arrow, as IPC schema message
+/// bytes); `ipc` picks the transport (`next`, else `nextBatch`).
 #[no_mangle]
 pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     splits: JObjectArray<'local, JByteArray<'local>>,
     options: JString<'local>,
+    arrow_schema: JByteArray<'local>,
+    ipc: jboolean,
 ) -> jlong {
     entry(&mut env, |env| {
-        let context = scan_of(&options_of(&options.try_to_string(env)?)?)?.context()?;
+        let spec = pushdown::Spec::parse(&options.try_to_string(env)?)?;
+        let permissive = spec.options.mode == Mode::Permissive;
+        let context = spec.scan()?.context()?;
+        let conform = Conform::new(schema_from_java(&env.convert_byte_array(&arrow_schema)?)?);
         let mut parsed = Vec::new();
         for i in 0..splits.len(env)? {
             let bytes = splits.get_element(env, i)?;
@@ -268,12 +292,21 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             parsed.push(Split::from_bytes(&split)?);
         }
         let batches = ScanReader::new(parsed, context);
-        let writer = StreamWriter::try_new(Vec::new(), &batches.schema())
-            .map_err(|e| Failure::Core(format!("writing Arrow IPC: {e}")))?;
+        let writer = if ipc {
+            Some(
+                StreamWriter::try_new(Vec::new(), conform.schema())
+                    .map_err(|e| Failure::Core(format!("writing Arrow IPC: {e}")))?,
+            )
+        } else {
+            None
+        };
         let reader = Box::new(Mutex::new(Reader {
             batches,
-            writer: Some(writer),
+            conform,
+            permissive,
+            writer,
         }));
+        handoff::handle_opened();
         Ok(Box::into_raw(reader) as jlong)
     })
 }
@@ -294,14 +327,9 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_next<'local>(
     _class: JClass<'local>,
     handle: jlong,
 ) -> JByteArray<'local> {
-    entry(&mut env, |env| {
-        let mut reader = reader_of(handle)?
-            .lock()
-            .map_err(|_| Failure::Core("this reader failed earlier in another thread".into()))?;
-        match reader.next()? {
-            Some(bytes) => Ok(env.byte_array_from_slice(&bytes)?),
-            None => Ok(JByteArray::null()),
-        }
+    entry(&mut env, |env| match locked(handle)?.next()? {
+        Some(bytes) => Ok(env.byte_array_from_slice(&bytes)?),
+        None => Ok(JByteArray::null()),
     })
 }
 
@@ -316,7 +344,61 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_close<'local>(
         if handle != 0 {
             // SAFETY: a handle from openReader, closed once (the Java side zeroes it).
             drop(unsafe { Box::from_raw(handle as *mut Mutex<Reader>) });
+            handoff::handle_closed();
         }
         Ok(())
     })
+}
+
+/// The reader behind `handle`, locked.
+fn locked<'a>(handle: jlong) -> Result<std::sync::MutexGuard<'a, Reader>, Failure> {
+    reader_of(handle)?
+        .lock()
+        .map_err(|_| Failure::Core("this reader failed earlier in another thread".into()))
+}
+
+/// `long[] nextBatch(long reader)`: the next batch handed over in place, or null at the end:
+/// `[handle, rows, node count, (length, null count)…, buffer count, (address, size)…]`; the buffers
+/// live until `release(handle)`.
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_nextBatch<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> JLongArray<'local> {
+    entry(&mut env, |env| {
+        let Some(description) = locked(handle)?.next_handed()? else {
+            return Ok(JLongArray::null());
+        };
+        let out = env.new_long_array(description.len())?;
+        if let Err(e) = out.set_region(env, 0, &description) {
+            // SAFETY: the handle was just made and never reached Java.
+            unsafe { Handed::release(description[0]) };
+            return Err(e.into());
+        }
+        Ok(out)
+    })
+}
+
+/// `void release(long batch)`: drops a batch from `nextBatch` (Java has let go of every buffer).
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_release<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    batch: jlong,
+) {
+    entry(&mut env, |_env| {
+        // SAFETY: Java releases each handle from nextBatch once (its buffers' shared count reached zero).
+        unsafe { Handed::release(batch) };
+        Ok(())
+    })
+}
+
+/// `long liveHandles()`: readers and handed batches the JVM has not given back (for leak tests).
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_liveHandles<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) -> jlong {
+    entry(&mut env, |_env| Ok(handoff::live_handles()))
 }

@@ -16,7 +16,8 @@ use kafkabatch::scan::stream::{
 };
 use kafkabatch::scan::Split;
 
-use super::{entry, options_of, Failure};
+use crate::pushdown::Spec;
+use crate::{entry, Failure};
 
 impl From<StreamError> for Failure {
     fn from(e: StreamError) -> Self {
@@ -74,15 +75,15 @@ fn offsets(text: &str) -> Result<Offsets, Failure> {
     Ok(offsets_from_json(text)?)
 }
 
-/// `long streamOpen(String optionsJson)`: the driver's state of a stream with these options.
+/// `long streamOpen(String spec)`: the driver's state of a stream of the read `spec` (see `pushdown`).
 #[no_mangle]
 pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamOpen<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
-    options: JString<'local>,
+    spec: JString<'local>,
 ) -> jlong {
     entry(&mut env, |env| {
-        let options = options_of(&options.try_to_string(env)?)?;
+        let options = Spec::parse(&spec.try_to_string(env)?)?.options;
         if let Some(text) = stream_option_error(&options) {
             return Err(Failure::Options(text));
         }

@@ -2,6 +2,7 @@
 //! (`kafkabatch::scan::options`) so the Python and JVM sources take the same
 //! names and say the same errors.
 
+use kafkabatch::vocabulary::{in_words, Words};
 use std::collections::BTreeMap;
 
 use pyo3::exceptions::PyValueError;
@@ -98,6 +99,21 @@ fn _spark_check_option_names(names: Vec<String>, known: Vec<String>) -> PyResult
     check_option_names(&names, &known).map_err(|e| PyValueError::new_err(e.0))
 }
 
+/// `message` with the option names in Python's words said in `words` (`"cli"` or `"spark"`).
+#[pyfunction]
+fn _in_words(message: &str, words: &str) -> PyResult<String> {
+    let words = match words {
+        "cli" => Words::Cli,
+        "spark" => Words::Spark,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "words must be 'cli' or 'spark', not {other:?}"
+            )))
+        }
+    };
+    Ok(in_words(message, words))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SPARK_OPTIONS", PyTuple::new(m.py(), KNOWN_OPTIONS)?)?;
     m.add("SPARK_VALUE_OPTIONS", PyTuple::new(m.py(), VALUE_OPTIONS)?)?;
@@ -106,6 +122,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_spark_options, m)?)?;
     m.add_function(wrap_pyfunction!(_spark_check_named_partitions, m)?)?;
     m.add_function(wrap_pyfunction!(_spark_check_option_names, m)?)?;
+    m.add_function(wrap_pyfunction!(_in_words, m)?)?;
     register_pushdown(m)
 }
 

@@ -7,45 +7,95 @@ import java.util.List;
 
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Reads splits through the core into {@link ColumnarBatch}es of {@link ArrowColumnVector}s. The core's
- * record batches arrive as an Arrow IPC stream (the native reader writes it piece by piece, this class
- * pulls the pieces as Arrow Java reads, straight into Arrow's buffers); each batch is valid until the next
- * call to {@link #next}.
+ * Reads splits through the core into {@link ColumnarBatch}es of {@link ArrowColumnVector}s, in exactly the
+ * Arrow schema Spark derives from the read schema. Two transports: by default the core's buffers are handed
+ * over in place ({@link ArrowImport}: no copy; they are released when Arrow Java lets go of them); with
+ * {@code spark.kafkabatch.arrowTransfer=ipc} the batches arrive as an Arrow IPC stream (the native reader
+ * writes it piece by piece, this class pulls the pieces as Arrow Java reads, straight into Arrow's
+ * buffers). Each batch is valid until the next call to {@link #next}.
  */
 final class ColumnarReader implements PartitionReader<ColumnarBatch> {
+    /** The Python source's logger name: the same lines under the same name. */
+    private static final Logger LOG = LoggerFactory.getLogger("kafkabatch.spark");
+
     private final BufferAllocator allocator;
     private final NativeStream stream;
+    /** The IPC transport's reader; null for the hand-off. */
     private final ArrowStreamReader reader;
+    /** The hand-off's vectors and their loader; null for IPC. */
+    private final VectorSchemaRoot root;
+    private final VectorLoader loader;
     private ColumnarBatch batch;
+    /** The native counts as of the last look (kept once the reader is closed). */
+    private long[] counts;
 
-    ColumnarReader(byte[][] splits, String optionsJson) {
-        long handle = Native.openReader(splits, optionsJson);
-        this.stream = new NativeStream(handle);
+    /**
+     * A reader of {@code splits} whose batches have the columns of {@code arrowSchema} (an Arrow IPC schema
+     * message, see {@link KafkaLogReaderFactory}), through IPC if {@code ipc}, else handed over in place.
+     */
+    ColumnarReader(byte[][] splits, String spec, byte[] arrowSchema, boolean ipc) {
         this.allocator = ArrowUtils.rootAllocator().newChildAllocator("kafkabatch reader", 0, Long.MAX_VALUE);
-        this.reader = new ArrowStreamReader(stream, allocator);
+        NativeStream opened = null;
+        try {
+            opened = new NativeStream(Native.openReader(splits, spec, arrowSchema, ipc));
+            if (ipc) {
+                this.reader = new ArrowStreamReader(opened, allocator);
+                this.root = null;
+                this.loader = null;
+            } else {
+                this.reader = null;
+                Schema schema = Schema.deserializeMessage(ByteBuffer.wrap(arrowSchema));
+                this.root = VectorSchemaRoot.create(schema, allocator);
+                this.loader = new VectorLoader(root);
+            }
+        } catch (RuntimeException e) {
+            if (opened != null) {
+                opened.close();
+            }
+            allocator.close();
+            throw e;
+        }
+        this.stream = opened;
     }
 
     @Override
     public boolean next() throws IOException {
-        if (!reader.loadNextBatch()) {
-            return false;
+        VectorSchemaRoot loaded;
+        if (reader != null) {
+            if (!reader.loadNextBatch()) {
+                logLosses();
+                return false;
+            }
+            loaded = reader.getVectorSchemaRoot();
+        } else {
+            long[] handed = stream.handle == 0 ? null : Native.nextBatch(stream.handle);
+            if (handed == null) {
+                logLosses();
+                return false;
+            }
+            ArrowImport.load(handed, allocator, loader);
+            loaded = root;
         }
-        VectorSchemaRoot root = reader.getVectorSchemaRoot();
-        List<FieldVector> vectors = root.getFieldVectors();
+        List<FieldVector> vectors = loaded.getFieldVectors();
         ColumnVector[] columns = new ColumnVector[vectors.size()];
         for (int i = 0; i < columns.length; i++) {
             columns[i] = new ArrowColumnVector(vectors.get(i));
         }
-        batch = new ColumnarBatch(columns, root.getRowCount());
+        batch = new ColumnarBatch(columns, loaded.getRowCount());
         return true;
     }
 
@@ -54,10 +104,36 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
         return batch;
     }
 
+    /** Logs what the splits read so far lost ({@code mode=PERMISSIVE}), as the Python source does. */
+    private void logLosses() {
+        if (stream.handle != 0) {
+            for (String line : Native.takeLosses(stream.handle)) {
+                LOG.warn(line);
+            }
+        }
+    }
+
+    @Override
+    public CustomTaskMetric[] currentMetricsValues() {
+        if (stream.handle != 0) {
+            counts = Native.metrics(stream.handle);
+        }
+        return ReadMetrics.taskValues(counts);
+    }
+
     @Override
     public void close() throws IOException {
+        if (stream.handle != 0) {
+            counts = Native.metrics(stream.handle);
+            logLosses();
+        }
         try {
-            reader.close();
+            if (reader != null) {
+                reader.close();
+            }
+            if (root != null) {
+                root.close(); // releases the last batch handed over
+            }
         } finally {
             stream.close();
             allocator.close();

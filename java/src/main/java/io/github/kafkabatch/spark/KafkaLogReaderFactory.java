@@ -1,21 +1,50 @@
 package io.github.kafkabatch.spark;
 
 import java.util.Iterator;
+import java.util.Locale;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
-/** Makes the executors' readers: columnar; rows (where Spark asks for them) come from the same batches. */
+/**
+ * Makes the executors' readers: columnar; rows (where Spark asks for them) come from the same batches. Made on
+ * the driver, where it fixes the batches' Arrow schema (Spark's {@code ArrowUtils} form of the read schema in
+ * the session's time zone) and the transport ({@value #TRANSFER}: {@code zero-copy}, the default, or {@code
+ * ipc}, a Spark SQL conf of the session).
+ */
 final class KafkaLogReaderFactory implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
 
-    private final String optionsJson;
+    /** The Spark conf choosing how batches cross from the native reader: {@code zero-copy} or {@code ipc}. */
+    static final String TRANSFER = "spark.kafkabatch.arrowTransfer";
 
-    KafkaLogReaderFactory(String optionsJson) {
-        this.optionsJson = optionsJson;
+    private final String spec;
+    private final byte[] arrowSchema;
+    private final boolean ipc;
+
+    /** A factory of readers of the columns of {@code readSchema} (the scan's, after pruning). */
+    KafkaLogReaderFactory(String spec, StructType readSchema) {
+        SQLConf conf = SQLConf.get();
+        // (schema, time zone, largeVarTypes): Binary and Utf8 with 32-bit offsets, as the core builds them
+        this.spec = spec;
+        this.arrowSchema = ArrowUtils.toArrowSchema(readSchema, conf.sessionLocalTimeZone(), false).serializeAsMessage();
+        String transfer = conf.getConfString(TRANSFER, "zero-copy").trim().toLowerCase(Locale.ROOT);
+        switch (transfer) {
+            case "zero-copy" -> this.ipc = false;
+            case "ipc" -> this.ipc = true;
+            default -> throw new IllegalArgumentException(
+                TRANSFER + " must be zero-copy or ipc, not '" + conf.getConfString(TRANSFER, "") + "'");
+        }
+    }
+
+    private ColumnarReader open(InputPartition partition) {
+        return new ColumnarReader(((KafkaLogPartition) partition).splits(), spec, arrowSchema, ipc);
     }
 
     @Override
@@ -25,12 +54,12 @@ final class KafkaLogReaderFactory implements PartitionReaderFactory {
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-        return new ColumnarReader(((KafkaLogPartition) partition).splits(), optionsJson);
+        return open(partition);
     }
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-        ColumnarReader batches = new ColumnarReader(((KafkaLogPartition) partition).splits(), optionsJson);
+        ColumnarReader batches = open(partition);
         return new PartitionReader<>() {
             private Iterator<InternalRow> rows = java.util.Collections.emptyIterator();
             private InternalRow current;

@@ -2,12 +2,11 @@ package io.github.kafkabatch.spark;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
+import java.util.Locale;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -19,6 +18,7 @@ import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxBytes;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * {@code spark.readStream.format("kafka-log-jvm")}: micro-batches over growing log folders. The
@@ -30,26 +30,21 @@ import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow
 final class KafkaLogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private final String optionsJson;
+    /** The read as the core takes it (bindings/jni pushdown): options, columns. */
+    private final String spec;
+    private final StructType schema;
     private final Long maxOffsets;
     private final Long maxBytes;
     private long handle;
 
-    KafkaLogStream(String optionsJson) {
-        this.optionsJson = optionsJson;
-        this.handle = Native.streamOpen(optionsJson);
+    KafkaLogStream(String spec, StructType schema) {
+        this.spec = spec;
+        this.schema = schema;
+        this.handle = Native.streamOpen(spec);
         long rows = Native.streamMaxOffsets(handle);
         long bytes = Native.streamMaxBytes(handle);
         this.maxOffsets = rows < 0 ? null : rows;
         this.maxBytes = bytes < 0 ? null : bytes;
-    }
-
-    private static Map<String, String> parse(String json) {
-        try {
-            return JSON.readValue(json, new TypeReference<Map<String, String>>() {});
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("the options are a JSON object of strings", e);
-        }
     }
 
     private synchronized long handle() {
@@ -135,22 +130,25 @@ final class KafkaLogStream implements MicroBatchStream, SupportsTriggerAvailable
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new KafkaLogReaderFactory(readerOptions(optionsJson));
+        return new KafkaLogReaderFactory(readerSpec(spec), schema);
     }
 
-    /** The options of the readers: those of a stream's start are the driver's business. */
-    private static String readerOptions(String optionsJson) {
-        Map<String, String> kept = new TreeMap<>();
-        for (Map.Entry<String, String> e : parse(optionsJson).entrySet()) {
-            String name = e.getKey().toLowerCase(java.util.Locale.ROOT);
-            if (!name.equals("startingoffsets") && !name.equals("startingtimestamp")) {
-                kept.put(e.getKey(), e.getValue());
-            }
-        }
+    /** The spec of the readers: the options of a stream's start are the driver's business. */
+    private static String readerSpec(String spec) {
         try {
-            return JSON.writeValueAsString(kept);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("a map of strings always serialises", e);
+            ObjectNode node = (ObjectNode) JSON.readTree(spec);
+            ObjectNode options = (ObjectNode) node.get("options");
+            List<String> starting = new ArrayList<>();
+            options.fieldNames().forEachRemaining(name -> {
+                String lower = name.toLowerCase(Locale.ROOT);
+                if (lower.equals("startingoffsets") || lower.equals("startingtimestamp")) {
+                    starting.add(name);
+                }
+            });
+            options.remove(starting);
+            return node.toString();
+        } catch (JsonProcessingException | ClassCastException e) {
+            throw new IllegalStateException("the spec is JSON written by KafkaLogScanBuilder", e);
         }
     }
 
@@ -169,6 +167,6 @@ final class KafkaLogStream implements MicroBatchStream, SupportsTriggerAvailable
 
     @Override
     public String toString() {
-        return KafkaLogSource.SHORT_NAME + " stream " + optionsJson;
+        return KafkaLogSource.SHORT_NAME + " stream " + spec;
     }
 }

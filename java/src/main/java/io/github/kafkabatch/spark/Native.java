@@ -15,14 +15,28 @@ final class Native {
     /** Throws {@link IllegalArgumentException} for the options' first error (names, values), as planning would. */
     static native void checkOptions(String optionsJson);
 
-    /** The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order. */
-    static native byte[][] planSplits(String optionsJson);
+    /**
+     * The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order, packed
+     * into tasks (one array each); {@code spec} is the read as {@link KafkaLogScanBuilder} writes it,
+     * {@code defaultMinPartitions} stands in for an unset {@code minPartitions}.
+     */
+    static native byte[][][] planTasks(String spec, int defaultMinPartitions);
+
+    /** How the core takes each of a JSON array of marshalled predicates ({@link Predicates}): 0, 1 or 2. */
+    static native String pushPredicates(String predicatesJson);
+
+    /** Aggregates of a read from batch headers: JSON {@code {"rows": [...]}}, or {@code {"why": text}}. */
+    static native String headerAggregates(String spec, String aggregates, String groupBy);
 
     /** The bytes of the segment a split covers. */
     static native long splitBytes(byte[] split);
 
-    /** A reader of splits from {@link #planSplits}; a handle for {@link #next} and {@link #close}. */
-    static native long openReader(byte[][] splits, String optionsJson);
+    /**
+     * A reader of splits from {@link #planTasks} (the same spec) whose batches have exactly the columns of
+     * {@code arrowSchema} (an Arrow IPC schema message); a handle for {@link #next} (if {@code ipc}) or
+     * {@link #nextBatch}, and {@link #close}.
+     */
+    static native long openReader(byte[][] splits, String spec, byte[] arrowSchema, boolean ipc);
 
     /** The next bytes of the reader's Arrow IPC stream, or null after its end. */
     static native byte[] next(long reader);
@@ -30,8 +44,29 @@ final class Native {
     /** Frees a reader; the handle is invalid afterwards. */
     static native void close(long reader);
 
-    /** The driver's state of a stream with these options; a handle for the other stream calls. */
-    static native long streamOpen(String optionsJson);
+    /**
+     * The reader's next batch handed over in place, or null after the last: {@code [handle, rows, node count,
+     * (length, null count)…, buffer count, (address, size)…]} (see {@link ArrowImport}).
+     */
+    static native long[] nextBatch(long reader);
+
+    /** Frees a batch from {@link #nextBatch}: its buffers are invalid afterwards. */
+    static native void release(long batch);
+
+    /** The reader's counts so far: bytes read, records read, corrupt batches skipped, CRC errors. */
+    static native long[] metrics(long reader);
+
+    /**
+     * The log lines ({@code mode=PERMISSIVE} only) of the splits read to their end since the last call that lost
+     * batches or bytes.
+     */
+    static native String[] takeLosses(long reader);
+
+    /** Readers and batches the JVM holds and has not closed or released (for leak tests). */
+    static native long liveHandles();
+
+    /** The driver's state of a stream of the read {@code spec}; a handle for the other stream calls. */
+    static native long streamOpen(String spec);
 
     /** {@code maxOffsetsPerTrigger}, or -1. */
     static native long streamMaxOffsets(long stream);
