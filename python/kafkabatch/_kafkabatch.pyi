@@ -683,3 +683,53 @@ def resolve_storage(uri: str, options: Mapping[str, str] | None = None) -> Objec
     """The object storage serving ``uri`` (``s3://``, ``s3a://``, ``gs://``, ``abfs://``, ``az://``,
     ``http(s)://``), ``None`` when the object stores don't serve it. ``options``: object_store
     configuration keys (``aws_endpoint``, ``aws_region``...) over the environment's."""
+
+@final
+class StreamState:
+    """Internal: the core's state of one ``kafka-log`` stream on its driver (what
+    :class:`kafkabatch.spark.stream.KafkaLogStreamReader` delegates to). Offsets
+    are JSON text as Spark's Kafka source writes them (``{"t":{"0":12}}``)."""
+
+    def __new__(cls, options: builtins.list[tuple[str, str]], data_loss_error: type[Exception]) -> StreamState:
+        """The state of a stream with these source options; data losses under
+        ``failOnDataLoss=true`` raise ``data_loss_error(text)``."""
+    def has_logs(self) -> bool:
+        """Whether any partition was listed yet."""
+    def latest(self) -> str | None:
+        """The offsets available at the last refresh, ``None`` with no partition."""
+    def refresh(
+        self,
+        segments: builtins.list[
+            tuple[str, str, int, int | None, int, str, str | None, str | None, str | None, int | None, int | None]
+        ],
+        wanted: str,
+    ) -> builtins.list[str]:
+        """Take a listing (segments as ``resolve_overlaps`` takes them) and walk
+        what was added; ``wanted``: where walks must start at or before (-1: the
+        first segment). Returns what ``mode`` skipped, as log lines."""
+    def wanted_for(self, start: str, end: str) -> str | None:
+        """What to refresh with before planning ``start``..``end``, ``None`` when the walks serve."""
+    def initial_offsets(self, spec: str, paths: builtins.list[str]) -> str:
+        """``startingOffsets`` (earliest, latest or offsets JSON) as offsets."""
+    def prepare_available_now(self) -> None:
+        """``Trigger.AvailableNow``: stop at what is available now."""
+    def latest_offset(self, start: str, max_offsets: int | None = None, max_bytes: int | None = None) -> str:
+        """The end of the next micro-batch from ``start`` under the rate limits."""
+    def take_warnings(self) -> builtins.list[str]:
+        """The data losses found under ``failOnDataLoss=false`` since the last call."""
+    def micro_batch_parts(
+        self, start: str, end: str
+    ) -> builtins.list[
+        tuple[str, int, int | None, int, dict[str, int], builtins.list[tuple[int, int, int | None]] | None]
+    ]:
+        """Per topic-partition: topic, partition, first offset (``None``: its first
+        segment), offset to stop before, segment sizes to plan by path,
+        transactions (read_committed)."""
+    def seek(self, topic: str, partition: int, path: str, start_offset: int | None) -> int | None:
+        """Where to start reading ``path`` for ``start_offset``, from the walk; ``None``: not walked."""
+    def earliest(self, topic: str, partition: int) -> int | None:
+        """The first offset of a partition still in the log."""
+    def commit(self, end: str) -> None:
+        """A micro-batch up to ``end`` committed."""
+    def stop(self) -> None:
+        """The query stopped."""

@@ -156,7 +156,7 @@ pub(super) struct Piece {
     pub(super) base: u64,
     pub(super) from: usize,
     pub(super) to: usize,
-    walk: Walk,
+    pub(super) walk: Walk,
 }
 
 impl Source {

@@ -41,6 +41,8 @@ mod aggregate;
 mod pushdown;
 mod tasks;
 
+mod stream;
+
 /// Why a native call failed, as the Java exception it becomes.
 #[derive(Debug)]
 pub(crate) enum Failure {
@@ -187,9 +189,14 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'loca
     options: JString<'local>,
 ) {
     entry(&mut env, |env| {
+        let options = options_of(&options.try_to_string(env)?)?;
+        if options.batch_error().is_some() {
+            // a stream takes what a batch read refuses (startingOffsets latest): the batch scan refuses it when planned
+            options.tiered_key_pairs().map_err(|e| Failure::Options(e.0))?;
+            return Ok(());
+        }
         // planned here, as the Python source lists at load(): a missing path or a
         // folder that is not a partition fails load(), naming it
-        let options = options_of(&options.try_to_string(env)?)?;
         let plan = scan_of(&options)?.plan()?;
         options
             .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))

@@ -15,6 +15,7 @@ mod listing;
 mod scan;
 mod spark_options;
 mod storage;
+mod stream;
 mod tiered;
 mod values;
 mod walk;
@@ -110,5 +111,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     scan::register(m)?;
     spark_options::register(m)?;
     storage::register(m)?;
+    stream::register(m)?;
     Ok(())
 }

@@ -23,7 +23,7 @@ use kafkabatch::storage::{Entry, LocalStorage, Location, Storage, StorageError};
 /// A storage calling a `pyarrow.fs.FileSystem` with the GIL re-attached. The
 /// last Python exception a call raised is kept, to be raised as it was.
 #[derive(Debug)]
-struct PyFileSystemStorage {
+pub(crate) struct PyFileSystemStorage {
     /// The caller's file system (its paths: the URI without scheme and query), or
     /// `None` for `kafkabatch.log.fs.resolve_remote`.
     filesystem: Option<Py<PyAny>>,
@@ -31,6 +31,14 @@ struct PyFileSystemStorage {
 }
 
 impl PyFileSystemStorage {
+    /// Remote files as `kafkabatch.log.fs.resolve_remote` resolves them (the package's choice of storage).
+    pub(crate) fn resolving() -> Self {
+        PyFileSystemStorage {
+            filesystem: None,
+            error: Mutex::new(None),
+        }
+    }
+
     fn resolve<'py>(&self, py: Python<'py>, location: &Location) -> PyResult<(Bound<'py, PyAny>, String)> {
         match &self.filesystem {
             Some(fs) => {
@@ -353,7 +361,7 @@ fn listing_reason(what: &str, path: &str) -> PyResult<String> {
 
 /// One segment's fields as `resolve_overlaps` takes them: `(path, topic, partition,
 /// base_offset, size, layout, manifest, segment_id, topic_id, floor_offset, stop_offset)`.
-type SegmentTuple = (
+pub(crate) type SegmentTuple = (
     String,
     String,
     i64,
@@ -367,6 +375,32 @@ type SegmentTuple = (
     Option<i64>,
 );
 
+/// The core's segment of a [`SegmentTuple`].
+pub(crate) fn segment_of(
+    (path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id, floor, stop): SegmentTuple,
+) -> PyResult<Segment> {
+    let layout = match layout.as_str() {
+        "broker" => Layout::Broker,
+        "local-tiered" => Layout::LocalTiered,
+        "aiven" => Layout::Aiven,
+        other => return Err(PyValueError::new_err(format!("unknown segment layout {other:?}"))),
+    };
+    Ok(Segment {
+        path,
+        topic,
+        partition,
+        base_offset,
+        size,
+        layout,
+        manifest,
+        segment_id,
+        topic_id,
+        floor_offset: floor,
+        stop_offset: stop,
+        twins: Vec::new(),
+    })
+}
+
 /// The overlap rule over segments listed from several roots (a bucket and a
 /// broker dir): each offset of a partition left to one segment, the others
 /// kept as twins. Segments as [`SegmentTuple`]s; the result as `list_segments` gives them.
@@ -377,29 +411,7 @@ fn resolve_overlaps<'py>(
     segments: Vec<SegmentTuple>,
     held_last_offset: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut parsed = Vec::with_capacity(segments.len());
-    for (path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id, floor, stop) in segments {
-        let layout = match layout.as_str() {
-            "broker" => Layout::Broker,
-            "local-tiered" => Layout::LocalTiered,
-            "aiven" => Layout::Aiven,
-            other => return Err(PyValueError::new_err(format!("unknown segment layout {other:?}"))),
-        };
-        parsed.push(Segment {
-            path,
-            topic,
-            partition,
-            base_offset,
-            size,
-            layout,
-            manifest,
-            segment_id,
-            topic_id,
-            floor_offset: floor,
-            stop_offset: stop,
-            twins: Vec::new(),
-        });
-    }
+    let parsed = segments.into_iter().map(segment_of).collect::<PyResult<Vec<_>>>()?;
     let held = PyHeld {
         function: held_last_offset,
         error: Mutex::new(None),

@@ -10,6 +10,7 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -44,6 +45,11 @@ final class KafkaLogScan implements Scan, Batch, SupportsReportStatistics {
     @Override
     public Batch toBatch() {
         return this;
+    }
+
+    @Override
+    public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+        return new KafkaLogStream(spec, schema);
     }
 
     @Override

@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The records of the segments under the {@code path}/{@code paths} options (batch reads). */
+/** The records of the segments under the {@code path}/{@code paths} options (batch reads and streams). */
 final class KafkaLogTable implements SupportsRead {
     /** The source's schema, {@code value} typed where the options ask for it ({@link ValueSchemas}). */
     private final StructType schema;
@@ -37,7 +37,7 @@ final class KafkaLogTable implements SupportsRead {
 
     @Override
     public Set<TableCapability> capabilities() {
-        return EnumSet.of(TableCapability.BATCH_READ);
+        return EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ);
     }
 
     @Override

@@ -64,4 +64,34 @@ final class Native {
 
     /** Readers and batches the JVM holds and has not closed or released (for leak tests). */
     static native long liveHandles();
+
+    /** The driver's state of a stream of the read {@code spec}; a handle for the other stream calls. */
+    static native long streamOpen(String spec);
+
+    /** {@code maxOffsetsPerTrigger}, or -1. */
+    static native long streamMaxOffsets(long stream);
+
+    /** {@code maxBytesPerTrigger} in bytes, or -1. */
+    static native long streamMaxBytes(long stream);
+
+    /** The stream's first offsets ({@code startingOffsets}), as offsets JSON. */
+    static native String streamInitialOffset(long stream);
+
+    /** The end of the next micro-batch from {@code start} under the limits (below 0: none). */
+    static native String streamLatestOffset(long stream, String start, long maxRows, long maxBytes);
+
+    /** The offsets available at the last look, or null. */
+    static native String streamReportLatest(long stream);
+
+    /** {@code Trigger.AvailableNow}: stop at what is available now. */
+    static native void streamPrepareAvailableNow(long stream);
+
+    /** The splits (the core's serialised {@code Split}s) of the micro-batch from {@code start} to {@code end}. */
+    static native byte[][] streamPlan(long stream, String start, String end);
+
+    /** A micro-batch up to {@code end} was committed. */
+    static native void streamCommit(long stream, String end);
+
+    /** Frees the stream's state; the handle is invalid afterwards. */
+    static native void streamClose(long stream);
 }

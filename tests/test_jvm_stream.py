@@ -1,0 +1,201 @@
+"""Streaming on the JVM source: ``spark.readStream.format("kafka-log-jvm")``
+(a DataSource V2 ``MicroBatchStream`` over the core's stream state) over log
+folders that grow between triggers, on the real local Spark session.
+
+The records each run adds are compared with a batch read of the folder by
+the Python source (``kafka-log``, exactly once across restarts from the
+checkpoint), and the micro-batches and offsets with those of the Python
+stream reader over the same folder: the same batch sizes under
+``maxOffsetsPerTrigger``/``maxBytesPerTrigger``, the same offsets JSON (Spark's
+Kafka source's) in the checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark.sql.streaming.datasource")  # PySpark 4.2+, as test_stream
+
+from sparkver import requires_spark41  # noqa: E402
+from test_stream import CODECS, Writer, assert_exactly_once, input_rows, sink  # noqa: E402
+
+import kafkabatch.spark as kbs  # noqa: E402
+
+if shutil.which("javac") is None:
+    pytest.skip("no javac on PATH: the JVM data source's jar can't be built here", allow_module_level=True)
+
+pytestmark = [requires_spark41, pytest.mark.spark]
+
+JVM = "kafka-log-jvm"
+PYTHON = "kafka-log"
+
+
+@pytest.fixture(scope="module")
+def jvm_spark(spark):
+    kbs.jar_path()  # with a JDK the jar is part of the build: missing is a failure
+    return spark
+
+
+def run(spark, path: Path, ck: Path, out: Path, *, source: str = JVM, **options):
+    """One availableNow run of ``source`` from the checkpoint ``ck`` into Parquet at ``out``."""
+    reader = spark.readStream.format(source)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    query = (
+        reader.load(str(path))
+        .writeStream.format("parquet")
+        .option("checkpointLocation", str(ck))
+        .trigger(availableNow=True)
+        .start(str(out))
+    )
+    query.awaitTermination(180)
+    assert not query.isActive
+    if query.exception() is not None:
+        raise query.exception()
+    return query
+
+
+def checkpoint_offsets(ck: Path) -> list[dict]:
+    """The end offsets of each micro-batch in a checkpoint's offset log, in order."""
+    out = []
+    for batch in sorted((ck / "offsets").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1):
+        if batch.name.isdigit():
+            out.append(json.loads(batch.read_text().splitlines()[-1]))
+    return out
+
+
+def test_growing_log_restarts_exactly_once(jvm_spark, tmp_path):
+    """Appends in every codec, a half-written batch at the tail, a segment
+    roll, a new partition and a new topic: each availableNow run (a restart
+    from the checkpoint) adds exactly what arrived, as the Python source reads it."""
+    spark = jvm_spark
+    data, ck, out = tmp_path / "data", tmp_path / "ck", tmp_path / "out"
+    w = Writer(data)
+    for i, name in enumerate(CODECS):
+        w.append("orders", 0, 5 + i, name)
+        w.append("orders", 1, 3, name)
+    run(spark, data, ck, out)
+    assert sum(assert_exactly_once(spark, data, out).values()) == 35 + 15
+
+    for name in CODECS:
+        w.append("orders", 0, 4, name)
+    tail = w.batch("orders", 0, 6, "zstd")
+    w.write("orders", 0, tail[: len(tail) // 2])  # half a batch: not an error, not read yet
+    run(spark, data, ck, out)
+    assert sum(assert_exactly_once(spark, data, out).values()) == 35 + 15 + 20
+
+    w.write("orders", 0, tail[len(tail) // 2 :])
+    w.roll("orders", 0)
+    w.append("orders", 0, 7, "gzip")
+    w.append("orders", 2, 4, "snappy")
+    w.append("payments", 0, 2)
+    run(spark, data, ck, out)
+    got = assert_exactly_once(spark, data, out)
+    assert sum(got.values()) == 35 + 15 + 20 + 6 + 7 + 4 + 2
+
+    query = run(spark, data, ck, out)  # nothing new
+    assert input_rows(query) == []
+    assert_exactly_once(spark, data, out)
+    latest = json.loads(query.lastProgress["sources"][0]["latestOffset"])
+    assert latest == {"orders": {"0": 68, "1": 15, "2": 4}, "payments": {"0": 2}}
+    assert checkpoint_offsets(ck)[-1] == latest
+
+
+def test_rate_limits_plan_the_python_sources_micro_batches(jvm_spark, tmp_path):
+    """maxOffsetsPerTrigger, then maxBytesPerTrigger: the JVM source's
+    micro-batches have the Python source's sizes and end offsets (the same
+    core state plans both), and read every offset once."""
+    spark = jvm_spark
+    data = tmp_path / "data"
+    w = Writer(data)
+    for _ in range(6):
+        w.append("r", 0, 10, "lz4")
+    w.append("r", 1, 20, "zstd")
+    got = {}
+    for source in (PYTHON, JVM):
+        ck, out = tmp_path / f"ck-{source}", tmp_path / f"out-{source}"
+        query = run(spark, data, ck, out, source=source, maxOffsetsPerTrigger=25)
+        got[source] = (input_rows(query), checkpoint_offsets(ck))
+        assert_exactly_once(spark, data, out)
+    rows = got[JVM][0]
+    assert sum(rows) == 80 and max(rows) <= 25 and len(rows) >= 4, rows
+    assert got[JVM] == got[PYTHON]
+
+    sizes = set()
+    for _ in range(6):
+        batch = w.batch("r", 0, 10)
+        w.write("r", 0, batch)
+        sizes.add(len(batch))
+    budget = str(int(max(sizes) * 2.5))
+    for source in (PYTHON, JVM):
+        ck, out = tmp_path / f"ck-{source}", tmp_path / f"out-{source}"
+        query = run(spark, data, ck, out, source=source, maxBytesPerTrigger=budget)
+        got[source] = (input_rows(query), checkpoint_offsets(ck))
+        assert_exactly_once(spark, data, out)
+    rows = got[JVM][0]
+    assert sum(rows) == 60 and max(rows) <= 20, rows
+    assert got[JVM] == got[PYTHON]
+
+
+def test_read_committed_waits_for_open_transactions(jvm_spark, tmp_path):
+    """read_committed: an open transaction holds back its partition at the
+    last stable offset; its records come once COMMIT arrives, aborted ones never."""
+    spark = jvm_spark
+    data, ck, out = tmp_path / "data", tmp_path / "ck", tmp_path / "out"
+    w = Writer(data)
+    w.append("t", 0, 3)
+    w.txn("t", 0, 4, producer_id=7)  # open: offsets 3-6
+    w.append("t", 0, 2)  # after the LSO: held back
+    w.append("t", 1, 5, "zstd")
+    run(spark, data, ck, out, isolation="read_committed")
+    got = sink(spark, out)
+    assert sorted((p, o) for _, p, o, _ in got) == [(0, 0), (0, 1), (0, 2)] + [(1, i) for i in range(5)]
+
+    w.marker("t", 0, "commit", 7)
+    w.txn("t", 0, 3, producer_id=8)
+    w.marker("t", 0, "abort", 8)
+    w.append("t", 0, 2, "gzip")
+    run(spark, data, ck, out, isolation="read_committed")
+    got = assert_exactly_once(spark, data, out, isolation="read_committed")
+    assert sorted(o for _, p, o, _ in got if p == 0) == list(range(9)) + [14, 15]  # 9, 13 markers; 10-12 aborted
+
+
+def test_fail_on_data_loss(jvm_spark, tmp_path):
+    """Retention deletes a segment before the stream read it: the query fails
+    saying so (failOnDataLoss=true, the default), or goes on (false)."""
+    spark = jvm_spark
+    data, ck, out = tmp_path / "data", tmp_path / "ck", tmp_path / "out"
+    w = Writer(data)
+    w.append("gone", 0, 4)
+    run(spark, data, ck, out)
+    first = w.active[("gone", 0)]
+    w.append("gone", 0, 3)  # 4-6, never read
+    w.roll("gone", 0)
+    w.append("gone", 0, 5)  # 7-11
+    first.unlink()
+    with pytest.raises(Exception, match="were deleted .retention. before this stream read them"):
+        run(spark, data, ck, out)
+    run(spark, data, ck, out, failOnDataLoss="false")
+    got = sink(spark, out)
+    assert sorted(o for _, _, o, _ in got) == [0, 1, 2, 3, 7, 8, 9, 10, 11]
+
+
+def test_starting_offsets_and_clear_errors(jvm_spark, tmp_path):
+    spark = jvm_spark
+    data = tmp_path / "data"
+    w = Writer(data)
+    w.append("s", 0, 5)
+    w.append("s", 1, 5)
+    run(spark, data, tmp_path / "ck1", tmp_path / "out1", startingOffsets="latest")
+    w.append("s", 0, 2)
+    run(spark, data, tmp_path / "ck1", tmp_path / "out1", startingOffsets="latest")
+    assert sorted(o for _, _, o, _ in sink(spark, tmp_path / "out1")) == [5, 6]
+    run(spark, data, tmp_path / "ck2", tmp_path / "out2", startingOffsets='{"s": {"0": 3}}')
+    got = sink(spark, tmp_path / "out2")
+    assert sorted((p, o) for _, p, o, _ in got) == [(0, 3), (0, 4), (0, 5), (0, 6)] + [(1, i) for i in range(5)]
+    with pytest.raises(Exception, match="endingOffsets/endingTimestamp are for batch reads"):
+        run(spark, data, tmp_path / "ck3", tmp_path / "out3", endingOffsets="latest")
