@@ -8,7 +8,6 @@ Shared by the batch reader and the stream reader's micro-batches.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import warnings
 from collections.abc import Callable
@@ -20,8 +19,7 @@ import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.index import IndexFileWarning, offset_index_entries
-from kafkabatch.log.listing import Segment, open_segment, segment_bounds, sort_key
-from kafkabatch.log.naming import basename
+from kafkabatch.log.listing import Segment, open_segment, segment_bounds
 from kafkabatch.log.roots import list_roots
 from kafkabatch.log.scan import BYTES, SKIPPED, next_start, plan_segments, seek_position
 from kafkabatch.log.txn import Transaction
@@ -172,21 +170,18 @@ def list_source_segments(options: Options) -> list[Segment]:
         return []
     problems: list[tuple[Segment, Exception]] | None = None if options.mode == "FAILFAST" else []
     # Every path joined (each offset once where a partition lies under several), as scan_log joins a list.
-    segments = [
-        seg
-        for seg in list_roots(
-            list(options.paths),
-            topic=options.topic,
-            partition=options.partition,
-            tiered_keys=options.tiered_keys,
-            problems=problems,
-        )
-        # as Spark's pathGlobFilter: a glob on file names only
-        if not options.path_glob_filter or fnmatch.fnmatchcase(basename(seg.path), options.path_glob_filter)
-    ]
+    segments = list_roots(
+        list(options.paths),
+        topic=options.topic,
+        partition=options.partition,
+        tiered_keys=options.tiered_keys,
+        problems=problems,
+        name_glob=options.path_glob_filter or None,  # as Spark's pathGlobFilter: a glob on file names only
+    )
     for _seg, error in problems or ():  # mode DROPMALFORMED/PERMISSIVE: left out, and said
         log.warning("kafka-log %s: skipped %s", options.mode, error)
-    return sorted(segments, key=sort_key)
+    # each partition's segments come in offset order: sorted by partition alone (a stable sort)
+    return sorted(segments, key=lambda s: (s.topic, s.partition))
 
 
 def plan_partition(
