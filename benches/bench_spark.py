@@ -22,9 +22,16 @@ good part of its Parquet writing time here):
                      TIMESTAMP_MICROS before the timed rounds): Spark's own columnar reader
 
 Sinks besides those: ``groupby`` (``groupBy(topic).agg(count, sum(length(value)),
-max(timestamp))``, collected). The JVM source against the Python one and Parquet::
+max(timestamp))``, collected); ``where3`` (``count()`` of ``WHERE timestamp >= T``, the
+newest ~3 % of records: a filter the sources may push), ``where-empty`` (the same with
+``T`` after every record: what Spark spends on a query that reads nothing) and
+``where-unpushed`` (the 3 % written ``CAST(timestamp AS long) >= T``, which no source
+can push: every record read). ``(where3 - where-empty) / (where-unpushed - where-empty)``
+is the pushed read's cost against the full one's. The JVM source against the Python
+one and Parquet::
 
-    .venv/bin/python benches/bench_spark.py --only kafka-log-jvm,kafka-log,parquet-copy --sinks count,groupby
+    .venv/bin/python benches/bench_spark.py --only kafka-log-jvm,kafka-log,parquet-copy \
+        --sinks count,groupby,where3,where-empty,where-unpushed,parquet-micros
 
 The runs are interleaved (every method and sink once per round, so load
 changes hit all of them alike; the methods in rotating order, since the job
@@ -36,6 +43,7 @@ methods puts each first equally often)::
 """
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -172,7 +180,7 @@ def main() -> int:
     p.add_argument(
         "--sinks",
         default="count,parquet,parquet-micros",
-        help="comma-separated: count, groupby, parquet, parquet-micros",
+        help="comma-separated: count, groupby, where3, where-empty, where-unpushed, parquet, parquet-micros",
     )
     p.add_argument("--json", type=Path, help="write the results as JSON here")
     args = p.parse_args()
@@ -225,6 +233,17 @@ def main() -> int:
     unknown = sorted(set(names) - set(methods))
     if unknown:
         p.error(f"unknown method(s) {', '.join(unknown)}; the methods are {', '.join(methods)}")
+    if any(sink.startswith("where") for sink in args.sinks.split(",")):
+        # the newest ~3 % of records, and a time after every record
+        t3, last = (
+            methods[names[0]]().agg(F.percentile_approx("timestamp", 0.97, 10_000), F.max("timestamp")).collect()[0]
+        )
+        after = last + datetime.timedelta(seconds=1)
+        wheres = {
+            "where3": F.col("timestamp") >= F.lit(t3),
+            "where-empty": F.col("timestamp") >= F.lit(after),
+            "where-unpushed": F.col("timestamp").cast("long") >= F.lit(int(t3.timestamp())),
+        }
     cases = [(name, sink) for name in names for sink in args.sinks.split(",")]
     times: dict[tuple[str, str], list[float]] = {case: [] for case in cases}
     rows: dict[tuple[str, str], int | None] = {case: None for case in cases}
@@ -242,6 +261,8 @@ def main() -> int:
                 elif sink == "groupby":
                     agg = df.groupBy("topic").agg(F.count("*"), F.sum(F.length("value")), F.max("timestamp"))
                     rows[(name, sink)] = sum(r[1] for r in agg.collect())
+                elif sink.startswith("where"):
+                    rows[(name, sink)] = df.where(wheres[sink]).count()
                 else:
                     out = out_root / f"{name}-{i}"
                     if sink == "parquet-micros":
@@ -251,7 +272,7 @@ def main() -> int:
                     finally:
                         spark.conf.unset("spark.sql.parquet.outputTimestampType")
                 dt = time.perf_counter() - t0
-                if sink not in ("count", "groupby"):
+                if sink.startswith("parquet"):
                     rows[(name, sink)] = parquet_rows(out)
                     shutil.rmtree(out, ignore_errors=True)
                 if i:
@@ -274,9 +295,10 @@ def main() -> int:
         }
         for name, sink in cases
     ]
-    counts = {r["rows"] for r in results if r["rows"] is not None}
-    if len(counts) > 1:
-        print(f"ROW COUNTS DIFFER: {sorted(counts)}", file=sys.stderr)
+    for sink in args.sinks.split(","):
+        counts = {r["rows"] for r in results if r["rows"] is not None and r["sink"] == sink}
+        if len(counts) > 1:
+            print(f"ROW COUNTS DIFFER ({sink}): {sorted(counts)}", file=sys.stderr)
     med = {(r["method"], r["sink"]): r["median"] for r in results}
     print(
         f"\n{total / 1e6:.1f} MB, {len(logs)} segments, local[2]; median of {args.repeat} interleaved rounds "
@@ -295,6 +317,10 @@ def main() -> int:
             f"| {r['method']} | {r['sink']} | {r['median']:.2f} | {total / 1e6 / r['median']:.1f} | {n} | "
             f"{' | '.join(ratios)} |"
         )
+    for name in names:
+        w = [med.get((name, sink)) for sink in ("where3", "where-empty", "where-unpushed")]
+        if None not in w and w[2] > w[1]:
+            print(f"{name}: pushed 3 % above the empty query / unpushed above it: {(w[0] - w[1]) / (w[2] - w[1]):.3f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(

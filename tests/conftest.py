@@ -69,6 +69,29 @@ def spark():
     session.stop()
 
 
+#: The two implementations of ``kafka-log`` under their own names: the Python
+#: data source and the JVM one (its jar built by ``make jvm``).
+SOURCES = ("kafka-log-python", "kafka-log-jvm")
+
+
+@pytest.fixture(params=SOURCES)
+def kafka_log(request, spark):
+    """The name of one ``kafka-log`` source, for ``spark.read.format(...)``:
+    every test that takes it runs against both sources and expects the same
+    rows and errors of each. A test marked ``jvm_lacks("...")`` says which
+    feature the JVM source does not have yet; its JVM run is skipped with that
+    reason."""
+    if request.param == "kafka-log-jvm":
+        from kafkabatch.spark.session import jvm_source_name
+
+        if jvm_source_name(spark) is None:
+            pytest.skip("the JVM source's jar is not built (make jvm)")
+        lacks = request.node.get_closest_marker("jvm_lacks")
+        if lacks is not None:
+            pytest.skip(f"the JVM source does not do {lacks.args[0]} yet")
+    return request.param
+
+
 @pytest.fixture()
 def moto_s3(tmp_path, monkeypatch):
     """A real S3 protocol server (moto's) on loopback with a bucket ``tiered``,

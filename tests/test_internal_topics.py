@@ -644,8 +644,9 @@ def test_cli_convert_decoder_parquet(logs, tmp_path, capsys):
 # --------------------------------------------------------------------------
 
 
-def test_spark_internal_topic_option(logs, spark):
-    df = spark.read.format("kafka-log").option("internalTopic", "auto").load(str(logs.root / "__consumer_offsets-1"))
+@pytest.mark.jvm_lacks("internalTopic")
+def test_spark_internal_topic_option(logs, spark, kafka_log):
+    df = spark.read.format(kafka_log).option("internalTopic", "auto").load(str(logs.root / "__consumer_offsets-1"))
     names = df.schema.fieldNames()
     assert names[:8] == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
     assert {"record_type", "consumer_group_member_metadata", "error"} <= set(names)
@@ -663,7 +664,7 @@ def test_spark_internal_topic_option(logs, spark):
     assert [r.g for r in groups.collect()] == ["modern"]
     # unsigned ints widened and UUIDs as binary, as Spark takes them
     meta = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("internalTopic", "cluster_metadata")
         .load(str(logs.root / "__cluster_metadata-0"))
     )
@@ -674,7 +675,7 @@ def test_spark_internal_topic_option(logs, spark):
         K._uuid_bytes(e.value["IncarnationId"]) for e in written
     ]
     with pytest.raises(Exception, match="did you mean 'internalTopic'"):
-        spark.read.format("kafka-log").option("internalTopics", "auto").load(str(logs.root / "__consumer_offsets-1"))
+        spark.read.format(kafka_log).option("internalTopics", "auto").load(str(logs.root / "__consumer_offsets-1"))
 
 
 # --------------------------------------------------------------------------

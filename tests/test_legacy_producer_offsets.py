@@ -147,13 +147,13 @@ def test_read_segment_and_scan_log(tmp_path):
 
 
 @pytest.mark.spark
-def test_spark_reads_producer_offsets(spark, tmp_path):
+def test_spark_reads_producer_offsets(spark, kafka_log, tmp_path):
     data, given = producer_wrapper("aiokafka", "snappy")
     rc.write_segment(tmp_path, "orders", 0, data)
-    df = spark.read.format("kafka-log").load(str(tmp_path))
+    df = spark.read.format(kafka_log).load(str(tmp_path))
     assert [r.offset for r in df.orderBy("offset").collect()] == list(range(len(given)))
     window = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("startingOffsets", '{"orders": {"0": 3}}')
         .option("isolation", "read_committed")
         .load(str(tmp_path))

@@ -232,28 +232,29 @@ def test_python_keeps_the_keyword_names(real):
         kb.decode(real, value_format="json")
 
 
-def test_spark_source_errors_in_spark_words(spark, tmp_path, real):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_spark_source_errors_in_spark_words(spark, kafka_log, tmp_path, real):
     segment(tmp_path / "orders-0", real)
     with pytest.raises(Exception, match=r"valueFormat=json needs valueSchema"):
-        spark.read.format("kafka-log").option("valueFormat", "json").load(str(tmp_path)).schema  # noqa: B018
+        spark.read.format(kafka_log).option("valueFormat", "json").load(str(tmp_path)).schema  # noqa: B018
 
 
 # ---------------------------------------------------------------- item 2: offsets for partitions that are not there
 
 
-def test_batch_starting_offsets_for_a_missing_partition_is_refused(spark, tmp_path, real):
+def test_batch_starting_offsets_for_a_missing_partition_is_refused(spark, kafka_log, tmp_path, real):
     segment(tmp_path / "orders-0", real)
-    reader = spark.read.format("kafka-log").option("startingOffsets", '{"orders":{"7":5}}')
+    reader = spark.read.format(kafka_log).option("startingOffsets", '{"orders":{"7":5}}')
     with pytest.raises(
         Exception, match=r"'startingOffsets' names topic-partitions that have no log.*orders-7.*found: orders-0"
     ):
         reader.load(str(tmp_path)).count()
-    ending = spark.read.format("kafka-log").option("endingOffsets", '{"order":{"0":5}}')
+    ending = spark.read.format(kafka_log).option("endingOffsets", '{"order":{"0":5}}')
     with pytest.raises(Exception, match=r"'endingOffsets' names .*order-0"):
         ending.load(str(tmp_path)).count()
     offsets = kb.decode(real).column("offset").to_pylist()
     start = json.dumps({"orders": {"0": offsets[5]}})
-    named = spark.read.format("kafka-log").option("startingOffsets", start).load(str(tmp_path))
+    named = spark.read.format(kafka_log).option("startingOffsets", start).load(str(tmp_path))
     assert named.count() == len(offsets) - 5
 
 
@@ -509,16 +510,17 @@ def test_spark_udf_helpers_suggest_too():
         kbs.explode_batches(None, "content", path_colum="path")
 
 
-def test_spark_refuses_random_bytes_and_hints_at_framing(spark, tmp_path, sample):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_spark_refuses_random_bytes_and_hints_at_framing(spark, kafka_log, tmp_path, sample):
     segment(tmp_path / "orders-0", random.Random(7).randbytes(20000))
     with pytest.raises(Exception, match="not a Kafka batch"):
-        spark.read.format("kafka-log").load(str(tmp_path)).count()
-    permissive = spark.read.format("kafka-log").option("mode", "PERMISSIVE").load(str(tmp_path))
+        spark.read.format(kafka_log).load(str(tmp_path)).count()
+    permissive = spark.read.format(kafka_log).option("mode", "PERMISSIVE").load(str(tmp_path))
     assert permissive.count() == 0
     root, summary = sample
     registry = json.loads(summary.topics["shipments"].schema_file.read_text())
     plain = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("valueFormat", "avro")
         .option("valueSchema", json.dumps(registry["2"]))
         .load(str(root / "shipments-0"))
@@ -546,8 +548,9 @@ def test_a_missing_tiered_key_names_each_interfaces_option(encrypted_bucket, cap
     assert code == 1 and "no keys were given (--tiered-key)" in err and "tiered_keys" not in err, err
 
 
-def test_spark_missing_tiered_key_says_tiered_keys(spark, encrypted_bucket):
-    df = spark.read.format("kafka-log").load(str(encrypted_bucket / "bucket"))
+@pytest.mark.jvm_lacks("errors in Spark's option words")
+def test_spark_missing_tiered_key_says_tiered_keys(spark, kafka_log, encrypted_bucket):
+    df = spark.read.format(kafka_log).load(str(encrypted_bucket / "bucket"))
     with pytest.raises(Exception) as info:
         df.count()
     text = str(info.value)
@@ -604,9 +607,9 @@ def test_avro_given_a_json_schema_says_so(sample, capsys):
     assert "--value-format json" in err and "Type {" not in err and "attributes" not in err, err
 
 
-def test_spark_errors_start_with_the_useful_line(spark, tmp_path, real):
+def test_spark_errors_start_with_the_useful_line(spark, kafka_log, tmp_path, real):
     segment(tmp_path / "orders-0", real)
-    reader = spark.read.format("kafka-log").option("valueMesage", "shop.Order")
+    reader = spark.read.format(kafka_log).option("valueMesage", "shop.Order")
     with pytest.raises(Exception) as info:
         reader.load(str(tmp_path)).schema  # noqa: B018
     first = str(info.value).strip().splitlines()[0]

@@ -458,7 +458,8 @@ def test_decode_scan_log_and_keys(protos, registry, tmp_path):
 
 
 @pytest.mark.spark
-def test_spark_reads_protobuf_values(protos, registry, spark, tmp_path):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_spark_reads_protobuf_values(protos, registry, spark, kafka_log, tmp_path):
     from pyspark.sql.types import DecimalType, LongType
 
     import kafkabatch.spark as kbs
@@ -470,7 +471,7 @@ def test_spark_reads_protobuf_values(protos, registry, spark, tmp_path):
     kb.write_segment(folder / "00000000000000000000.log", [{"value": v} for v in plain])
     kbs.register(spark)
     df = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("valueFormat", "protobuf")
         .option("valueMessage", "shop.Order")
         .option("valueDescriptorSet", str(protos.root / "shop.desc"))
@@ -621,13 +622,14 @@ def test_framed_protobuf_follows_the_frames_in_python_and_the_cli(store, tmp_pat
 
 
 @pytest.mark.spark
-def test_framed_protobuf_follows_the_frames_in_spark(store, spark):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_framed_protobuf_follows_the_frames_in_spark(store, spark, kafka_log):
     import kafkabatch.spark as kbs
 
     logs, registry_file, want = store
     kbs.register(spark)
     df = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("valueFormat", "protobuf")
         .option("schemaRegistry", str(registry_file))
         .load(str(logs))

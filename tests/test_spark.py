@@ -416,11 +416,11 @@ def test_udf_options_are_checked_up_front():
 
 
 @pytest.mark.spark
-def test_read_log_dir(spark, log):
-    df = spark.read.format("kafka-log").option("minPartitions", 100).load(str(log))
+def test_read_log_dir(spark, kafka_log, log):
+    df = spark.read.format(kafka_log).option("minPartitions", 100).load(str(log))
     assert df.schema == SPARK_KAFKA_SCHEMA
     assert df.rdd.getNumPartitions() == 5
-    assert spark.read.format("kafka-log").load(str(log)).rdd.getNumPartitions() <= 5
+    assert spark.read.format(kafka_log).load(str(log)).rdd.getNumPartitions() <= 5
     table = df.toArrow()
     assert sorted_rows(table) == sorted_rows(expected_table(log))
     # topic and partition come from the folder names
@@ -428,9 +428,9 @@ def test_read_log_dir(spark, log):
 
 
 @pytest.mark.spark
-def test_read_split_segments_and_several_paths(spark, log):
+def test_read_split_segments_and_several_paths(spark, kafka_log, log):
     df = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("maxBytesPerPartition", 300)
         .option("maxRecordsPerBatch", 3)
         .load([str(log / "orders-0"), str(log / "payments-0")])
@@ -441,9 +441,9 @@ def test_read_split_segments_and_several_paths(spark, log):
 
 
 @pytest.mark.spark
-def test_modes(spark, corrupt):
+def test_modes(spark, kafka_log, corrupt):
     root, seg = corrupt
-    reader = spark.read.format("kafka-log")
+    reader = spark.read.format(kafka_log)
     with pytest.raises(Exception, match=seg.name) as info:
         reader.load(str(root)).collect()
     assert "CrcMismatchError" in str(info.value) or "CRC mismatch" in str(info.value)
@@ -453,11 +453,11 @@ def test_modes(spark, corrupt):
 
 
 @pytest.mark.spark
-def test_offset_and_timestamp_bounds(spark, log):
+def test_offset_and_timestamp_bounds(spark, kafka_log, log):
     full = expected_table(log).to_pandas()
     full["ts"] = expected_table(log).column("timestamp").cast(pa.int64()).to_numpy()
     df = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("startingOffsets", '{"orders": {"0": 15, "1": -2}, "payments": {"0": 3}}')
         .option("endingOffsets", '{"orders": {"0": 55, "1": 1030}}')
         .option("startingTimestamp", "2023-11-14T22:13:24Z")  # BASE_TS + 4 s
@@ -478,30 +478,30 @@ def test_offset_and_timestamp_bounds(spark, log):
 
 
 @pytest.mark.spark
-def test_empty_file_and_folder(spark, tmp_path):
+def test_empty_file_and_folder(spark, kafka_log, tmp_path):
     (tmp_path / "empty-0").mkdir()
     write_segment(tmp_path, "zero-0", 0, b"")
     for path in (tmp_path / "empty-0", tmp_path / "zero-0" / f"{0:020d}.log", tmp_path):
-        df = spark.read.format("kafka-log").load(str(path))
+        df = spark.read.format(kafka_log).load(str(path))
         assert df.schema == SPARK_KAFKA_SCHEMA
         assert df.count() == 0
 
 
 @pytest.mark.spark
-def test_bad_input_errors_name_the_culprit(spark, log, tmp_path):
+def test_bad_input_errors_name_the_culprit(spark, kafka_log, log, tmp_path):
     with pytest.raises(Exception, match="'validateCrc' must be true or false"):
-        spark.read.format("kafka-log").option("validateCrc", "sometimes").load(str(log))
+        spark.read.format(kafka_log).option("validateCrc", "sometimes").load(str(log))
     with pytest.raises(Exception, match="'startingOffsets'"):
-        spark.read.format("kafka-log").option("startingOffsets", "{oops").load(str(log))
+        spark.read.format(kafka_log).option("startingOffsets", "{oops").load(str(log))
     with pytest.raises(Exception, match="does not exist"):
-        spark.read.format("kafka-log").load(str(tmp_path / "missing"))
+        spark.read.format(kafka_log).load(str(tmp_path / "missing"))
     write_segment(tmp_path, "not_a_partition", 0, kafka_python_batch("none", 0, _records("t", 0, 0, 1)))
     with pytest.raises(Exception, match="not_a_partition"):
-        spark.read.format("kafka-log").load(str(tmp_path))
+        spark.read.format(kafka_log).load(str(tmp_path))
 
 
 @pytest.mark.spark
-def test_read_committed_across_tasks(spark, tmp_path):
+def test_read_committed_across_tasks(spark, kafka_log, tmp_path):
     if not _read_committed_available():
         pytest.skip("isolation='read_committed' is not available in this build")
     import realclients as rc
@@ -510,7 +510,7 @@ def test_read_committed_across_tasks(spark, tmp_path):
     data = fx.data
     write_segment(tmp_path, "txn-0", 0, data)
     df = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("isolation", "read_committed")
         .option("maxBytesPerPartition", 1)
         .load(str(tmp_path))
@@ -611,3 +611,26 @@ def json_registry(out):
     import json
 
     return json.loads((out / "logs" / "schemas" / "registry.json").read_text())
+
+
+@pytest.mark.spark
+def test_register_says_which_source_kafka_log_is(spark, log, caplog):
+    """register() names the source ``kafka-log`` reads with, once per
+    application, and always registers the Python one as ``kafka-log-python``."""
+    from kafkabatch.spark import session
+
+    jvm = session.jvm_source_name(spark)
+    session._TOLD_APPLICATIONS.clear()
+    with caplog.at_level(logging.INFO, logger="kafkabatch.spark"):
+        kbs.register(spark, check_workers=False)
+        kbs.register(spark, check_workers=False)
+    told = [r.getMessage() for r in caplog.records if "kafka-log is the" in r.getMessage()]
+    assert len(told) == 1, told
+    if jvm is None:
+        assert told[0].startswith("kafkabatch.spark: kafka-log is the Python source"), told
+    elif jvm == "kafka-log":
+        assert told[0].startswith("kafkabatch.spark: kafka-log is the JVM source"), told
+    else:
+        assert f"the JVM source is {jvm}" in told[0], told
+    python_rows = spark.read.format("kafka-log-python").load(str(log)).toArrow()
+    assert sorted_rows(python_rows) == sorted_rows(expected_table(log))

@@ -45,16 +45,15 @@ def _rows(df, column="value"):
     return [None if r[column] is None else r[column].asDict(recursive=True) for r in df.orderBy("offset").collect()]
 
 
-def test_kafka_log_json_equals_spark_from_json(spark, json_folder):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_kafka_log_json_equals_spark_from_json(spark, kafka_log, json_folder):
     path, values = json_folder
-    typed = (
-        spark.read.format("kafka-log").option("valueFormat", "json").option("valueSchema", ORDER_DDL).load(str(path))
-    )
+    typed = spark.read.format(kafka_log).option("valueFormat", "json").option("valueSchema", ORDER_DDL).load(str(path))
     assert typed.schema["value"].dataType.simpleString() == (
         "struct<order_id:string,qty:bigint,price:double,paid:boolean,items:array<struct<sku:string,n:bigint>>,"
         "customer:struct<name:string,vip:boolean>,missing:string,at:timestamp>"
     )
-    plain = spark.read.format("kafka-log").load(str(path))
+    plain = spark.read.format(kafka_log).load(str(path))
     reference = plain.select("offset", F.from_json(F.col("value").cast("string"), ORDER_DDL).alias("value"))
     assert _rows(typed) == _rows(reference)
     assert (
@@ -62,7 +61,8 @@ def test_kafka_log_json_equals_spark_from_json(spark, json_folder):
     )
 
 
-def test_kafka_log_confluent_avro_with_a_registry(spark, tmp_path):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_kafka_log_confluent_avro_with_a_registry(spark, kafka_log, tmp_path):
     registry = tv.sr.SchemaRegistryClient.new_client({"url": "mock://spark-avro"})
     values = tv.confluent_avro(registry, tv.ORDER_V1, [tv.order(i) for i in range(200)])
     folder = tmp_path / "orders-1"
@@ -72,7 +72,7 @@ def test_kafka_log_confluent_avro_with_a_registry(spark, tmp_path):
     # A V1 reader (no score union of three types, which Spark can't hold) over the writer schema.
     reader = {**tv.ORDER_V1, "fields": [f for f in tv.ORDER_V1["fields"] if f["name"] != "score"]}
     df = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("valueFormat", "avro")
         .option("valueSchema", json.dumps(reader))
         .option("schemaRegistry", json.dumps({str(k): v for k, v in writers.items()}))
@@ -89,7 +89,8 @@ def test_kafka_log_confluent_avro_with_a_registry(spark, tmp_path):
         assert row["items"] == want["items"] and row["note"] == want["note"] and row["qty"] == want["qty"]
 
 
-def test_kafka_log_registry_url_with_basic_auth(spark, tmp_path, registry_server):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_kafka_log_registry_url_with_basic_auth(spark, kafka_log, tmp_path, registry_server):
     registry = tv.sr.SchemaRegistryClient.new_client({"url": "mock://spark-url"})
     reader = {**tv.ORDER_V1, "fields": [f for f in tv.ORDER_V1["fields"] if f["name"] != "score"]}
     values = tv.confluent_avro(registry, reader, [tv.order(i) for i in range(50)])
@@ -99,7 +100,7 @@ def test_kafka_log_registry_url_with_basic_auth(spark, tmp_path, registry_server
     folder.mkdir()
     kb.write_segment(folder / "00000000000000000000.log", [{"value": v} for v in values])
     df = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("valueFormat", "avro")
         .option("schemaRegistry", registry_server)
         .option("schemaRegistry.basic.auth.user.info", "bob:pw")
@@ -109,13 +110,14 @@ def test_kafka_log_registry_url_with_basic_auth(spark, tmp_path, registry_server
     assert set(tv._RegistryHandler.seen_auth) == {tv._RegistryHandler.auth}
 
 
-def test_bad_values_fail_with_their_offset_or_become_null(spark, tmp_path):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_bad_values_fail_with_their_offset_or_become_null(spark, kafka_log, tmp_path):
     folder = tmp_path / "events-3"
     folder.mkdir()
     values = [b'{"n": 1}', b'{"n": ', b'{"n": 3}']
     kb.write_segment(folder / "00000000000000000000.log", [{"value": v, "key": b"k"} for v in values], base_offset=90)
     reader = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("valueFormat", "json")
         .option("valueSchema", "n int")
         .option("keyFormat", "string")
@@ -127,15 +129,16 @@ def test_bad_values_fail_with_their_offset_or_become_null(spark, tmp_path):
     assert [r["key"] for r in rows] == ["k"] * 3
 
 
-def test_value_options_are_checked_at_load(spark, tmp_path):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_value_options_are_checked_at_load(spark, kafka_log, tmp_path):
     folder = tmp_path / "t-0"
     folder.mkdir()
     kb.write_segment(folder / "00000000000000000000.log", [{"value": b"{}"}])
     with pytest.raises(Exception, match="valueFormat=json needs valueSchema"):
-        spark.read.format("kafka-log").option("valueFormat", "json").load(str(tmp_path)).collect()
+        spark.read.format(kafka_log).option("valueFormat", "json").load(str(tmp_path)).collect()
     with pytest.raises(Exception, match="cannot be reached"):
         (
-            spark.read.format("kafka-log")
+            spark.read.format(kafka_log)
             .option("valueFormat", "avro")
             .option("schemaRegistry", "http://127.0.0.1:9")
             .load(str(tmp_path))
@@ -193,7 +196,8 @@ def test_json_edge_cases_follow_from_json(spark):
         assert mine is None and set(spark_row.values()) == {None}, doc
 
 
-def test_value_schema_as_a_struct_type_object(spark, json_folder):
+@pytest.mark.jvm_lacks("typed values (valueFormat)")
+def test_value_schema_as_a_struct_type_object(spark, kafka_log, json_folder):
     from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
     path, _ = json_folder
@@ -206,7 +210,7 @@ def test_value_schema_as_a_struct_type_object(spark, json_folder):
         ]
     )
     # PySpark passes option values as str(value): the StructType's repr
-    df = spark.read.format("kafka-log").option("valueFormat", "json").option("valueSchema", schema).load(str(path))
+    df = spark.read.format(kafka_log).option("valueFormat", "json").option("valueSchema", schema).load(str(path))
     assert df.schema["value"].dataType == schema
     first = df.orderBy("offset").first()["value"]
     assert first["order_id"] == "o-0" and first["items"] == []

@@ -364,10 +364,10 @@ def test_log_without_manifest_is_left_out(broker, buckets, tmp_path):
     assert [seg.path for seg, _ in problems] == [log]
 
 
-def test_spark_reads_a_bucket(spark, broker, buckets, keys):
+def test_spark_reads_a_bucket(spark, kafka_log, broker, buckets, keys):
     keyspec = json.dumps(_key_spec(keys[0]))
     df = (
-        spark.read.format("kafka-log")
+        spark.read.format(kafka_log)
         .option("tieredKeys", keyspec)
         .option("maxBytesPerPartition", str(256 << 10))
         .load(str(buckets["zstd+encrypted"]))

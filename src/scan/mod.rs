@@ -23,6 +23,7 @@ pub mod plan;
 pub mod pushdown;
 pub mod read;
 pub mod seek;
+pub mod tasks;
 pub mod walk;
 
 pub use aggregate::{Aggregate, AggregateRow, GroupBy, Unanswerable};

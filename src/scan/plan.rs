@@ -278,6 +278,7 @@ pub struct Scan {
     filter: Option<RecordFilter>,
     /// Spark's `pathGlobFilter`: only segments whose file names match.
     name_glob: Option<String>,
+    limit: Option<u64>,
 }
 
 impl fmt::Debug for Scan {
@@ -325,6 +326,7 @@ impl Scan {
             columns: Columns::ALL,
             filter: None,
             name_glob: None,
+            limit: None,
         }
     }
 
@@ -463,6 +465,13 @@ impl Scan {
         self
     }
 
+    /// Each reader of this scan's splits stops after this many rows (an
+    /// engine's pushed `LIMIT`: it still limits the rows of all its tasks).
+    pub fn limit(mut self, rows: Option<u64>) -> Self {
+        self.limit = rows;
+        self
+    }
+
     /// The storage of remote roots and files; without it, a remote root is an error.
     pub fn resolver(mut self, resolver: Resolver) -> Self {
         self.resolver = Some(resolver);
@@ -508,6 +517,7 @@ impl Scan {
             },
             max_chunk_bytes: self.max_chunk_bytes,
             columns: self.columns,
+            limit: self.limit,
         })
     }
 
@@ -645,6 +655,7 @@ pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<V
         options: DecodeOptions::default(),
         max_chunk_bytes: max_chunk_bytes.max(1),
         columns: Columns::default(),
+        limit: None,
     };
     read::partition_transactions(group, &context)
 }

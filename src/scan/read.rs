@@ -47,6 +47,8 @@ pub struct ReadContext {
     /// The columns read (the offset and timestamp of bounded splits are
     /// built too, to filter rows, and dropped after).
     pub(crate) columns: Columns,
+    /// A reader stops after this many rows.
+    pub(crate) limit: Option<u64>,
 }
 
 impl std::fmt::Debug for ReadContext {
@@ -348,6 +350,8 @@ pub struct ScanReader {
     pending: VecDeque<RecordBatch>,
     stats: ReadStats,
     failed: bool,
+    /// Rows returned (counted under a limit).
+    returned: usize,
 }
 
 impl std::fmt::Debug for ScanReader {
@@ -369,6 +373,7 @@ impl ScanReader {
             pending: VecDeque::new(),
             stats: ReadStats::default(),
             failed: false,
+            returned: 0,
         }
     }
 
@@ -513,6 +518,22 @@ impl Iterator for ScanReader {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(batch) = self.pending.pop_front() {
+                let Some(limit) = self.context.limit else {
+                    return Some(Ok(batch));
+                };
+                let left = usize::try_from(limit).unwrap_or(usize::MAX) - self.returned;
+                if left == 0 {
+                    self.pending.clear();
+                    self.splits.clear();
+                    self.current = None;
+                    return None;
+                }
+                let batch = if batch.num_rows() > left {
+                    batch.slice(0, left)
+                } else {
+                    batch
+                };
+                self.returned += batch.num_rows();
                 return Some(Ok(batch));
             }
             if self.failed {

@@ -1,11 +1,14 @@
 //! The JNI side of the JVM Spark source: the native methods of
 //! `io.github.kafkabatch.spark.Native`, over the core's [`Scan`].
 //!
-//! The driver checks the options at `load()` (`checkOptions`) and plans
-//! (`planSplits`: options → the core's serialised [`Split`]s, one Spark input
-//! partition each); executors read (`openReader` over a partition's splits,
-//! `next` for the next piece of an Arrow IPC stream of the core's schema,
-//! `close`). Every entry runs through `entry`:
+//! The driver checks the options at `load()` (`checkOptions`), decides which
+//! of Spark's predicates the core takes (`pushPredicates`, module
+//! `pushdown`), answers aggregates from batch headers (`headerAggregates`,
+//! module `aggregate`) and plans (`planTasks`, module `tasks`: the core's
+//! serialised [`Split`]s packed into Spark tasks); executors read
+//! (`openReader` over a task's splits and the scan's spec — options, columns,
+//! limit —, `next` for the next piece of an Arrow IPC stream of the columns
+//! read, `close`). Every entry runs through `entry`:
 //! panics are caught and errors become Java exceptions (see `Failure`);
 //! nothing unwinds into the JVM.
 
@@ -25,9 +28,13 @@ use kafkabatch::scan::options::ScanOptions;
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
 
+mod aggregate;
+mod pushdown;
+mod tasks;
+
 /// Why a native call failed, as the Java exception it becomes.
 #[derive(Debug)]
-enum Failure {
+pub(crate) enum Failure {
     /// A bad option: `IllegalArgumentException`, in the option's words.
     Options(String),
     /// A path with nothing there: `java.io.FileNotFoundException`.
@@ -114,7 +121,7 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowMapped {
 
 /// The one wrapper every native method goes through: runs `f` with panics
 /// caught, and turns a failure into its Java exception.
-fn entry<'local, T, F>(env: &mut EnvUnowned<'local>, f: F) -> T
+pub(crate) fn entry<'local, T, F>(env: &mut EnvUnowned<'local>, f: F) -> T
 where
     T: Default + 'local,
     F: FnOnce(&mut Env<'local>) -> Result<T, Failure>,
@@ -131,7 +138,7 @@ const SOURCE: &str = "kafka-log-jvm";
 /// no read silently differs from the Python source's; the planning knobs
 /// (`minPartitions`, `maxBytesPerPartition`, `maxRecordsPerBatch`, `threads`)
 /// change no row and are accepted.
-fn options_of(json: &str) -> Result<ScanOptions, Failure> {
+pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
     let given: BTreeMap<String, String> = serde_json::from_str(json)
         .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
     let options = ScanOptions::parse(given).map_err(|e| Failure::Options(e.0))?;
@@ -155,11 +162,11 @@ fn options_of(json: &str) -> Result<ScanOptions, Failure> {
 }
 
 /// The core's scan of a batch read with these options.
-fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
+pub(crate) fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
     options.scan().map_err(|e| Failure::Options(e.0))
 }
 
-/// `void checkOptions(String optionsJson)`: the options' errors at `load()`, before any planning.
+/// `void checkOptions(String optionsJson)`: the options' errors, and the listing's, at `load()`.
 #[no_mangle]
 pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'local>(
     mut env: EnvUnowned<'local>,
@@ -167,33 +174,14 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'loca
     options: JString<'local>,
 ) {
     entry(&mut env, |env| {
-        scan_of(&options_of(&options.try_to_string(env)?)?)?;
-        Ok(())
-    })
-}
-
-/// `byte[][] planSplits(String optionsJson)`: the splits of the scan, serialised, in topic, partition, offset order.
-#[no_mangle]
-pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planSplits<'local>(
-    mut env: EnvUnowned<'local>,
-    _class: JClass<'local>,
-    options: JString<'local>,
-) -> JObjectArray<'local, JByteArray<'local>> {
-    entry(&mut env, |env| {
+        // planned here, as the Python source lists at load(): a missing path or a
+        // folder that is not a partition fails load(), naming it
         let options = options_of(&options.try_to_string(env)?)?;
         let plan = scan_of(&options)?.plan()?;
         options
             .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
             .map_err(|e| Failure::Options(e.0))?;
-        let splits: Vec<Vec<u8>> = plan.splits().map(Split::to_bytes).collect();
-        let out = JObjectArray::<JByteArray>::new(env, splits.len(), JByteArray::null())?;
-        for (i, split) in splits.iter().enumerate() {
-            let bytes = env.byte_array_from_slice(split)?;
-            out.set_element(env, i, &bytes)?;
-            // one local reference per split would pile up until the call returns
-            env.delete_local_ref(bytes);
-        }
-        Ok(out)
+        Ok(())
     })
 }
 
@@ -242,7 +230,8 @@ impl Reader {
     }
 }
 
-/// `long openReader(byte[][] splits, String optionsJson)`: a reader of the splits of one input partition.
+/// `long openReader(byte[][] splits, String spec)`: a reader of the splits of one input partition
+/// (`spec`: the scan's options, columns and limit, see `pushdown`).
 #[no_mangle]
 pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>(
     mut env: EnvUnowned<'local>,
@@ -251,7 +240,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
     options: JString<'local>,
 ) -> jlong {
     entry(&mut env, |env| {
-        let context = scan_of(&options_of(&options.try_to_string(env)?)?)?.context()?;
+        let context = pushdown::scan_of_spec(&options.try_to_string(env)?)?.context()?;
         let mut parsed = Vec::new();
         for i in 0..splits.len(env)? {
             let bytes = splits.get_element(env, i)?;

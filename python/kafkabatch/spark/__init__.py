@@ -43,7 +43,7 @@ from kafkabatch.spark.options import (
     KNOWN_OPTIONS,
     check_option_names,
 )
-from kafkabatch.spark.session import WorkerImportError, check_worker_import, register
+from kafkabatch.spark.session import WorkerImportError, check_worker_import, jvm_source_name, register
 from kafkabatch.spark.source import KafkaLogDataSource
 from kafkabatch.spark.types import HEADERS_TYPE, KAFKA_SCHEMA, SPARK_ARROW_SCHEMA, to_spark_arrow
 from kafkabatch.spark.udf import decode_batches, decode_batches_arrow, explode_batches, parse_values
@@ -63,6 +63,7 @@ __all__ = [
     "decode_batches_arrow",
     "explode_batches",
     "jar_path",
+    "jvm_source_name",
     "parse_values",
     "register",
     "to_spark_arrow",

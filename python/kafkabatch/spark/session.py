@@ -11,7 +11,13 @@ from typing import Any
 from kafkabatch._kafkabatch import __version__
 from kafkabatch.spark.batch import KafkaLogPushdownReader
 from kafkabatch.spark.options import FALSE
-from kafkabatch.spark.source import KafkaLogDataSource, KafkaLogDataSourceWithoutPushdown
+from kafkabatch.spark.source import (
+    PYTHON_SOURCE_NAME,
+    KafkaLogDataSource,
+    KafkaLogDataSourceWithoutPushdown,
+    KafkaLogPythonDataSource,
+    KafkaLogPythonDataSourceWithoutPushdown,
+)
 
 log = logging.getLogger("kafkabatch.spark")
 
@@ -92,11 +98,69 @@ def register(spark: Any = None, *, check_workers: bool | None = None, filter_pus
                 "kafkabatch.spark: could not set %s=true (%s); filters are not pushed", FILTER_PUSHDOWN_CONF, error
             )
     spark.dataSource.register(KafkaLogDataSource if filter_pushdown else KafkaLogDataSourceWithoutPushdown)
+    spark.dataSource.register(KafkaLogPythonDataSource if filter_pushdown else KafkaLogPythonDataSourceWithoutPushdown)
+    _say_which_source(spark)
     if check_workers is None:
         setting = str(spark.conf.get("spark.kafkabatch.checkWorkers", "true")).strip().lower()
         check_workers = setting not in FALSE
     if check_workers:
         check_worker_import(spark)
+
+
+#: The JVM source's class, in the jar of :func:`kafkabatch.spark.jar_path`.
+JVM_SOURCE_CLASS = "io.github.kafkabatch.spark.KafkaLogSource"
+
+#: Spark applications already told which source ``kafka-log`` is.
+_TOLD_APPLICATIONS: set[str] = set()
+
+
+def jvm_source_name(spark: Any) -> str | None:
+    """The short name of the JVM source (``kafka-log-jvm``) when its jar is on
+    ``spark``'s classpath, else None (no jar, or a Spark Connect client, which
+    can't see the server's classpath).
+
+    >>> kbs.jvm_source_name(spark)  # doctest: +SKIP
+    'kafka-log-jvm'
+    """
+    try:
+        jvm = spark._jvm  # a classic session's py4j gateway; Spark Connect has none
+        if jvm is None:
+            return None
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        source = jvm.java.lang.Class.forName(JVM_SOURCE_CLASS, False, loader)
+        return str(source.getField("SHORT_NAME").get(None))
+    except Exception:  # no gateway, or no such class: the Python source only
+        return None
+
+
+def _say_which_source(spark: Any) -> None:
+    """Log once per Spark application which source ``kafka-log`` names."""
+    try:
+        application = str(spark.sparkContext.applicationId)
+    except Exception:  # Spark Connect
+        application = "connect"
+    if application in _TOLD_APPLICATIONS:
+        return
+    _TOLD_APPLICATIONS.add(application)
+    jvm_name = jvm_source_name(spark)
+    if jvm_name is None:
+        log.info(
+            "kafkabatch.spark: kafka-log is the Python source (kafkabatch %s); add kafkabatch.spark.jar_path() to "
+            "spark.jars for the JVM source",
+            __version__,
+        )
+    elif jvm_name == "kafka-log":
+        log.info(
+            "kafkabatch.spark: kafka-log is the JVM source (%s on the classpath); the Python source is %s",
+            JVM_SOURCE_CLASS,
+            PYTHON_SOURCE_NAME,
+        )
+    else:
+        log.info(
+            "kafkabatch.spark: kafka-log is the Python source (also %s); the JVM source is %s",
+            PYTHON_SOURCE_NAME,
+            jvm_name,
+        )
 
 
 def scan_scoped_reads() -> bool:

@@ -126,3 +126,32 @@ class KafkaLogDataSourceWithoutPushdown(KafkaLogDataSource):
     """
 
     filter_pushdown = False
+
+
+#: The Python source's own name, which :func:`kafkabatch.spark.register` always
+#: registers: ``kafka-log`` is the JVM source wherever its jar is on Spark's
+#: classpath (Spark looks JVM sources up first), and this one stays reachable.
+PYTHON_SOURCE_NAME = "kafka-log-python"
+
+
+class KafkaLogPythonDataSource(KafkaLogDataSource):
+    """The Python ``kafka-log`` source under the name ``kafka-log-python``.
+
+    >>> spark.read.format("kafka-log-python").load("/data/kafka")  # doctest: +SKIP
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return PYTHON_SOURCE_NAME
+
+
+class KafkaLogPythonDataSourceWithoutPushdown(KafkaLogDataSourceWithoutPushdown):
+    """``kafka-log-python`` whose readers never take pushed filters
+    (``kbs.register(spark, filter_pushdown=False)``).
+
+    >>> kbs.register(spark, filter_pushdown=False)  # doctest: +SKIP
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return PYTHON_SOURCE_NAME

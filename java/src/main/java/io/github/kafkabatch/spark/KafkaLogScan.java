@@ -5,38 +5,39 @@ import java.util.OptionalLong;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * One read: the core plans it on the driver (its splits become input partitions) and executors read
- * the splits in columnar batches.
+ * One read, as {@link KafkaLogScanBuilder} left it: the core plans it on the driver (its splits packed
+ * into tasks, one input partition each) and executors read the splits in columnar batches of the
+ * columns asked for.
  */
-final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStatistics {
-    private final String optionsJson;
+final class KafkaLogScan implements Scan, Batch, SupportsReportStatistics {
+    /** The read as the core takes it: options, columns, pushed predicates, limit (bindings/jni pushdown). */
+    private final String spec;
+    private final StructType schema;
+    private final String description;
     private InputPartition[] partitions;
     private long plannedBytes;
 
-    KafkaLogScan(String optionsJson) {
-        this.optionsJson = optionsJson;
-    }
-
-    @Override
-    public Scan build() {
-        return this;
+    KafkaLogScan(String spec, StructType schema, String description) {
+        this.spec = spec;
+        this.schema = schema;
+        this.description = description;
     }
 
     @Override
     public StructType readSchema() {
-        return KafkaLogSource.SCHEMA;
+        return schema;
     }
 
     @Override
     public String description() {
-        return KafkaLogSource.SHORT_NAME + " " + optionsJson;
+        return description;
     }
 
     @Override
@@ -52,12 +53,15 @@ final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStat
     @Override
     public synchronized InputPartition[] planInputPartitions() {
         if (partitions == null) {
-            byte[][] splits = Native.planSplits(optionsJson);
-            InputPartition[] planned = new InputPartition[splits.length];
+            // minPartitions' default: Spark's default parallelism (the cores of local[N])
+            byte[][][] tasks = Native.planTasks(spec, SparkContext.getOrCreate().defaultParallelism());
+            InputPartition[] planned = new InputPartition[tasks.length];
             long bytes = 0;
-            for (int i = 0; i < splits.length; i++) {
-                planned[i] = new KafkaLogPartition(new byte[][] {splits[i]});
-                bytes += Native.splitBytes(splits[i]);
+            for (int i = 0; i < tasks.length; i++) {
+                planned[i] = new KafkaLogPartition(tasks[i]);
+                for (byte[] split : tasks[i]) {
+                    bytes += Native.splitBytes(split);
+                }
             }
             partitions = planned;
             plannedBytes = bytes;
@@ -88,6 +92,6 @@ final class KafkaLogScan implements ScanBuilder, Scan, Batch, SupportsReportStat
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new KafkaLogReaderFactory(optionsJson);
+        return new KafkaLogReaderFactory(spec);
     }
 }

@@ -34,6 +34,6 @@ final class KafkaLogTable implements SupportsRead {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-        return new KafkaLogScan(Options.toJson(options));
+        return new KafkaLogScanBuilder(Options.toJson(options));
     }
 }

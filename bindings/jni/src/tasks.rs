@@ -1,0 +1,61 @@
+//! Planning a batch read into Spark tasks: the core's plan, its splits cut
+//! at `maxBytesPerPartition` and packed into tasks by the core's rule
+//! ([`kafkabatch::scan::tasks::pack`]).
+
+use jni::objects::{JByteArray, JClass, JObjectArray, JString};
+use jni::sys::jint;
+use jni::EnvUnowned;
+
+use kafkabatch::scan::tasks::{cut_split, pack, split_work};
+use kafkabatch::scan::Split;
+
+use crate::pushdown::Spec;
+use crate::{entry, Failure};
+
+/// The splits of a spec's read, in topic, partition, offset order, grouped
+/// into tasks; `default_min_partitions` (Spark's default parallelism)
+/// stands in for an unset `minPartitions`.
+fn plan_tasks(spec: &str, default_min_partitions: i64) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
+    let spec = Spec::parse(spec)?;
+    let plan = spec.scan()?.plan()?;
+    spec.options
+        .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
+        .map_err(|e| Failure::Options(e.0))?;
+    let max_bytes = spec.options.max_bytes_per_partition;
+    let splits: Vec<Split> = plan.splits().flat_map(|s| cut_split(s, max_bytes)).collect();
+    let wire: Vec<u64> = splits.iter().map(|s| s.end.saturating_sub(s.start)).collect();
+    let work: Vec<u64> = splits.iter().map(split_work).collect();
+    let min_partitions = spec.options.min_partitions.unwrap_or(default_min_partitions).max(1);
+    let groups = pack(&wire, &work, max_bytes, u64::try_from(min_partitions).unwrap_or(1));
+    Ok(groups
+        .into_iter()
+        .map(|g| splits[g].iter().map(|s| s.to_bytes()).collect())
+        .collect())
+}
+
+/// `byte[][][] planTasks(String spec, int defaultMinPartitions)`: each task's
+/// splits (the core's serialised `Split`s), tasks in topic, partition, offset order.
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planTasks<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    spec: JString<'local>,
+    default_min_partitions: jint,
+) -> JObjectArray<'local, JObjectArray<'local, JByteArray<'local>>> {
+    entry(&mut env, |env| {
+        let tasks = plan_tasks(&spec.try_to_string(env)?, i64::from(default_min_partitions))?;
+        let out = JObjectArray::<JObjectArray<JByteArray>>::new(env, tasks.len(), JObjectArray::<JByteArray>::null())?;
+        for (i, task) in tasks.iter().enumerate() {
+            let group = JObjectArray::<JByteArray>::new(env, task.len(), JByteArray::null())?;
+            for (j, split) in task.iter().enumerate() {
+                let bytes = env.byte_array_from_slice(split)?;
+                group.set_element(env, j, &bytes)?;
+                // one local reference per split would pile up until the call returns
+                env.delete_local_ref(bytes);
+            }
+            out.set_element(env, i, &group)?;
+            env.delete_local_ref(group);
+        }
+        Ok(out)
+    })
+}

@@ -1,0 +1,347 @@
+//! Packing a plan's splits into an engine's tasks: consecutive splits of
+//! about the same estimated work per task, so a task reads a partition's
+//! segments in offset order and tasks take about the same time.
+//!
+//! The rule of Spark's file sources, adjusted for logs: each split costs
+//! [`OPEN_COST_BYTES`] beyond its bytes, the number of tasks is
+//! `min_partitions` or, when tasks would read more than `max_bytes` each,
+//! the next multiple of `min_partitions` that doesn't (so the last wave of
+//! tasks keeps every core busy), and the work of a split follows its
+//! compression and records per byte ([`estimate_work`]), not its wire size.
+//!
+//! ```
+//! use kafkabatch::scan::tasks::{pack, OPEN_COST_BYTES};
+//! // four splits of 64 MiB for 2 cores: two tasks of two splits each
+//! let sizes = [64 << 20; 4];
+//! let groups = pack(&sizes, &sizes, 128 << 20, 2);
+//! assert_eq!(groups, vec![0..2, 2..4]);
+//! # let _ = OPEN_COST_BYTES;
+//! ```
+
+use std::io::{Read, Seek, SeekFrom};
+use std::ops::Range;
+
+use super::layouts::Layout;
+use super::naming::uri_scheme;
+use super::plan::Split;
+use super::walk::walk;
+use crate::storage::{LocalStorage, Location, Storage};
+
+/// Spark's `spark.sql.files.openCostInBytes`: what a split costs beyond its bytes when packing tasks.
+pub const OPEN_COST_BYTES: u64 = 4 << 20;
+
+/// A compressed batch counts this many times its wire size (lz4/zstd/snappy
+/// batches of JSON-like values decode to 3.2-4x their wire size).
+const COMPRESSED_WORK: u64 = 3;
+
+/// What each record costs the engine beyond its bytes (about 2 ms of JVM
+/// CPU per 1,000 rows against 5.8 ms per MB of Arrow).
+const RECORD_WORK: u64 = 350;
+
+/// A v2 batch header, through its records count.
+const V2_HEADER: usize = 61;
+
+/// Batch headers sampled per split.
+const SAMPLE_BATCHES: usize = 16;
+
+/// What decoding bytes `[start, end)` of a segment costs the engine
+/// downstream, in bytes, judged by its first data batches (up to 16;
+/// control batches skipped): their compression and records per byte.
+/// `header(pos)` gives the [`V2_HEADER`] bytes at `pos` (fewer at the end,
+/// `None` when they can't be read). Legacy message sets, or headers that
+/// don't look like batches, leave the estimate at the wire size.
+pub fn estimate_work<F>(mut header: F, start: u64, end: u64) -> u64
+where
+    F: FnMut(u64) -> Option<Vec<u8>>,
+{
+    let size = end.saturating_sub(start);
+    let (mut pos, mut sampled, mut compressed, mut records) = (start, 0u64, 0u64, 0u64);
+    for _ in 0..SAMPLE_BATCHES {
+        if end.saturating_sub(pos) < V2_HEADER as u64 {
+            break;
+        }
+        let Some(h) = header(pos).filter(|h| h.len() >= V2_HEADER) else {
+            break;
+        };
+        let length = i32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+        // the batch's bytes: offset and length fields, then `length`
+        let Some(length) = u64::try_from(length).ok().map(|l| l + 12) else {
+            break;
+        };
+        if h[16] != 2 || length <= V2_HEADER as u64 || pos + length > end {
+            break; // legacy message sets don't count records in a header; or the end
+        }
+        let attributes = u16::from_be_bytes([h[21], h[22]]);
+        let count = i32::from_be_bytes([h[57], h[58], h[59], h[60]]);
+        if count <= 0 || count as u64 > length {
+            break; // not a plausible header
+        }
+        if attributes & 0x20 == 0 {
+            // control batches (transaction markers) say nothing of the data
+            sampled += length;
+            records += count as u64;
+            if attributes & 0x07 != 0 {
+                compressed += length;
+            }
+        }
+        pos += length;
+    }
+    if sampled == 0 {
+        return size;
+    }
+    let size_f = size as f64;
+    let factor = 1.0 + (COMPRESSED_WORK - 1) as f64 * compressed as f64 / sampled as f64;
+    (size_f * factor + size_f * (records * RECORD_WORK) as f64 / sampled as f64) as u64
+}
+
+/// [`estimate_work`] of a split: a local segment's headers are read from the
+/// file; a remote or tiered one counts its wire bytes (a read per split
+/// would cost a request each).
+pub fn split_work(split: &Split) -> u64 {
+    let wire = split.end.saturating_sub(split.start);
+    if !local(split) {
+        return wire;
+    }
+    let Ok(mut file) = std::fs::File::open(&split.path) else {
+        return wire;
+    };
+    let header = |pos: u64| -> Option<Vec<u8>> {
+        file.seek(SeekFrom::Start(pos)).ok()?;
+        let mut h = Vec::with_capacity(V2_HEADER);
+        (&mut file).take(V2_HEADER as u64).read_to_end(&mut h).ok()?;
+        Some(h)
+    };
+    estimate_work(header, split.start, split.end)
+}
+
+/// Whether a split's bytes are a local file's (a remote or tiered segment is
+/// read by requests: cut and sampled only where its own indexes say so).
+fn local(split: &Split) -> bool {
+    let remote = uri_scheme(&split.path).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
+    !remote && split.layout() != Layout::Aiven
+}
+
+/// `split` cut at batch boundaries into pieces of at most `max_bytes` (a
+/// batch larger than that gets a piece of its own; bytes the header walk
+/// can't follow stay in the last piece, where reading reports them), so
+/// several tasks can read one segment. Splits of `max_bytes` or less (or 0:
+/// no limit), and remote or tiered ones, come back whole.
+pub fn cut_split(split: &Split, max_bytes: u64) -> Vec<Split> {
+    let whole = || vec![split.clone()];
+    if max_bytes == 0 || split.end.saturating_sub(split.start) <= max_bytes || !local(split) {
+        return whole();
+    }
+    let Ok(Some(data)) = LocalStorage.map(&Location::new(&split.path)) else {
+        return whole();
+    };
+    let (Ok(start), Ok(end), Ok(chunk)) = (
+        usize::try_from(split.start),
+        usize::try_from(split.end.min(data.len() as u64)),
+        usize::try_from(max_bytes),
+    ) else {
+        return whole();
+    };
+    let Some(windows) = walk(&data, start).windows(&data, start, end, chunk, None, None) else {
+        return whole();
+    };
+    let mut pieces: Vec<Split> = windows
+        .into_iter()
+        .map(|(a, b, _)| Split {
+            start: a as u64,
+            end: b as u64,
+            ..split.clone()
+        })
+        .collect();
+    match pieces.last_mut() {
+        // whatever follows the last window (bytes past the walk) is read with it
+        Some(last) => last.end = split.end,
+        None => return whole(),
+    }
+    pieces
+}
+
+/// Consecutive splits packed into balanced tasks: the ranges of split
+/// indices each task reads, in order. `wire[i]` is split `i`'s bytes and
+/// `work[i]` its estimated work ([`estimate_work`]).
+///
+/// The number of tasks is `min_partitions`, or, when that would make tasks
+/// read more than `max_bytes` of segments (0: no limit), the next multiple
+/// of `min_partitions` that doesn't. Each split also costs
+/// [`OPEN_COST_BYTES`] when placing cuts and in the smallest task allowed,
+/// but not against `max_bytes` (a split is a mapped byte range: counting
+/// 4 MiB for each small segment would make waves of tasks that each cost
+/// the engine a fixed overhead). Never more tasks than splits. Cuts go
+/// where the running work is nearest a multiple of `total / tasks`.
+pub fn pack(wire: &[u64], work: &[u64], max_bytes: u64, min_partitions: u64) -> Vec<Range<usize>> {
+    let n = wire.len().min(work.len());
+    if n == 0 {
+        return Vec::new();
+    }
+    let splits = n as u64;
+    let total: u64 = wire[..n].iter().map(|w| w + OPEN_COST_BYTES).sum();
+    let bytes: u64 = wire[..n].iter().sum();
+    let minimum = min_partitions.max(1);
+    let mut count = minimum;
+    if max_bytes > 0 && bytes > count.saturating_mul(max_bytes) {
+        count = bytes.div_ceil(max_bytes).div_ceil(minimum).saturating_mul(minimum);
+    }
+    let count = count.min(splits).min(total / OPEN_COST_BYTES).max(1);
+    if count == splits {
+        return (0..n).map(|i| i..i + 1).collect();
+    }
+    let costs: Vec<u128> = work[..n].iter().map(|w| u128::from(w + OPEN_COST_BYTES)).collect();
+    let total: u128 = costs.iter().sum();
+    let count = u128::from(count);
+    let mut groups: Vec<Range<usize>> = Vec::new();
+    let mut last = None;
+    let mut done: u128 = 0;
+    for (i, cost) in costs.iter().enumerate() {
+        // the task where the split's middle falls
+        let task = (count - 1).min((2 * done + cost) * count / (2 * total));
+        done += cost;
+        match groups.last_mut() {
+            Some(group) if last == Some(task) => group.end = i + 1,
+            _ => {
+                groups.push(i..i + 1);
+                last = Some(task);
+            }
+        }
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Python planner's `pack` (kafkabatch/spark/planning.py), written
+    /// out independently: which split indices each task reads.
+    fn python_pack(wire: &[u64], work: &[u64], max_bytes: u64, min_partitions: u64) -> Vec<Vec<usize>> {
+        let total: u64 = wire.iter().map(|w| w + OPEN_COST_BYTES).sum();
+        let bytes: u64 = wire.iter().sum();
+        let minimum = min_partitions.max(1);
+        let mut count = minimum;
+        if max_bytes > 0 && bytes > count * max_bytes {
+            count = bytes.div_ceil(max_bytes);
+            count = count.div_ceil(minimum) * minimum;
+        }
+        count = 1.max(count.min(wire.len() as u64).min(total / OPEN_COST_BYTES));
+        if count == wire.len() as u64 {
+            return (0..wire.len()).map(|i| vec![i]).collect();
+        }
+        let costs: Vec<u64> = work.iter().map(|w| w + OPEN_COST_BYTES).collect();
+        let total: u64 = costs.iter().sum();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut last = u64::MAX;
+        let mut done = 0;
+        for (i, cost) in costs.iter().enumerate() {
+            let task = (count - 1).min((2 * done + cost) * count / (2 * total));
+            done += cost;
+            if task != last {
+                groups.push(Vec::new());
+                last = task;
+            }
+            groups.last_mut().unwrap().push(i);
+        }
+        groups
+    }
+
+    #[test]
+    fn packs_as_the_python_planner_does() {
+        let mb = 1u64 << 20;
+        // 201 MB in 35 segments on 2 cores: 2 tasks, not 3 (Spark's greedy packing)
+        let mut wire: Vec<u64> = vec![6 * mb; 33];
+        wire.extend([2 * mb, mb]);
+        let groups = pack(&wire, &wire, 128 * mb, 2);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[0].start, 0);
+        assert_eq!(groups[1].end, 35);
+        assert_eq!(groups[0].end, groups[1].start);
+        // larger than 2 x max_bytes: the next multiple of min_partitions
+        let big = vec![100 * mb; 6];
+        assert_eq!(pack(&big, &big, 128 * mb, 2).len(), 6);
+        let many = vec![40 * mb; 20];
+        assert_eq!(pack(&many, &many, 128 * mb, 2).len(), 8);
+        // never more tasks than splits; each split costs OPEN_COST_BYTES
+        assert_eq!(pack(&[mb], &[mb], 128 * mb, 4), vec![0..1]);
+        assert_eq!(pack(&[10, 20, 30], &[10, 20, 30], 128 * mb, 2), vec![0..2, 2..3]);
+        assert_eq!(pack(&[10, 20, 30, 40], &[10, 20, 30, 40], 128 * mb, 1), vec![0..4]);
+        assert!(pack(&[], &[], 128 * mb, 2).is_empty());
+        // work moves the cut: the heavy first split gets a task alone
+        let wire = vec![32 * mb; 4];
+        let work = vec![200 * mb, 32 * mb, 32 * mb, 32 * mb];
+        assert_eq!(pack(&wire, &work, 0, 2), vec![0..1, 1..4]);
+        // against the transcription, over a spread of shapes
+        let mut seed = 38u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for _ in 0..500 {
+            let n = (next() % 40) as usize + 1;
+            let wire: Vec<u64> = (0..n).map(|_| next() % (300 * mb)).collect();
+            let work: Vec<u64> = wire.iter().map(|w| w * (1 + next() % 4)).collect();
+            let (max_bytes, min_partitions) = (next() % (256 * mb), next() % 9);
+            let want: Vec<Vec<usize>> = python_pack(&wire, &work, max_bytes, min_partitions);
+            let got: Vec<Vec<usize>> = pack(&wire, &work, max_bytes, min_partitions)
+                .into_iter()
+                .map(|r| r.collect())
+                .collect();
+            assert_eq!(got, want, "{wire:?} {work:?} {max_bytes} {min_partitions}");
+        }
+    }
+
+    #[test]
+    fn work_follows_compression_and_records() {
+        use crate::compression::Codec;
+        use crate::generate::{Kind, PartitionConfig, PartitionGenerator};
+
+        let dir = std::env::temp_dir().join(format!("kb-tasks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut works = Vec::new();
+        for (name, codec) in [("plain", Codec::None), ("zstd", Codec::Zstd)] {
+            let mut cfg = PartitionConfig::new(dir.join(format!("{name}-0")), name, 0, Kind::Orders);
+            cfg.target_bytes = 200 << 10;
+            cfg.codec = codec;
+            let mut g = PartitionGenerator::new(cfg).unwrap();
+            g.step(u64::MAX).unwrap();
+            g.finish().unwrap();
+            let scan = crate::scan::Scan::new([dir.join(format!("{name}-0")).to_str().unwrap()]);
+            let split = scan.plan().unwrap().splits().next().unwrap().clone();
+            let wire = split.end - split.start;
+            let work = split_work(&split);
+            assert!(
+                work > wire,
+                "{name}: records cost beyond their bytes ({work} vs {wire})"
+            );
+            works.push(work as f64 / wire as f64);
+        }
+        assert!(works[1] > works[0] + 1.0, "zstd counts more per wire byte: {works:?}");
+
+        // cuts: adjacent pieces at batch starts, each within the limit, reading the same rows
+        let scan = crate::scan::Scan::new([dir.join("plain-0").to_str().unwrap()]);
+        let split = scan.plan().unwrap().splits().next().unwrap().clone();
+        let pieces = cut_split(&split, 10 << 10);
+        assert!(pieces.len() > 5, "{}", pieces.len());
+        assert_eq!((pieces[0].start, pieces.last().unwrap().end), (split.start, split.end));
+        let data = std::fs::read(&split.path).unwrap();
+        for w in pieces.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+            let (a, b) = (w[0].start as usize, w[0].end as usize);
+            let batches = walk(&data[..b], a).batches.len();
+            assert!(b - a <= 10 << 10 || batches == 1, "{a}..{b}: {batches} batches");
+        }
+        let rows = |splits: Vec<Split>| -> usize {
+            crate::scan::ScanReader::new(splits, scan.context().unwrap())
+                .map(|b| b.unwrap().num_rows())
+                .sum()
+        };
+        assert_eq!(rows(pieces), rows(vec![split.clone()]));
+        assert_eq!(cut_split(&split, 0), vec![split.clone()]);
+        assert_eq!(cut_split(&split, u64::MAX), vec![split]);
+        // bytes that are not batches: the wire size
+        assert_eq!(estimate_work(|_| Some(vec![0xff; V2_HEADER]), 0, 1000), 1000);
+        assert_eq!(estimate_work(|_| None, 5, 1000), 995);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
