@@ -143,9 +143,6 @@ pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
         .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
     let options = ScanOptions::parse(given).map_err(|e| Failure::Options(e.0))?;
     let mut not_yet: Vec<&str> = Vec::new();
-    if options.path_glob_filter.is_some() {
-        not_yet.push("pathGlobFilter");
-    }
     if options.internal_topic.is_some() {
         not_yet.push("internalTopic");
     }
