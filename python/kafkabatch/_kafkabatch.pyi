@@ -15,6 +15,7 @@ SPARK_OPTIONS: tuple[str, ...]
 SPARK_VALUE_OPTIONS: tuple[str, ...]
 SPARK_DEFAULT_MAX_BYTES_PER_PARTITION: int
 SPARK_DEFAULT_MAX_RECORDS_PER_BATCH: int
+SPARK_OPEN_COST_BYTES: int
 
 class KafkaBatchError(ValueError):
     """Root of every kafkabatch decoding error.
@@ -661,6 +662,14 @@ def _scan_header_aggregates(
     the rows ``_scan_read(roots, **options)`` returns, grouped by ``group_by``
     (``all``, ``topic``, ``partition``), from batch headers alone: ``(rows, None)``,
     or ``(None, why)`` when the headers can't answer exactly."""
+
+def _spark_estimate_work(data: Buffer, start: int, end: int) -> int:
+    """What decoding bytes ``[start, end)`` of a segment (``data``: those bytes) costs Spark, in bytes."""
+
+def _spark_pack(
+    wire: builtins.list[int], work: builtins.list[int], max_bytes: int, min_partitions: int
+) -> builtins.list[tuple[int, int]]:
+    """Consecutive splits packed into balanced tasks: ``(first, end)`` split indices of each task."""
 
 def _spark_options(options: builtins.list[tuple[str, str]]) -> dict[str, Any]:
     """Internal: the ``kafka-log`` source's options (``(name, value)`` pairs, names
