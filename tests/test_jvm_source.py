@@ -203,8 +203,25 @@ def test_bad_options_give_the_python_sources_words(jvm_spark, log, options):
 
 @pytest.mark.spark
 def test_options_not_taken_yet_are_refused(jvm_spark, log):
-    text = option_error(jvm_spark, SOURCE, str(log), pathGlobFilter="*.log")
-    assert "kafka-log-jvm does not take pathGlobFilter yet" in text
+    text = option_error(jvm_spark, SOURCE, str(log), internalTopic="auto")
+    assert "kafka-log-jvm does not take internalTopic yet" in text
+
+
+@pytest.mark.spark
+def test_path_glob_filter_reads_what_the_python_source_reads(jvm_spark, log):
+    # a glob on file names alone: the first segment of each partition
+    options = {"pathGlobFilter": "0000000000000000000[0-9].log"}
+    jvm = sorted_rows(jvm_spark.read.format(SOURCE).options(**options).load(str(log)).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log").options(**options).load(str(log)).toArrow())
+    everything = sorted_rows(expected_table(log))
+    assert jvm == python
+    assert 0 < len(jvm) < len(everything)
+    assert {(r[0], r[1], r[2]) for r in jvm} == {
+        (r[0], r[1], r[2])
+        for s in list_segments(log)
+        if s.name.startswith("0000000000000000000")
+        for r in sorted_rows(kb.scan_log(s.path).read_all())
+    }
 
 
 @pytest.mark.spark

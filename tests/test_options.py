@@ -173,7 +173,6 @@ def test_every_option_in_any_letter_case(spark, kafka_log, log):
 
 
 @pytest.mark.spark
-@pytest.mark.jvm_lacks("pathGlobFilter")
 def test_path_glob_filter_reads_matching_file_names_only(spark, kafka_log, log):
     segments = list_segments(log)
     first = [s for s in segments if s.base_offset == 0]

@@ -15,6 +15,7 @@ SPARK_OPTIONS: tuple[str, ...]
 SPARK_VALUE_OPTIONS: tuple[str, ...]
 SPARK_DEFAULT_MAX_BYTES_PER_PARTITION: int
 SPARK_DEFAULT_MAX_RECORDS_PER_BATCH: int
+SPARK_OPEN_COST_BYTES: int
 
 class KafkaBatchError(ValueError):
     """Root of every kafkabatch decoding error.
@@ -340,6 +341,32 @@ def plan_partition(
     a file the core can't open; every segment its name leaves without ``open``);
     and the texts of the index warnings."""
 
+def plan_roots(
+    roots: list[str],
+    bounds_of: Callable[[str, int], tuple[int | None, int | None, int | None, int | None] | None],
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    collect_problems: bool = False,
+    filesystem: object | None = None,
+    held_last_offset: Callable[[str, str, int], int | None] | None = None,
+    keep_control: bool = False,
+    transactions: bool = False,
+    max_chunk_bytes: int = ...,
+) -> tuple[
+    list[tuple[list[dict[str, Any]], list[tuple[int, int, int]], list[tuple[int, int, int | None]] | None]],
+    list[tuple[str, str]],
+    list[tuple[dict[str, Any], TieredStorageError]],
+    list[str],
+]:
+    """:func:`list_roots` and every partition planned in one call: ``(partitions, warnings,
+    problems, index_warnings)``, each partition ``(segments, plans, transactions)``: its
+    segments as :func:`list_roots` gives them, their plans as :func:`plan_partition`
+    gives them, and with ``transactions`` the read_committed pre-pass as
+    :func:`partition_transactions` gives it (None for remote segments, twins, a file
+    the core can't open). ``bounds_of(topic, partition)`` gives a partition's
+    ``(start_offset, end_offset, start_ts_us, end_ts_us)``, or None to leave it out."""
+
 def partition_transactions(
     segments: list[tuple[str, int | None, int, str, int | None, int | None]],
     *,
@@ -515,6 +542,31 @@ class RemoteManifest:
     def check_chunk_sizes(self) -> None: ...
     def detransform_index(self, index: str, data: Buffer) -> bytes: ...
 
+def list_roots(
+    roots: list[str],
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    collect_problems: bool = False,
+    filesystem: object | None = None,
+    held_last_offset: Callable[[str, str, int], int | None] | None = None,
+    name_glob: str | None = None,
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[tuple[dict[str, Any], TieredStorageError]]]:
+    """The core's listing of ``roots`` (paths, URIs or globs), joined: ``(segments, warnings, problems)``;
+    with ``name_glob`` (Spark's ``pathGlobFilter``), only segments whose file names match it.
+
+    A file under two roots is listed once; partitions come in the order of the
+    roots that hold them, each in offset order; where a partition's segments come
+    from several places, each offset is left to one segment (the copies left out
+    as ``twins``). Segments as dicts of ``kafkabatch.log.listing.Segment``'s fields but
+    ``keys`` (``twins`` a list of the same dicts, or ``()``); warnings as ``(kind, message)``; with
+    ``collect_problems``, remote segments that can't be listed with their error
+    (else the first is raised). Remote roots are read through ``filesystem`` (a
+    ``pyarrow.fs.FileSystem``) or ``kafkabatch.log.fs.resolve_remote``;
+    ``held_last_offset(log, manifest, base_offset)`` confirms a manifest's end
+    offset from the segment's bytes where it would hide another copy's offsets.
+    """
+
 def list_segments(
     root: str,
     *,
@@ -524,28 +576,7 @@ def list_segments(
     filesystem: object | None = None,
     held_last_offset: Callable[[str, str, int], int | None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[tuple[dict[str, Any], TieredStorageError]]]:
-    """The core's listing of ``root`` (a path, URI or glob): ``(segments, warnings, problems)``.
-
-    Sorted segments as dicts of ``kafkabatch.log.listing.Segment``'s fields but
-    ``keys`` (``twins`` a list of the same dicts, or ``()``); warnings as ``(kind, message)``; with
-    ``collect_problems``, remote segments that can't be listed with their error
-    (else the first is raised). Remote roots are read through ``filesystem`` (a
-    ``pyarrow.fs.FileSystem``) or ``kafkabatch.log.fs.resolve_remote``;
-    ``held_last_offset(log, manifest, base_offset)`` confirms a manifest's end
-    offset from the segment's bytes where it would hide another copy's offsets.
-    """
-
-def resolve_overlaps(
-    segments: list[
-        tuple[str, str, int, int | None, int, str, str | None, str | None, str | None, int | None, int | None]
-    ],
-    *,
-    held_last_offset: Callable[[str, str, int], int | None] | None = None,
-) -> list[dict[str, Any]]:
-    """The overlap rule over segments listed from several roots. Segments as
-    ``(path, topic, partition, base_offset, size, layout, manifest, segment_id, topic_id,
-    floor_offset, stop_offset)``; the result as ``list_segments``'s segments (dicts,
-    the copies left out as ``twins``)."""
+    """:func:`list_roots` of one root (a path, URI or glob)."""
 
 def remote_name(path: str) -> tuple[str, str | None, int | None, str | None, str, int, str] | None:
     """``(layout, topic, partition, topic_id, segment_id, base_offset, suffix)`` from a remote
@@ -637,6 +668,14 @@ def _in_words(message: str, words: str) -> str:
     (``value_format``, ``tiered_keys``…) said in ``words``' (``"cli"``: the
     command line's flags, ``"spark"``: the Spark source's options)."""
 
+def _spark_estimate_work(data: Buffer, start: int, end: int) -> int:
+    """What decoding bytes ``[start, end)`` of a segment (``data``: those bytes) costs Spark, in bytes."""
+
+def _spark_pack(
+    wire: builtins.list[int], work: builtins.list[int], max_bytes: int, min_partitions: int
+) -> builtins.list[tuple[int, int]]:
+    """Consecutive splits packed into balanced tasks: ``(first, end)`` split indices of each task."""
+
 def _spark_options(options: builtins.list[tuple[str, str]]) -> dict[str, Any]:
     """Internal: the ``kafka-log`` source's options (``(name, value)`` pairs, names
     in any case) parsed and checked by the core, as a dict of their values
@@ -704,7 +743,7 @@ class StreamState:
         ],
         wanted: str,
     ) -> builtins.list[str]:
-        """Take a listing (segments as ``resolve_overlaps`` takes them) and walk
+        """Take a listing (segments as ``list_segments`` gives them, as tuples) and walk
         what was added; ``wanted``: where walks must start at or before (-1: the
         first segment). Returns what ``mode`` skipped, as log lines."""
     def wanted_for(self, start: str, end: str) -> str | None:

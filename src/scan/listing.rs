@@ -594,6 +594,97 @@ pub fn resolve_overlaps(segments: Vec<Segment>, held: &dyn HeldOffsets) -> Vec<S
     out
 }
 
+/// The storage of a root (a path, URI or glob), as [`list_roots`] asks for it.
+pub type RootStorage<'a> = dyn Fn(&str) -> Result<std::sync::Arc<dyn Storage>, ListError> + 'a;
+
+/// The segments under each of `roots` (see [`list_segments`]; `storage` gives
+/// each root's storage), joined: a file found under two roots is listed once
+/// (as the first root found it), partitions come in the order of the roots that
+/// hold them (each in offset order), and where a partition's segments come from
+/// several places (a bucket and a broker log dir) each of its offsets is left to
+/// one segment by the rule [`list_segments`] applies within one root; the copies
+/// left out within a root stay the twins of the segment kept there. Warnings
+/// and problems are those of every root, in order.
+pub fn list_roots(
+    roots: &[String],
+    storage: &RootStorage<'_>,
+    options: &ListOptions,
+    held: &dyn HeldOffsets,
+) -> Result<Listing, ListError> {
+    if let [root] = roots {
+        return list_segments(root, storage(root)?.as_ref(), options, held);
+    }
+    let mut joined = Listing::default();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for root in roots {
+        let listed = match list_segments(root, storage(root)?.as_ref(), options, held) {
+            Ok(listed) => listed,
+            Err(ListError::Tiered(p, warned)) => {
+                // what the roots before said, then what this one said before it stopped
+                let mut all = std::mem::take(&mut joined.warnings);
+                all.extend(warned);
+                return Err(ListError::Tiered(p, all));
+            }
+            Err(e) => return Err(e),
+        };
+        joined.warnings.extend(listed.warnings);
+        joined.problems.extend(listed.problems);
+        for seg in listed.segments {
+            if !at.contains_key(&seg.path) {
+                at.insert(seg.path.clone(), joined.segments.len());
+                joined.segments.push(seg);
+            }
+        }
+    }
+    // Partitions in the order the roots give them; each partition's segments in offset order.
+    let mut order: HashMap<(String, i64), usize> = HashMap::new();
+    for seg in &joined.segments {
+        let next = order.len();
+        order.entry((seg.topic.clone(), seg.partition)).or_insert(next);
+    }
+    let rank = |s: &Segment| {
+        order
+            .get(&(s.topic.clone(), s.partition))
+            .copied()
+            .unwrap_or(usize::MAX)
+    };
+    joined
+        .segments
+        .sort_by(|a, b| (rank(a), sort_key(a)).cmp(&(rank(b), sort_key(b))));
+    if joined.segments.iter().all(|s| s.layout == Layout::Broker) {
+        return Ok(joined);
+    }
+    let found: HashMap<String, Vec<Segment>> = joined
+        .segments
+        .iter()
+        .filter(|s| !s.twins.is_empty())
+        .map(|s| (s.path.clone(), s.twins.clone()))
+        .collect();
+    let bare = joined
+        .segments
+        .into_iter()
+        .map(|s| Segment { twins: Vec::new(), ..s })
+        .collect();
+    let mut resolved = resolve_overlaps(bare, held);
+    for seg in &mut resolved {
+        if let Some(within) = found.get(&seg.path) {
+            let mut twins = within.clone();
+            twins.append(&mut seg.twins);
+            seg.twins = twins;
+        }
+    }
+    resolved.sort_by(|a, b| (rank(a), sort_key(a)).cmp(&(rank(b), sort_key(b))));
+    joined.segments = resolved;
+    Ok(joined)
+}
+
+/// `segments` whose file names match `glob` (Spark's `pathGlobFilter`: an
+/// `fnmatch` pattern on the file name alone, case-sensitive), in their order.
+pub fn keep_names(segments: &mut Vec<Segment>, glob: &str) {
+    let pattern = Pattern::new(glob);
+    segments.retain(|s| pattern.matches(basename(&s.path)));
+}
+
 // --------------------------------------------------------------------------
 // local and remote roots
 // --------------------------------------------------------------------------
@@ -950,6 +1041,39 @@ mod tests {
                 (Layout::Broker, Some(150), None, None)
             ]
         );
+        // The same two places as two roots of one listing: joined by the same rule, in the roots' order.
+        let mem = std::sync::Arc::new(mem);
+        let storage = |root: &str| -> Result<std::sync::Arc<dyn Storage>, ListError> {
+            Ok(if root.starts_with("mem://") {
+                mem.clone()
+            } else {
+                std::sync::Arc::new(LocalStorage)
+            })
+        };
+        let roots = [
+            "mem://bucket".to_string(),
+            format!("{r}/broker"),
+            format!("{r}/broker/orders-0"),
+        ];
+        let joined = list_roots(&roots, &storage, &ListOptions::default(), &NoChecks).unwrap();
+        let got: Vec<Got> = joined
+            .segments
+            .iter()
+            .map(|s| (s.layout, s.base_offset, s.floor_offset, s.stop_offset))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Layout::Aiven, Some(0), None, Some(50)),
+                (Layout::Broker, Some(50), None, None),
+                (Layout::Broker, Some(150), None, None)
+            ]
+        );
+        assert_eq!(joined.warnings.len(), 1, "the bucket's warning is kept");
+        let mut named = joined.segments;
+        keep_names(&mut named, "*0150.log");
+        assert_eq!(named.len(), 1);
+        assert!(named[0].path.ends_with("/broker/orders-0/00000000000000000150.log"));
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -1079,7 +1079,8 @@ impl ScanOptions {
             .on_error(self.mode.on_error())
             .max_decompressed_size(usize::try_from(self.max_decompressed_size).unwrap_or(usize::MAX))
             .timestamp_range_us(self.starting_timestamp_us, self.ending_timestamp_us)
-            .tiered_keys(self.tiered_key_pairs()?);
+            .tiered_keys(self.tiered_key_pairs()?)
+            .path_glob_filter(self.path_glob_filter.clone());
         for ((topic, partition), offset) in &self.starting_offsets {
             scan = scan.partition_start_offset(topic, *partition, *offset);
         }

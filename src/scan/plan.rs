@@ -13,13 +13,16 @@
 //! Local segments are sought with their `.index` under offset bounds, every
 //! position checked against the log ([`crate::scan::seek`]).
 //!
+//! Roots are joined as [`crate::scan::listing::list_roots`] joins them: copies
+//! of one partition under several roots (a bucket and a broker log dir) give
+//! each offset once.
+//!
 //! Not here yet: seeks with tiered `.indexes` (remote segments are walked
-//! from their first batch); joining copies of one partition given as
-//! separate roots (one glob covering them is needed); reading another copy of
-//! a damaged remote segment (its twins); skipping segments that can't be
-//! listed or opened under `on_error = skip` (they fail the plan or the read).
+//! from their first batch); reading another copy of a damaged remote segment
+//! (its twins); skipping segments that can't be listed or opened under
+//! `on_error = skip` (they fail the plan or the read).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -29,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layouts::Layout;
 use super::listing::{
-    by_partition, list_segments, segment_bounds, sort_key, ListError, ListOptions, ListWarning, Segment,
+    by_partition, keep_names, list_roots, segment_bounds, sort_key, ListError, ListOptions, ListWarning, Segment,
 };
 use super::naming::uri_scheme;
 use super::pushdown::RecordFilter;
@@ -52,6 +55,21 @@ pub const SPLIT_VERSION: u32 = 1;
 /// The storage of a remote root or file (`s3://...`): a front end's choice
 /// (object_store, a `pyarrow.fs.FileSystem`, Hadoop's `FileSystem`).
 pub type Resolver = Arc<dyn Fn(&str) -> Result<Arc<dyn Storage>, StorageError> + Send + Sync>;
+
+/// Remote roots and files through the object stores the core serves (`s3://`,
+/// `gs://`, `az://`, `http(s)://`), configured from the environment and the
+/// URI's query (see `storage::uri`): the resolver the JVM source and streams use.
+pub fn object_store_resolver() -> Resolver {
+    Arc::new(
+        |path: &str| match crate::storage::uri::resolve(path, &std::collections::HashMap::new())? {
+            Some((storage, _)) => Ok(storage),
+            None => Err(StorageError::Other {
+                location: crate::storage::Location::new(path),
+                message: "no object store serves this location".into(),
+            }),
+        },
+    )
+}
 
 /// Which records a scan returns of transactional producers (Kafka's `isolation.level`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -273,6 +291,8 @@ pub struct Scan {
     resolver: Option<Resolver>,
     columns: Columns,
     filter: Option<RecordFilter>,
+    /// Spark's `pathGlobFilter`: only segments whose file names match.
+    name_glob: Option<String>,
     limit: Option<u64>,
 }
 
@@ -320,6 +340,7 @@ impl Scan {
             resolver: None,
             columns: Columns::ALL,
             filter: None,
+            name_glob: None,
             limit: None,
         }
     }
@@ -452,6 +473,13 @@ impl Scan {
         self
     }
 
+    /// Only segments whose file names match `glob` (an `fnmatch` pattern on the
+    /// name alone, case-sensitive: Spark's `pathGlobFilter`).
+    pub fn path_glob_filter(mut self, glob: Option<String>) -> Self {
+        self.name_glob = glob;
+        self
+    }
+
     /// Each reader of this scan's splits stops after this many rows (an
     /// engine's pushed `LIMIT`: it still limits the rows of all its tasks).
     pub fn limit(mut self, rows: Option<u64>) -> Self {
@@ -523,31 +551,19 @@ impl Scan {
             collect_problems: false,
         };
         let held = read::HeldByBytes { context };
-        let mut segments: Vec<Segment> = Vec::new();
-        let mut warnings = Vec::new();
-        // (topic, partition) -> the root that listed it
-        let mut owner: HashMap<(String, i64), &str> = HashMap::new();
-        for root in &self.roots {
-            let remote = uri_scheme(root).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
-            let storage: Arc<dyn Storage> = if remote {
-                context.storage_for(root)?
-            } else {
-                Arc::new(LocalStorage)
-            };
-            let listing = list_segments(root, storage.as_ref(), &options, &held)?;
-            warnings.extend(listing.warnings);
-            for seg in &listing.segments {
-                let first = *owner.entry((seg.topic.clone(), seg.partition)).or_insert(root.as_str());
-                if first != root.as_str() {
-                    // The overlap rule needs both roots' segments before it is applied.
-                    return Err(ScanError::Options(format!(
-                        "partition {}-{} is under both {first:?} and {root:?}: joining copies of a partition \
-                         from several roots is not supported yet; give one glob covering both",
-                        seg.topic, seg.partition
-                    )));
-                }
-            }
-            segments.extend(listing.segments);
+        let storage = |root: &str| {
+            context.storage_for(root).map_err(|e| match e {
+                ScanError::Storage(e) => ListError::Storage(e),
+                e => ListError::Storage(StorageError::Other {
+                    location: Location::new(root),
+                    message: e.to_string(),
+                }),
+            })
+        };
+        let listing = list_roots(&self.roots, &storage, &options, &held)?;
+        let (mut segments, warnings) = (listing.segments, listing.warnings);
+        if let Some(glob) = &self.name_glob {
+            keep_names(&mut segments, glob);
         }
         segments.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
         segments.retain(|s| {

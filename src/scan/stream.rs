@@ -54,14 +54,17 @@ use std::sync::Arc;
 use super::listing::{list_segments, segment_bounds, sort_key, ListOptions, Segment};
 use super::naming::{basename, uri_scheme, without_query};
 use super::options::{Mode, OffsetsSpec, ScanOptions};
-use super::plan::{plan_segments, Resolver, ScanError, ScanIsolation, SegmentPlan, Split, Transaction, SPLIT_VERSION};
+use super::plan::{
+    object_store_resolver, plan_segments, Resolver, ScanError, ScanIsolation, SegmentPlan, Split, Transaction,
+    SPLIT_VERSION,
+};
 use super::read::{HeldByBytes, ReadContext};
 use crate::batch::RawBatch;
 use crate::decode::{decode_batch, DecodeOptions};
 use crate::prune::HeaderBounds;
 use crate::record::OwnedRecords;
 use crate::storage::glob::Pattern;
-use crate::storage::{uri, LocalStorage, Location, Storage, StorageError};
+use crate::storage::{LocalStorage, Storage};
 use crate::txn::transaction_pass_over;
 
 /// A topic and partition.
@@ -573,17 +576,6 @@ pub fn stream_option_error(options: &ScanOptions) -> Option<String> {
         );
     }
     None
-}
-
-/// Remote segments through the object stores the core serves (`s3://`, `gs://`, ...).
-pub fn object_store_resolver() -> Resolver {
-    Arc::new(|path: &str| match uri::resolve(path, &HashMap::new())? {
-        Some((storage, _)) => Ok(storage),
-        None => Err(StorageError::Other {
-            location: Location::new(path),
-            message: "no object store serves this location".into(),
-        }),
-    })
 }
 
 /// What the driver of a stream keeps between triggers: every topic-partition's

@@ -26,6 +26,7 @@ use jni::{jni_str, Env, EnvUnowned};
 
 use kafkabatch::scan::listing::ListError;
 use kafkabatch::scan::options::{Mode, ScanOptions};
+use kafkabatch::scan::plan::object_store_resolver;
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
 use kafkabatch::vocabulary::{in_words, Words};
@@ -158,9 +159,6 @@ pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
         .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
     let options = ScanOptions::parse(given).map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))?;
     let mut not_yet: Vec<&str> = Vec::new();
-    if options.path_glob_filter.is_some() {
-        not_yet.push("pathGlobFilter");
-    }
     if options.internal_topic.is_some() {
         not_yet.push("internalTopic");
     }
@@ -175,9 +173,11 @@ pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
 }
 
 /// The core's scan of a batch read with these options.
+/// Remote roots (`s3://`, `gs://`, ...) are read through the core's object stores.
 pub(crate) fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
     options
         .scan()
+        .map(|scan| scan.resolver(object_store_resolver()))
         .map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))
 }
 

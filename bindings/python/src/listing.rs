@@ -4,7 +4,7 @@
 //! up at each call so tests and users can replace it).
 
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use arrow_buffer::Buffer;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use super::tiered::TieredStorageError;
 use kafkabatch::scan::layouts::Layout;
 use kafkabatch::scan::listing::{
-    self, HeldOffsets, ListError, ListOptions, ListWarning, Problem, Segment, WarningKind,
+    self, HeldOffsets, ListError, ListOptions, ListWarning, Listing, Problem, Segment, WarningKind,
 };
 use kafkabatch::scan::naming::without_query;
 use kafkabatch::storage::{Entry, LocalStorage, Location, Storage, StorageError};
@@ -231,7 +231,7 @@ fn to_py(py: Python<'_>, error: ListError, storage: Option<&PyFileSystemStorage>
 /// dataclass takes as its own, `keys` left to Python): `path`, `topic`, `partition`,
 /// `base_offset`, `size`, `layout`, `manifest`, `segment_id`, `topic_id`,
 /// `floor_offset`, `stop_offset`, `twins` (a list of the same dicts, or `()`).
-fn segment_fields<'py>(py: Python<'py>, s: &Segment) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn segment_fields<'py>(py: Python<'py>, s: &Segment) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item(intern!(py, "path"), s.path.as_str())?;
     d.set_item(intern!(py, "topic"), s.topic.as_str())?;
@@ -268,18 +268,19 @@ fn warnings_list<'py>(py: Python<'py>, warnings: &[ListWarning]) -> PyResult<Bou
     Ok(list)
 }
 
-/// The core's listing of `root`: `(segments, warnings, problems)`.
-#[pyfunction]
-#[pyo3(signature = (root, *, topic=None, partition=None, collect_problems=false, filesystem=None, held_last_offset=None))]
-fn list_segments<'py>(
-    py: Python<'py>,
-    root: &str,
+/// The core's listing of `roots` (local ones through the core's file-system
+/// storage, remote ones, or every one when `filesystem` is given, through a
+/// [`PyFileSystemStorage`]), joined as `kafkabatch::scan::listing::list_roots`
+/// joins them; a Python exception raised by a callback is raised as it was.
+pub(crate) fn list_with(
+    py: Python<'_>,
+    roots: Vec<String>,
     topic: Option<String>,
     partition: Option<i64>,
     collect_problems: bool,
     filesystem: Option<Py<PyAny>>,
     held_last_offset: Option<Py<PyAny>>,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<Listing> {
     let options = ListOptions {
         topic,
         partition,
@@ -289,30 +290,97 @@ fn list_segments<'py>(
         function: held_last_offset,
         error: Mutex::new(None),
     };
-    let remote = kafkabatch::scan::naming::uri_scheme(root).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
-    let python_storage = (remote || filesystem.is_some()).then(|| PyFileSystemStorage {
+    let given = filesystem.is_some();
+    let python_storage = Arc::new(PyFileSystemStorage {
         filesystem,
         error: Mutex::new(None),
     });
-    let storage: &dyn Storage = match &python_storage {
-        Some(s) => s,
-        None => &LocalStorage,
+    let storage = |root: &str| -> Result<Arc<dyn Storage>, ListError> {
+        let remote = kafkabatch::scan::naming::uri_scheme(root).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
+        Ok(if remote || given {
+            python_storage.clone()
+        } else {
+            Arc::new(LocalStorage)
+        })
     };
-    let result = py.detach(|| listing::list_segments(root, storage, &options, &held));
+    let result = py.detach(|| listing::list_roots(&roots, &storage, &options, &held));
     if let Some(raised) = held.error.lock().ok().and_then(|mut slot| slot.take()) {
         return Err(raised);
     }
-    let listed = result.map_err(|e| to_py(py, e, python_storage.as_ref()))?;
-    let segments = PyList::empty(py);
-    for s in &listed.segments {
-        segments.append(segment_fields(py, s)?)?;
-    }
+    result.map_err(|e| to_py(py, e, Some(python_storage.as_ref())))
+}
+
+/// A listing's warnings and problems as `list_roots` returns them.
+pub(crate) fn warnings_and_problems<'py>(
+    py: Python<'py>,
+    listed: &Listing,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
     let warnings = warnings_list(py, &listed.warnings)?;
     let problems = PyList::empty(py);
     for (s, p) in &listed.problems {
         problems.append((segment_fields(py, s)?, tiered_error(p).into_value(py)))?;
     }
+    Ok((warnings, problems))
+}
+
+/// The core's listing of `roots`, joined: `(segments, warnings, problems)`;
+/// with `name_glob` (Spark's `pathGlobFilter`), only the segments whose file
+/// names match it.
+#[pyfunction]
+#[pyo3(signature = (roots, *, topic=None, partition=None, collect_problems=false, filesystem=None, held_last_offset=None, name_glob=None))]
+#[allow(clippy::too_many_arguments)]
+fn list_roots<'py>(
+    py: Python<'py>,
+    roots: Vec<String>,
+    topic: Option<String>,
+    partition: Option<i64>,
+    collect_problems: bool,
+    filesystem: Option<Py<PyAny>>,
+    held_last_offset: Option<Py<PyAny>>,
+    name_glob: Option<String>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut listed = list_with(
+        py,
+        roots,
+        topic,
+        partition,
+        collect_problems,
+        filesystem,
+        held_last_offset,
+    )?;
+    if let Some(glob) = &name_glob {
+        listing::keep_names(&mut listed.segments, glob);
+    }
+    let segments = PyList::empty(py);
+    for s in &listed.segments {
+        segments.append(segment_fields(py, s)?)?;
+    }
+    let (warnings, problems) = warnings_and_problems(py, &listed)?;
     (segments, warnings, problems).into_pyobject(py)
+}
+
+/// The core's listing of one `root`: `list_roots` of `[root]`.
+#[pyfunction]
+#[pyo3(signature = (root, *, topic=None, partition=None, collect_problems=false, filesystem=None, held_last_offset=None))]
+fn list_segments<'py>(
+    py: Python<'py>,
+    root: String,
+    topic: Option<String>,
+    partition: Option<i64>,
+    collect_problems: bool,
+    filesystem: Option<Py<PyAny>>,
+    held_last_offset: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    list_roots(
+        py,
+        vec![root],
+        topic,
+        partition,
+        collect_problems,
+        filesystem,
+        held_last_offset,
+        None,
+    )
 }
 
 /// The remote-segment facts in a path's names: `(layout, topic, partition, topic_id,
@@ -359,7 +427,7 @@ fn listing_reason(what: &str, path: &str) -> PyResult<String> {
     }
 }
 
-/// One segment's fields as `resolve_overlaps` takes them: `(path, topic, partition,
+/// One segment's fields as the stream state's `refresh` takes them: `(path, topic, partition,
 /// base_offset, size, layout, manifest, segment_id, topic_id, floor_offset, stop_offset)`.
 pub(crate) type SegmentTuple = (
     String,
@@ -401,35 +469,9 @@ pub(crate) fn segment_of(
     })
 }
 
-/// The overlap rule over segments listed from several roots (a bucket and a
-/// broker dir): each offset of a partition left to one segment, the others
-/// kept as twins. Segments as [`SegmentTuple`]s; the result as `list_segments` gives them.
-#[pyfunction]
-#[pyo3(signature = (segments, *, held_last_offset=None))]
-fn resolve_overlaps<'py>(
-    py: Python<'py>,
-    segments: Vec<SegmentTuple>,
-    held_last_offset: Option<Py<PyAny>>,
-) -> PyResult<Bound<'py, PyList>> {
-    let parsed = segments.into_iter().map(segment_of).collect::<PyResult<Vec<_>>>()?;
-    let held = PyHeld {
-        function: held_last_offset,
-        error: Mutex::new(None),
-    };
-    let resolved = py.detach(|| listing::resolve_overlaps(parsed, &held));
-    if let Some(raised) = held.error.lock().ok().and_then(|mut slot| slot.take()) {
-        return Err(raised);
-    }
-    let out = PyList::empty(py);
-    for s in &resolved {
-        out.append(segment_fields(py, s)?)?;
-    }
-    Ok(out)
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(list_roots, m)?)?;
     m.add_function(wrap_pyfunction!(list_segments, m)?)?;
-    m.add_function(wrap_pyfunction!(resolve_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(listing_reason, m)?)?;
     m.add_function(wrap_pyfunction!(remote_name, m)?)
 }

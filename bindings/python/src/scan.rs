@@ -9,14 +9,14 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
+use super::listing::{list_with, segment_fields, warnings_and_problems};
 use kafkabatch::arrow_out::Columns;
 use kafkabatch::decode::{OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
 use kafkabatch::prune::HeaderBounds;
 use kafkabatch::scan::layouts::Layout;
-use kafkabatch::scan::listing::ListError;
-use kafkabatch::scan::listing::Segment;
+use kafkabatch::scan::listing::{by_partition, ListError, Segment};
 use kafkabatch::scan::plan::{local_transactions, plan_segments, SegmentPlan, DEFAULT_MAX_CHUNK_BYTES};
 use kafkabatch::scan::{Aggregate, GroupBy, Scan, ScanError, ScanIsolation, ScanReader};
 
@@ -319,14 +319,106 @@ fn plan_partition(
         let mut warnings = Vec::new();
         let plans = plan_segments(&group, &bounds, keep_control, open, &mut warnings)
             .into_iter()
-            .map(|p| match p {
-                SegmentPlan::Skipped => (0, 0, 0),
-                SegmentPlan::Bytes { start, end } => (1, start, end),
-                SegmentPlan::Elsewhere => (2, 0, 0),
-            })
+            .map(plan_tuple)
             .collect();
         (plans, warnings)
     }))
+}
+
+/// One segment's plan as `plan_partition` gives it: `(how, start, end)`.
+fn plan_tuple(p: SegmentPlan) -> (u8, u64, u64) {
+    match p {
+        SegmentPlan::Skipped => (0, 0, 0),
+        SegmentPlan::Bytes { start, end } => (1, start, end),
+        SegmentPlan::Elsewhere => (2, 0, 0),
+    }
+}
+
+/// The header bounds `bounds_of(topic, partition)` gives: `(start_offset,
+/// end_offset, start_ts_us, end_ts_us)`, or None for a partition left out.
+type PyBounds = Option<(Option<i64>, Option<i64>, Option<i64>, Option<i64>)>;
+
+/// List `roots` (joined, see `list_roots`) and plan every partition in the
+/// core: `(partitions, warnings, problems, index_warnings)`, each partition
+/// `(segments, plans, transactions)` with the segments as `list_roots` gives
+/// them, their plans as `plan_partition` gives them, and (with
+/// `transactions`) the read_committed pre-pass of a partition of local
+/// segments as `partition_transactions` gives it (None when the core can't
+/// walk them: remote segments, twins, a file it can't open).
+/// `bounds_of(topic, partition)` gives each partition's bounds, or None to
+/// leave the partition out.
+#[pyfunction]
+#[pyo3(signature = (roots, bounds_of, *, topic=None, partition=None, collect_problems=false, filesystem=None, held_last_offset=None, keep_control=false, transactions=false, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[allow(clippy::too_many_arguments)]
+fn plan_roots<'py>(
+    py: Python<'py>,
+    roots: Vec<String>,
+    bounds_of: Bound<'py, PyAny>,
+    topic: Option<String>,
+    partition: Option<i64>,
+    collect_problems: bool,
+    filesystem: Option<Py<PyAny>>,
+    held_last_offset: Option<Py<PyAny>>,
+    keep_control: bool,
+    transactions: bool,
+    max_chunk_bytes: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut listed = list_with(
+        py,
+        roots,
+        topic,
+        partition,
+        collect_problems,
+        filesystem,
+        held_last_offset,
+    )?;
+    let (warnings, problems) = warnings_and_problems(py, &listed)?;
+    let mut groups = Vec::new();
+    for group in by_partition(std::mem::take(&mut listed.segments)) {
+        let wanted: PyBounds = bounds_of
+            .call1((group[0].topic.as_str(), group[0].partition))?
+            .extract()?;
+        if let Some((start_offset, end_offset, start_ts_us, end_ts_us)) = wanted {
+            let bounds = HeaderBounds {
+                start_offset,
+                end_offset,
+                start_ts_us,
+                end_ts_us,
+            };
+            groups.push((group, bounds));
+        }
+    }
+    let mut index_warnings = Vec::new();
+    let planned: Vec<_> = py.detach(|| {
+        groups
+            .iter()
+            .map(|(group, bounds)| {
+                let txns = (transactions && group.iter().all(|s| s.twins.is_empty()))
+                    .then(|| local_transactions(group, max_chunk_bytes).ok())
+                    .flatten();
+                let plans: Vec<_> = plan_segments(group, bounds, keep_control, true, &mut index_warnings)
+                    .into_iter()
+                    .map(plan_tuple)
+                    .collect();
+                (plans, txns)
+            })
+            .collect()
+    });
+    let partitions = PyList::empty(py);
+    for ((group, _), (plans, txns)) in groups.iter().zip(planned) {
+        let segments = PyList::empty(py);
+        for s in group {
+            segments.append(segment_fields(py, s)?)?;
+        }
+        let txns: Option<Vec<(i64, i64, Option<i64>)>> = txns.map(|found| {
+            found
+                .into_iter()
+                .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+                .collect()
+        });
+        partitions.append((segments, plans, txns))?;
+    }
+    (partitions, warnings, problems, index_warnings).into_pyobject(py)
 }
 
 /// A group's `(topic, partition, values)`, as `_scan_header_aggregates` returns it.
@@ -419,6 +511,7 @@ fn _scan_header_aggregates<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScanStream>()?;
     m.add_function(wrap_pyfunction!(plan_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_roots, m)?)?;
     m.add_function(wrap_pyfunction!(partition_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(_scan_read, m)?)?;
     m.add_function(wrap_pyfunction!(_scan_header_aggregates, m)?)

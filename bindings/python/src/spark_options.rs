@@ -14,7 +14,10 @@ use kafkabatch::scan::options::{
     KNOWN_OPTIONS, VALUE_OPTIONS,
 };
 use kafkabatch::scan::pushdown::{filter_of, Literal, NameValue, Op, Predicate};
+use kafkabatch::scan::tasks::{estimate_work, pack, OPEN_COST_BYTES};
 use kafkabatch::scan::ScanIsolation;
+
+use super::input::Input;
 
 fn offsets<'py>(py: Python<'py>, map: &BTreeMap<(String, i64), i64>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -114,11 +117,43 @@ fn _in_words(message: &str, words: &str) -> PyResult<String> {
     Ok(in_words(message, words))
 }
 
+/// What decoding bytes `[start, end)` of a segment costs Spark downstream, in
+/// bytes (`kafkabatch::scan::tasks::estimate_work`); `data` holds those bytes.
+#[pyfunction]
+fn _spark_estimate_work(py: Python<'_>, data: &Bound<'_, PyAny>, start: u64, end: u64) -> PyResult<u64> {
+    let input = Input::new(data)?;
+    let bytes = input.as_slice();
+    Ok(py.detach(|| {
+        let header = |pos: u64| {
+            let at = usize::try_from(pos.checked_sub(start)?).ok()?;
+            let rest = bytes.get(at..)?;
+            Some(rest[..rest.len().min(V2_HEADER_BYTES)].to_vec())
+        };
+        estimate_work(header, start, end)
+    }))
+}
+
+/// The bytes of a v2 batch header through its records count (what `estimate_work` reads at each batch).
+const V2_HEADER_BYTES: usize = 61;
+
+/// Consecutive splits packed into balanced tasks (`kafkabatch::scan::tasks::pack`):
+/// `(first, end)` split indices of each task, from each split's wire bytes and estimated work.
+#[pyfunction]
+fn _spark_pack(wire: Vec<u64>, work: Vec<u64>, max_bytes: u64, min_partitions: u64) -> Vec<(usize, usize)> {
+    pack(&wire, &work, max_bytes, min_partitions)
+        .into_iter()
+        .map(|r| (r.start, r.end))
+        .collect()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SPARK_OPTIONS", PyTuple::new(m.py(), KNOWN_OPTIONS)?)?;
     m.add("SPARK_VALUE_OPTIONS", PyTuple::new(m.py(), VALUE_OPTIONS)?)?;
     m.add("SPARK_DEFAULT_MAX_BYTES_PER_PARTITION", DEFAULT_MAX_BYTES_PER_PARTITION)?;
     m.add("SPARK_DEFAULT_MAX_RECORDS_PER_BATCH", DEFAULT_MAX_RECORDS_PER_BATCH)?;
+    m.add("SPARK_OPEN_COST_BYTES", OPEN_COST_BYTES)?;
+    m.add_function(wrap_pyfunction!(_spark_estimate_work, m)?)?;
+    m.add_function(wrap_pyfunction!(_spark_pack, m)?)?;
     m.add_function(wrap_pyfunction!(_spark_options, m)?)?;
     m.add_function(wrap_pyfunction!(_spark_check_named_partitions, m)?)?;
     m.add_function(wrap_pyfunction!(_spark_check_option_names, m)?)?;

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
-from kafkabatch._kafkabatch import list_segments as _native_list_segments
-from kafkabatch._kafkabatch import resolve_overlaps as _native_resolve_overlaps
+from kafkabatch._kafkabatch import list_roots as _native_list_roots
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.fs import URI, local_path
 from kafkabatch.log.naming import basename
@@ -57,16 +57,6 @@ class Segment:
     def name(self) -> str:
         """The file name."""
         return basename(self.path)
-
-
-def sort_key(s: Segment) -> tuple:
-    return (
-        s.topic,
-        s.partition,
-        -1 if s.base_offset is None else s.base_offset,
-        -1 if s.floor_offset is None else s.floor_offset,
-        s.path,
-    )
 
 
 def open_segment(
@@ -142,11 +132,31 @@ def list_segments(
     >>> [(s.topic, s.partition, s.base_offset) for s in list_segments("/var/lib/kafka/data")]  # doctest: +SKIP
     [('orders', 0, 0), ('orders', 0, 81234), ('orders', 1, 0), ('payments', 0, 0)]
     """
-    path = os.fspath(path_or_glob)
+    return listed_roots([os.fspath(path_or_glob)], _native_list_roots, topic, partition, tiered_keys, problems)[0]
+
+
+def native_root(path: str) -> str:
+    """``path`` as the core lists it: a remote URI as it is, a local path (or ``file:`` URI) as a path."""
+    uri = URI.match(path)
+    return path if uri and uri["scheme"].lower() != "file" else local_path(path)
+
+
+def listed_roots(
+    paths: list[str],
+    call: Callable[..., tuple[Any, ...]],
+    topic: str | None,
+    partition: int | None,
+    tiered_keys: Any,
+    problems: list[tuple[Segment, Exception]] | None,
+    **more: Any,
+) -> tuple[Any, ...]:
+    """``call`` (the core's ``list_roots`` or ``plan_roots``) over ``paths``, joined:
+    its answer with the segments as :class:`Segment` s (``call``'s first item: the
+    segments, or partitions whose first item is theirs), remote ones holding the
+    resolved ``tiered_keys``; the listing's warnings re-emitted as
+    :class:`TieredStorageWarning` s, its problems appended to ``problems``."""
     if partition is not None:
         partition = int(partition)
-    uri = URI.match(path)
-    root = path if uri and uri["scheme"].lower() != "file" else local_path(path)
     resolved: list[tiered.KeySpec] = []
 
     def keyspec() -> tiered.KeySpec:
@@ -158,57 +168,27 @@ def list_segments(
         return tiered.held_last_offset(log_path, manifest, keyspec(), base_offset)
 
     try:
-        found, warned, unlisted = _native_list_segments(
-            root,
+        found, warned, unlisted, *rest = call(
+            [native_root(p) for p in paths],
             topic=topic,
             partition=partition,
             collect_problems=problems is not None,
             held_last_offset=held_last_offset,
+            **more,
         )
     except tiered.TieredStorageError as error:  # what the listing said before it stopped, then why
         for _kind, message in getattr(error, "listing_warnings", None) or ():
-            warnings.warn(message, tiered.TieredStorageWarning, stacklevel=2)
+            warnings.warn(message, tiered.TieredStorageWarning, stacklevel=3)
         raise
     keys = keyspec()
     for _kind, message in warned:  # one kind so far: a remote object left out
-        warnings.warn(message, tiered.TieredStorageWarning, stacklevel=2)
+        warnings.warn(message, tiered.TieredStorageWarning, stacklevel=3)
     if problems is not None:
         problems.extend((_segment(seg, ()), error) for seg, error in unlisted)
-    return [_segment(seg, keys) for seg in found]
-
-
-def resolve_overlaps(segments: list[Segment]) -> list[Segment]:
-    """The overlap rule over segments listed from several roots (the core's, as
-    :func:`list_segments` applies it within one root): each offset of a partition
-    left to one segment, the copies left out kept as its ``twins``.
-
-    >>> resolve_overlaps(list_segments("/data/orders-0") + list_segments("s3://b/kafka/"))  # doctest: +SKIP
-    """
-    keys = {s.path: s.keys for s in segments}
-
-    def held_last_offset(log_path: str, manifest: str, base_offset: int) -> int | None:
-        return tiered.held_last_offset(log_path, manifest, keys.get(log_path, ()), base_offset)
-
-    fields = _native_resolve_overlaps(
-        [
-            (
-                s.path,
-                s.topic,
-                s.partition,
-                s.base_offset,
-                s.size,
-                s.layout,
-                s.manifest,
-                s.segment_id,
-                s.topic_id,
-                s.floor_offset,
-                s.stop_offset,
-            )
-            for s in segments
-        ],
-        held_last_offset=held_last_offset,
-    )
-    return [_segment(f, keys.get(f["path"], ())) for f in fields]
+    if call is _native_list_roots:
+        return ([_segment(seg, keys) for seg in found],)
+    parts = [([_segment(seg, keys) for seg in segs], *more_of) for segs, *more_of in found]
+    return (parts, *rest)
 
 
 def _segment(fields: dict[str, Any], keys: tiered.KeySpec) -> Segment:
@@ -224,10 +204,3 @@ def _segment(fields: dict[str, Any], keys: tiered.KeySpec) -> Segment:
 
 
 _new_object = object.__new__
-
-
-def by_partition(segments: list[Segment]) -> list[list[Segment]]:
-    groups: dict[tuple[str, int], list[Segment]] = {}
-    for seg in segments:
-        groups.setdefault((seg.topic, seg.partition), []).append(seg)
-    return list(groups.values())

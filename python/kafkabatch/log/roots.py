@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, Union
 
-from kafkabatch.log.listing import Segment, list_segments, resolve_overlaps, sort_key
+from kafkabatch._kafkabatch import list_roots as _native_list_roots
+from kafkabatch.log.listing import Segment, listed_roots
 
 #: A root or a list of roots: local paths, ``file:`` or remote URIs, globs.
 Roots = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
@@ -43,30 +43,16 @@ def list_roots(
     tiered_keys: Any = None,
     problems: list[tuple[Segment, Exception]] | None = None,
     what: str = "path",
+    name_glob: str | None = None,
 ) -> list[Segment]:
     """The segments under each of ``roots`` (see :func:`kafkabatch.list_segments`),
-    joined: a file found under two roots is listed once, partitions come in the order
+    joined in the core: a file found under two roots is listed once, partitions come in the order
     of the roots that hold them (each in offset order), and where a partition's
     segments come from several places (a bucket and a broker log dir), each of its
-    offsets is left to one segment by the same rule as within one root."""
-    paths = root_list(roots, what)
-    if len(paths) == 1:
-        return list_segments(paths[0], topic=topic, partition=partition, tiered_keys=tiered_keys, problems=problems)
-    found: dict[str, Segment] = {}
-    for path in paths:
-        for seg in list_segments(path, topic=topic, partition=partition, tiered_keys=tiered_keys, problems=problems):
-            found.setdefault(seg.path, seg)
-    # Partitions in the order the roots give them; each partition's segments in offset order.
-    order: dict[tuple[str, int], int] = {}
-    for seg in found.values():
-        order.setdefault((seg.topic, seg.partition), len(order))
-
-    def key(seg: Segment) -> tuple:
-        return (order[(seg.topic, seg.partition)], sort_key(seg))
-
-    joined = sorted(found.values(), key=key)
-    if all(s.layout == "broker" for s in joined):
-        return joined
-    resolved = resolve_overlaps(joined)  # the rule list_segments applies within one root
-    # Copies left out within a root stay the twins of the segment kept there.
-    return sorted((replace(s, twins=found[s.path].twins + s.twins) for s in resolved), key=key)
+    offsets is left to one segment by the same rule as within one root. With
+    ``name_glob`` (Spark's ``pathGlobFilter``), only segments whose file names
+    match it (an :func:`fnmatch.fnmatchcase` pattern on the name alone)."""
+    segments: list[Segment] = listed_roots(
+        root_list(roots, what), _native_list_roots, topic, partition, tiered_keys, problems, name_glob=name_glob
+    )[0]
+    return segments

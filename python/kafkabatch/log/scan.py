@@ -22,14 +22,15 @@ import kafkabatch.log.tiered as tiered
 from kafkabatch._decode import SCHEMA, decode_parsing, decode_report, native_kwargs, report_of
 from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
 from kafkabatch._kafkabatch import plan_partition as _native_plan_partition
+from kafkabatch._kafkabatch import plan_roots as _native_plan_roots
 from kafkabatch._util import check_keywords, keyword_names, parse_size
 from kafkabatch.internal import INTERNAL_OPTIONS, Internal, decode_internal_columns, internal_schema, pop_internal
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
 from kafkabatch.log.index import IndexFileWarning
-from kafkabatch.log.listing import Segment, by_partition, open_segment, segment_bounds
+from kafkabatch.log.listing import Segment, listed_roots, open_segment, segment_bounds
 from kafkabatch.log.prune import RecordFilter, narrow, prunes_batches, source_kept_ranges
-from kafkabatch.log.roots import Roots, list_roots
+from kafkabatch.log.roots import Roots, root_list
 from kafkabatch.log.sample import first_values
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
@@ -401,9 +402,42 @@ def scan_log(
     """
     skip = decode_options.get("on_error", "raise") != "raise"
     problems: list[tuple[Segment, Exception]] | None = [] if skip else None
-    segments = list_roots(path, topic=topic, partition=partition, tiered_keys=tiered_keys, problems=problems)
-    if where is not None:
-        segments = [s for s in segments if where.keeps(s.topic, s.partition)]
+    read_committed = decode_options.get("isolation") == "read_committed"
+    # read_committed learns from markers (kept by the plan) when given the aborted list instead of a pre-pass
+    pre_pass = read_committed and "aborted_transactions" not in decode_options
+    times = functools.cache(
+        lambda: tuple(None if t is None else parse_timestamp(t) for t in (start_timestamp, end_timestamp))
+    )
+    bounds_by: dict[tuple[str, int], Bounds] = {}
+
+    def bounds_of(tp_topic: str, tp_partition: int) -> tuple[int | None, ...] | None:
+        if where is not None and not where.keeps(tp_topic, tp_partition):
+            return None  # the partition is left out
+        b = Bounds(
+            bound_for(start_offset, tp_topic, tp_partition, "start_offset"),
+            bound_for(end_offset, tp_topic, tp_partition, "end_offset"),
+            *times(),
+        )
+        if where is not None:
+            b = where.bounds(b)
+        bounds_by[(tp_topic, tp_partition)] = b
+        return b.start_offset, b.end_offset, b.start_ts, b.end_ts
+
+    # One core call: the roots listed and joined, each partition planned (and its local pre-pass walked).
+    planned, index_warnings = listed_roots(
+        root_list(path),
+        _native_plan_roots,
+        topic,
+        partition,
+        tiered_keys,
+        problems,
+        bounds_of=bounds_of,
+        keep_control=read_committed and not pre_pass,
+        transactions=pre_pass,
+    )
+    for text in index_warnings:
+        warnings.warn(text, IndexFileWarning, stacklevel=2)
+    segments = [seg for segs, _plans, _txns in planned for seg in segs]
     chunk = parse_size(max_chunk_bytes)
     if chunk <= 0:
         raise ValueError("max_chunk_bytes must be positive")
@@ -436,8 +470,7 @@ def scan_log(
             for f in added:
                 schema = schema.append(f)
 
-    start_ts = None if start_timestamp is None else parse_timestamp(start_timestamp)
-    end_ts = None if end_timestamp is None else parse_timestamp(end_timestamp)
+    times()  # parsed now, not halfway through the stream
     if max_records_per_batch is not None and max_records_per_batch <= 0:
         raise ValueError("max_records_per_batch must be positive")
     for spec, what in ((start_offset, "start_offset"), (end_offset, "end_offset")):
@@ -451,21 +484,16 @@ def scan_log(
             log.warning("skipped %s", error, extra=REPORTED)
             if on_segment is not None:
                 on_segment(SegmentResult(seg, skipped=[error]))
-        for group in by_partition(segments):
-            tp_topic, tp_partition = group[0].topic, group[0].partition
-            bounds = Bounds(
-                bound_for(start_offset, tp_topic, tp_partition, "start_offset"),
-                bound_for(end_offset, tp_topic, tp_partition, "end_offset"),
-                start_ts,
-                end_ts,
-            )
-            if where is not None:
-                bounds = where.bounds(bounds)
+        for group, plans, found in planned:
+            bounds = bounds_by[(group[0].topic, group[0].partition)]
             transactions = None
-            if options.get("isolation") == "read_committed" and "aborted_transactions" not in options:
-                transactions = partition_transactions(group, seek_position, skip=skip)
-            keep_control = transactions is None and options.get("isolation") == "read_committed"
-            plans = plan_segments(group, bounds, keep_control)
+            if pre_pass:
+                transactions = (
+                    [Transaction(*t) for t in found]
+                    if found is not None
+                    else partition_transactions(group, seek_position, skip=skip)
+                )
+            keep_control = read_committed and not pre_pass
             for i, (seg, (how, a, b)) in enumerate(zip(group, plans)):
                 if how == SKIPPED:  # its name shows it holds no offset in the bounds
                     if on_segment is not None:

@@ -6,13 +6,14 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from kafkabatch.log.listing import Segment, by_partition
+from kafkabatch.log.listing import Segment
 from kafkabatch.log.prune import RecordFilter
 from kafkabatch.log.scan import seek_position
 from kafkabatch.log.txn import partition_transactions
@@ -44,7 +45,8 @@ class KafkaLogReader(DataSourceReader):
         opts = self._options
         where = self.record_filter
         splits: list[LogSplit] = []
-        groups = by_partition(self._segments)
+        # the segments come sorted by topic and partition (see planning.list_source_segments)
+        groups = [list(g) for _, g in itertools.groupby(self._segments, key=lambda s: (s.topic, s.partition))]
         kept = 0
         for group in groups:
             if not where.keeps(group[0].topic, group[0].partition):

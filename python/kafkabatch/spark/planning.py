@@ -8,7 +8,6 @@ Shared by the batch reader and the stream reader's micro-batches.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import warnings
 from collections.abc import Callable
@@ -16,12 +15,12 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
+import kafkabatch._kafkabatch as _native
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.index import IndexFileWarning, offset_index_entries
-from kafkabatch.log.listing import Segment, open_segment, segment_bounds, sort_key
-from kafkabatch.log.naming import basename
+from kafkabatch.log.listing import Segment, open_segment, segment_bounds
 from kafkabatch.log.roots import list_roots
 from kafkabatch.log.scan import BYTES, SKIPPED, next_start, plan_segments, seek_position
 from kafkabatch.log.txn import Transaction
@@ -67,12 +66,12 @@ class LogSplitGroup(InputPartition):
 
 
 #: Spark's ``spark.sql.files.openCostInBytes``: what a split costs beyond its bytes when packing tasks.
-OPEN_COST_BYTES = 4 << 20
+OPEN_COST_BYTES: int = _native.SPARK_OPEN_COST_BYTES
 
 
-#: Estimating a split's work for Spark from its first batch headers: a
-#: compressed batch counts this many times its wire size, and each record
-#: :data:`_RECORD_WORK` bytes more. Fitted on the JVM CPU time of
+#: The weights of the core's work estimate (``kafkabatch::scan::tasks``), as the
+#: tests state them: a compressed batch counts this many times its wire size,
+#: and each record :data:`_RECORD_WORK` bytes more. Fitted on the JVM CPU time of
 #: ``kafka-log`` -> Parquet tasks (one segment each, every codec): about 2 ms
 #: per 1,000 rows plus 5.8 ms per MB of Arrow, so rows count about as much as
 #: 350 bytes; lz4/zstd/snappy batches of JSON-like values decode to 3.2-4x
@@ -83,86 +82,46 @@ _COMPRESSED_WORK = 3
 _RECORD_WORK = 350
 
 
-_V2_HEADER = 61  # a v2 batch header, through its records count
-
-
-_SAMPLE_BATCHES = 16
-
-
 def estimate_work(source: Any, start: int, end: int) -> int:
     """What decoding ``[start, end)`` of a segment costs Spark downstream, in
-    bytes, judged by its first data batches (up to :data:`_SAMPLE_BATCHES`;
-    control batches skipped): their compression and records per byte. The
-    JVM's work (Arrow to rows, then the sink) follows rows and decoded
+    bytes, judged by its first data batches (up to 16; control batches
+    skipped): their compression and records per byte, estimated in the core
+    (``kafkabatch::scan::tasks::estimate_work``, which the JVM source uses too).
+    The JVM's work (Arrow to rows, then the sink) follows rows and decoded
     bytes, not wire bytes: a segment of compressed small records costs it
     3x one of uncompressed large ones of the same size."""
-    size = end - start
-    pos = start
-    sampled = compressed = records = 0
-    for _ in range(_SAMPLE_BATCHES):
-        if end - pos < _V2_HEADER:
-            break
-        header = bytes(source.read(pos, _V2_HEADER))
-        length = batch_length(header)
-        if length is None or header[16] != 2 or length <= _V2_HEADER or pos + length > end:
-            break  # legacy message sets don't count records in a header; or the end
-        attributes = int.from_bytes(header[21:23], "big")
-        count = int.from_bytes(header[57:61], "big", signed=True)
-        if not 0 < count <= length:
-            break  # not a plausible header
-        if not attributes & 0x20:  # control batches (transaction markers) say nothing of the data
-            sampled += length
-            records += count
-            compressed += length if attributes & 0x07 else 0
-        pos += length
-    if not sampled:
-        return size
-    factor = 1 + (_COMPRESSED_WORK - 1) * compressed / sampled
-    return int(size * factor + size * records * _RECORD_WORK / sampled)
+    view = source.read(start, end - start) if end > start else b""
+    try:
+        return int(_native._spark_estimate_work(view, start, end))
+    finally:
+        del view
+        release = getattr(source, "release", None)
+        if release is not None:
+            release()
 
 
 def pack(splits: list[LogSplit], max_bytes: int, min_partitions: int) -> list[InputPartition]:
     """Consecutive splits packed into balanced tasks, so a task reads a
-    partition's segments in offset order.
+    partition's segments in offset order (the core's rule,
+    ``kafkabatch::scan::tasks::pack``, which the JVM source uses too).
 
     The number of tasks is ``min_partitions``, or, when that would make
     tasks read more than ``max_bytes`` of segments, the next multiple of
     ``min_partitions`` that doesn't, so the last wave of tasks keeps every
-    core busy (Spark's greedy packing of 201 MB into 128 MiB tasks gives 3
-    tasks for 2 cores: the third one runs alone). Each split also costs
-    :data:`OPEN_COST_BYTES` (as in Spark's ``FilePartition``) when placing
-    cuts and in the smallest task allowed, but not against ``max_bytes``: a
-    split is a memory-mapped byte range, and counting 4 MiB for each of 35
-    small segments turned 201 MB on 2 cores into two waves of 2 tasks, each
-    Parquet task costing ~0.2 s of JVM CPU of its own. Never more tasks than
-    splits. Cuts go where the running estimated work (``split.work``, see
+    core busy. Each split also costs :data:`OPEN_COST_BYTES` (as in Spark's
+    ``FilePartition``) when placing cuts and in the smallest task allowed,
+    but not against ``max_bytes``. Never more tasks than splits. Cuts go
+    where the running estimated work (``split.work``, see
     :func:`estimate_work`) is nearest to a multiple of ``total / tasks``,
     so tasks take about the same time."""
     if not splits:
         return []
-    total = sum(s.end - s.start + OPEN_COST_BYTES for s in splits)
-    wire = sum(s.end - s.start for s in splits)
-    minimum = max(min_partitions, 1)
-    count = minimum
-    if max_bytes > 0 and wire > count * max_bytes:
-        count = -(-wire // max_bytes)
-        count = -(-count // minimum) * minimum
-    count = max(1, min(count, len(splits), total // OPEN_COST_BYTES))
-    if count == len(splits):
+    groups = _native._spark_pack(
+        [s.end - s.start for s in splits], [s.work for s in splits], max(max_bytes, 0), max(min_partitions, 0)
+    )
+    if len(groups) == len(splits):
         return list(splits)
-    costs = [s.work + OPEN_COST_BYTES for s in splits]
-    total = sum(costs)
-    groups: list[list[LogSplit]] = []
-    last = -1
-    done = 0
-    for split, cost in zip(splits, costs):
-        task = min(count - 1, (2 * done + cost) * count // (2 * total))  # where the split's middle falls
-        done += cost
-        if task != last:
-            groups.append([])
-            last = task
-        groups[-1].append(split)
-    return [group[0] if len(group) == 1 else LogSplitGroup(group) for group in groups]
+    return [splits[a] if b - a == 1 else LogSplitGroup(splits[a:b]) for a, b in groups]
 
 
 def list_source_segments(options: Options) -> list[Segment]:
@@ -172,21 +131,18 @@ def list_source_segments(options: Options) -> list[Segment]:
         return []
     problems: list[tuple[Segment, Exception]] | None = None if options.mode == "FAILFAST" else []
     # Every path joined (each offset once where a partition lies under several), as scan_log joins a list.
-    segments = [
-        seg
-        for seg in list_roots(
-            list(options.paths),
-            topic=options.topic,
-            partition=options.partition,
-            tiered_keys=options.tiered_keys,
-            problems=problems,
-        )
-        # as Spark's pathGlobFilter: a glob on file names only
-        if not options.path_glob_filter or fnmatch.fnmatchcase(basename(seg.path), options.path_glob_filter)
-    ]
+    segments = list_roots(
+        list(options.paths),
+        topic=options.topic,
+        partition=options.partition,
+        tiered_keys=options.tiered_keys,
+        problems=problems,
+        name_glob=options.path_glob_filter or None,  # as Spark's pathGlobFilter: a glob on file names only
+    )
     for _seg, error in problems or ():  # mode DROPMALFORMED/PERMISSIVE: left out, and said
         log.warning("kafka-log %s: skipped %s", options.mode, error)
-    return sorted(segments, key=sort_key)
+    # each partition's segments come in offset order: sorted by partition alone (a stable sort)
+    return sorted(segments, key=lambda s: (s.topic, s.partition))
 
 
 def plan_partition(
