@@ -306,3 +306,20 @@ def test_size_estimate_is_the_planned_segments_bytes(jvm_spark, log):
     estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     # every listed segment, whole (the folder being deleted is not listed)
     assert estimate == sum(Path(s.path).stat().st_size for s in list_segments(log)) > 0
+
+
+@pytest.mark.spark
+def test_a_remote_root_on_an_s3_server(jvm_spark, generated, moto_s3):
+    """``s3://`` roots go through the core's object stores (moto's S3 server;
+    the endpoint and keys in the URI's query, as pyarrow's URIs take them),
+    with the rows of the same folder read in process."""
+    from pyarrow import fs as pafs
+
+    filesystem, endpoint, _ = moto_s3
+    pafs.copy_files(str(generated), "tiered/gen", destination_filesystem=filesystem)
+    uri = f"s3://tiered/gen/?endpoint_override={endpoint}&scheme=http&access_key=test&secret_key=test&region=us-east-1"
+    got = jvm_spark.read.format(SOURCE).load(uri).select("topic", "partition", "offset").collect()
+    want = kb.scan_log(generated).read_all()
+    assert sorted((r.topic, r.partition, r.offset) for r in got) == sorted(
+        zip(want["topic"].to_pylist(), want["partition"].to_pylist(), want["offset"].to_pylist())
+    )
