@@ -22,6 +22,7 @@ pytest.importorskip("pyspark.sql.streaming.datasource")  # PySpark 4.2+, as test
 
 from sparkver import requires_spark41  # noqa: E402
 from test_stream import CODECS, Writer, assert_exactly_once, input_rows, sink  # noqa: E402
+from test_stream import run as stream_run  # noqa: E402
 
 import kafkabatch.spark as kbs  # noqa: E402
 
@@ -41,22 +42,8 @@ def jvm_spark(spark):
 
 
 def run(spark, path: Path, ck: Path, out: Path, *, source: str = JVM, **options):
-    """One availableNow run of ``source`` from the checkpoint ``ck`` into Parquet at ``out``."""
-    reader = spark.readStream.format(source)
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    query = (
-        reader.load(str(path))
-        .writeStream.format("parquet")
-        .option("checkpointLocation", str(ck))
-        .trigger(availableNow=True)
-        .start(str(out))
-    )
-    query.awaitTermination(180)
-    assert not query.isActive
-    if query.exception() is not None:
-        raise query.exception()
-    return query
+    """One availableNow run of ``source`` (the JVM source unless told), as test_stream runs them."""
+    return stream_run(spark, path, ck, out, source=source, wait=180, **options)
 
 
 def checkpoint_offsets(ck: Path) -> list[dict]:

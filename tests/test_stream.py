@@ -88,8 +88,9 @@ class Writer:
         )
 
 
-def run(spark, path: Path, ck: Path, out: Path, *, trigger: str = "availableNow", **options):
-    reader = spark.readStream.format("kafka-log")
+def run(spark, path: Path, ck: Path, out: Path, *, source: str = "kafka-log", wait: float = 120, **options):
+    """One availableNow run of ``source`` from the checkpoint ``ck`` into Parquet at ``out``."""
+    reader = spark.readStream.format(source)
     for name, value in options.items():
         reader = reader.option(name, value)
     query = (
@@ -99,7 +100,7 @@ def run(spark, path: Path, ck: Path, out: Path, *, trigger: str = "availableNow"
         .trigger(availableNow=True)
         .start(str(out))
     )
-    query.awaitTermination(120)
+    query.awaitTermination(wait)
     assert not query.isActive
     if query.exception() is not None:
         raise query.exception()
