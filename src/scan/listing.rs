@@ -25,8 +25,8 @@ use std::io;
 
 use super::layouts::{is_manifest, layout_reason, manifest_facts, remote_name, sibling, Layout, RemoteName};
 use super::naming::{
-    basename, folder_topic_partition, is_segment_name, is_transient_folder, parent_uri, segment_base_offset, text,
-    uri_scheme, without_query,
+    basename, folder_topic_partition, is_remote, is_segment_name, is_transient_folder, parent_uri, segment_base_offset,
+    text, uri_scheme, without_query,
 };
 use super::overlap::{resolve, Claim};
 use crate::storage::glob::{glob, has_magic, join, split, Pattern};
@@ -226,7 +226,7 @@ pub fn list_segments(
     options: &ListOptions,
     held: &dyn HeldOffsets,
 ) -> Result<Listing, ListError> {
-    let remote = uri_scheme(root).is_some_and(|scheme| !scheme.eq_ignore_ascii_case("file"));
+    let remote = is_remote(root);
     let (found, explicit) = if remote {
         list_remote(root, storage)?
     } else {

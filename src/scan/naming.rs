@@ -43,6 +43,11 @@ pub fn uri_scheme(text: &str) -> Option<&str> {
     text[end..].starts_with("://").then(|| &text[..end])
 }
 
+/// Whether `path` is a remote URI: a scheme other than `file://`.
+pub fn is_remote(path: &str) -> bool {
+    uri_scheme(path).is_some_and(|s| !s.eq_ignore_ascii_case("file"))
+}
+
 /// A URI without its `?query`; a local path as it is (`?` is a character of its names).
 pub fn without_query(path: &str) -> &str {
     if uri_scheme(path).is_some() {

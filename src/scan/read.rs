@@ -21,7 +21,7 @@ use rsa::RsaPrivateKey;
 
 use super::layouts::Layout;
 use super::listing::{segment_bounds, HeldOffsets, Segment};
-use super::naming::uri_scheme;
+use super::naming::is_remote;
 use super::plan::{ScanError, Split, Transaction};
 use super::walk::{walk, Walk, Window};
 use crate::arrow_out::Columns;
@@ -61,10 +61,6 @@ impl std::fmt::Debug for ReadContext {
             .field("columns", &self.columns.names())
             .finish_non_exhaustive()
     }
-}
-
-fn is_remote(path: &str) -> bool {
-    uri_scheme(path).is_some_and(|s| !s.eq_ignore_ascii_case("file"))
 }
 
 impl ReadContext {

@@ -52,7 +52,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::listing::{list_segments, segment_bounds, sort_key, ListOptions, Segment};
-use super::naming::{basename, uri_scheme, without_query};
+use super::naming::{basename, is_remote, without_query};
 use super::options::{Mode, OffsetsSpec, ScanOptions};
 use super::plan::{
     object_store_resolver, plan_segments, Resolver, ScanError, ScanIsolation, SegmentPlan, Split, Transaction,
@@ -627,7 +627,7 @@ impl StreamState {
         let held = HeldByBytes { context: &self.context };
         let mut out = Vec::new();
         for root in &options.paths {
-            let local = uri_scheme(root).is_none_or(|s| s.eq_ignore_ascii_case("file"));
+            let local = !is_remote(root);
             let storage: Arc<dyn Storage> = if local {
                 Arc::new(LocalStorage)
             } else {

@@ -22,7 +22,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 
 use super::layouts::Layout;
-use super::naming::uri_scheme;
+use super::naming::is_remote;
 use super::plan::Split;
 use super::walk::walk;
 use crate::storage::{LocalStorage, Location, Storage};
@@ -117,7 +117,7 @@ pub fn split_work(split: &Split) -> u64 {
 /// Whether a split's bytes are a local file's (a remote or tiered segment is
 /// read by requests: cut and sampled only where its own indexes say so).
 fn local(split: &Split) -> bool {
-    let remote = uri_scheme(&split.path).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
+    let remote = is_remote(&split.path);
     !remote && split.layout() != Layout::Aiven
 }
 

@@ -296,7 +296,7 @@ pub(crate) fn list_with(
         error: Mutex::new(None),
     });
     let storage = |root: &str| -> Result<Arc<dyn Storage>, ListError> {
-        let remote = kafkabatch::scan::naming::uri_scheme(root).is_some_and(|s| !s.eq_ignore_ascii_case("file"));
+        let remote = kafkabatch::scan::naming::is_remote(root);
         Ok(if remote || given {
             python_storage.clone()
         } else {
