@@ -40,8 +40,11 @@ test-rust-build:
 test-rust:
 	cargo test --locked
 
+# PYTEST_WORKERS=0 runs the suite in one process.
+PYTEST_WORKERS ?= 2
+
 test-python: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 stubtest: install
 	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt
