@@ -16,6 +16,15 @@ use crate::{entry, Failure};
 /// into tasks; `default_min_partitions` (Spark's default parallelism)
 /// stands in for an unset `minPartitions`.
 fn plan_tasks(spec: &str, default_min_partitions: i64) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
+    plan_tasks_by(spec, default_min_partitions, split_work)
+}
+
+/// As `plan_tasks`, the tasks balanced by `work` (a split's estimated cost).
+pub(crate) fn plan_tasks_by(
+    spec: &str,
+    default_min_partitions: i64,
+    work: fn(&Split) -> u64,
+) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
     let spec = Spec::parse(spec)?;
     let plan = spec.scan()?.plan()?;
     spec.options
@@ -24,7 +33,7 @@ fn plan_tasks(spec: &str, default_min_partitions: i64) -> Result<Vec<Vec<Vec<u8>
     let max_bytes = spec.options.max_bytes_per_partition;
     let splits: Vec<Split> = plan.splits().flat_map(|s| cut_split(s, max_bytes)).collect();
     let wire: Vec<u64> = splits.iter().map(|s| s.end.saturating_sub(s.start)).collect();
-    let work: Vec<u64> = splits.iter().map(split_work).collect();
+    let work: Vec<u64> = splits.iter().map(work).collect();
     let min_partitions = spec.options.min_partitions.unwrap_or(default_min_partitions).max(1);
     let groups = pack(&wire, &work, max_bytes, u64::try_from(min_partitions).unwrap_or(1));
     Ok(groups
@@ -44,18 +53,26 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planTasks<'local>(
 ) -> JObjectArray<'local, JObjectArray<'local, JByteArray<'local>>> {
     entry(&mut env, |env| {
         let tasks = plan_tasks(&spec.try_to_string(env)?, i64::from(default_min_partitions))?;
-        let out = JObjectArray::<JObjectArray<JByteArray>>::new(env, tasks.len(), JObjectArray::<JByteArray>::null())?;
-        for (i, task) in tasks.iter().enumerate() {
-            let group = JObjectArray::<JByteArray>::new(env, task.len(), JByteArray::null())?;
-            for (j, split) in task.iter().enumerate() {
-                let bytes = env.byte_array_from_slice(split)?;
-                group.set_element(env, j, &bytes)?;
-                // one local reference per split would pile up until the call returns
-                env.delete_local_ref(bytes);
-            }
-            out.set_element(env, i, &group)?;
-            env.delete_local_ref(group);
-        }
-        Ok(out)
+        java_tasks(env, &tasks)
     })
+}
+
+/// Tasks of splits as Java's `byte[][][]`.
+pub(crate) fn java_tasks<'local>(
+    env: &mut jni::Env<'local>,
+    tasks: &[Vec<Vec<u8>>],
+) -> Result<JObjectArray<'local, JObjectArray<'local, JByteArray<'local>>>, Failure> {
+    let out = JObjectArray::<JObjectArray<JByteArray>>::new(env, tasks.len(), JObjectArray::<JByteArray>::null())?;
+    for (i, task) in tasks.iter().enumerate() {
+        let group = JObjectArray::<JByteArray>::new(env, task.len(), JByteArray::null())?;
+        for (j, split) in task.iter().enumerate() {
+            let bytes = env.byte_array_from_slice(split)?;
+            group.set_element(env, j, &bytes)?;
+            // one local reference per split would pile up until the call returns
+            env.delete_local_ref(bytes);
+        }
+        out.set_element(env, i, &group)?;
+        env.delete_local_ref(group);
+    }
+    Ok(out)
 }

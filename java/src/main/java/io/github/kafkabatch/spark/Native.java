@@ -22,11 +22,23 @@ final class Native {
      */
     static native byte[][][] planTasks(String spec, int defaultMinPartitions);
 
+    /**
+     * As {@link #planTasks}, the tasks balanced by what {@link #splitAggregates} costs (legacy message sets
+     * decompressed, v2 batches' headers walked) rather than by decoding.
+     */
+    static native byte[][][] planAggregateTasks(String spec, int defaultMinPartitions);
+
     /** How the core takes each of a JSON array of marshalled predicates ({@link Predicates}): 0, 1 or 2. */
     static native String pushPredicates(String predicatesJson);
 
     /** Aggregates of a read from batch headers: JSON {@code {"rows": [...]}}, or {@code {"why": text}}. */
     static native String headerAggregates(String spec, String aggregates, String groupBy);
+
+    /**
+     * One task's partial aggregates of its splits (from {@link #planTasks} of the same spec), as
+     * {@link #headerAggregates}' rows JSON: a row per group of these splits (a row of all, even of none).
+     */
+    static native String splitAggregates(byte[][] splits, String spec, String aggregates, String groupBy);
 
     /** The bytes of the segment a split covers. */
     static native long splitBytes(byte[] split);
