@@ -25,8 +25,8 @@ fn aggregate_of(name: &str) -> Result<Aggregate, Failure> {
 /// The answer as JSON: `{"rows": [[topic, partition, [values]], ...]}` (nulls
 /// where a group has no topic or partition, or a MIN/MAX of no rows), or
 /// `{"why": text}` when the headers can't answer exactly.
-fn answer(spec: &str, aggregates: &str, group_by: &str) -> Result<Value, Failure> {
-    let spec = Spec::parse(spec)?;
+fn answer(spec_json: &str, aggregates: &str, group_by: &str) -> Result<Value, Failure> {
+    let spec = Spec::parse(spec_json)?;
     let asked = aggregates
         .split(',')
         .filter(|a| !a.is_empty())
@@ -38,6 +38,12 @@ fn answer(spec: &str, aggregates: &str, group_by: &str) -> Result<Value, Failure
         "partition" => GroupBy::TopicPartition,
         other => return Err(Failure::Core(format!("no grouping {other:?}"))),
     };
+    if let Some(specs) = crate::values::resolved_in_spec(spec_json)? {
+        if let Some(column) = crate::values::raising(&specs).first() {
+            // every value is parsed, and a bad one fails the read (the Python source's rule)
+            return Ok(json!({ "why": format!("the {column} column is typed and onValueError is raise") }));
+        }
+    }
     let scan = spec.scan()?;
     let plan = scan.plan()?;
     spec.options
