@@ -35,6 +35,9 @@ public final class KafkaLogSource implements TableProvider, DataSourceRegister {
             field("key", DataTypes.StringType), field("value", DataTypes.BinaryType)}), true)),
     });
 
+    /** The value options resolved by {@link #inferSchema}, if it was called. */
+    private ValueSchemas.Resolved resolved;
+
     /** A source; Spark makes one per lookup. */
     public KafkaLogSource() {}
 
@@ -49,13 +52,16 @@ public final class KafkaLogSource implements TableProvider, DataSourceRegister {
 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        // Called by load(): bad options fail there, as with the Python source, not at the first action.
-        Native.checkOptions(Options.toJson(options));
-        return ValueSchemas.readSchema(options);
+        // Called by load(): bad options fail there, as with the Python source, not at the first action;
+        // a schema registry is asked here, once, and its schemas travel to the executors with the table.
+        resolved = ValueSchemas.resolve(options);
+        return resolved.schema();
     }
 
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return new KafkaLogTable(schema);
+        // Spark asks the same source instance for the schema, then the table (none when the user gave a schema:
+        // the readers then resolve the value options themselves)
+        return new KafkaLogTable(schema, resolved == null ? null : resolved.specs());
     }
 }

@@ -16,6 +16,13 @@ final class Native {
     static native void checkOptions(String optionsJson);
 
     /**
+     * Checks the options as {@link #checkOptions} does and resolves the typed columns they ask for (a schema
+     * registry is asked here): an Arrow IPC schema of those columns in the Arrow types Spark reads, the core's
+     * resolved specs in its metadata; null when no column is typed.
+     */
+    static native byte[] readColumns(String optionsJson);
+
+    /**
      * The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order, packed
      * into tasks (one array each); {@code spec} is the read as {@link KafkaLogScanBuilder} writes it,
      * {@code defaultMinPartitions} stands in for an unset {@code minPartitions}.
