@@ -87,7 +87,8 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamOpen<'local>
         if let Some(text) = stream_option_error(&options) {
             return Err(Failure::Options(text));
         }
-        let state = StreamState::of_options(&options, None)?;
+        // remote roots through Hadoop's FileSystem or the object stores, as a batch read's (option `storage`)
+        let state = StreamState::of_options(&options, Some(crate::hadoop::resolver(&options)?))?;
         let stream = Box::new(Mutex::new(Stream { options, state }));
         Ok(Box::into_raw(stream) as jlong)
     })

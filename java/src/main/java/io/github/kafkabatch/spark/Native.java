@@ -28,6 +28,12 @@ final class Native {
     /** Aggregates of a read from batch headers: JSON {@code {"rows": [...]}}, or {@code {"why": text}}. */
     static native String headerAggregates(String spec, String aggregates, String groupBy);
 
+    /**
+     * The read's {@code fs.*} options as name, value pairs when it reads a remote root through Hadoop's
+     * FileSystem (option {@code storage}), else null.
+     */
+    static native String[] hadoopOptions(String spec);
+
     /** The bytes of the segment a split covers. */
     static native long splitBytes(byte[] split);
 
