@@ -248,6 +248,8 @@ struct Reader {
     values: Option<Values>,
     /// `mode=PERMISSIVE`: the splits that lost batches are logged (see `metrics::losses`).
     permissive: bool,
+    /// Warnings not yet logged (a micro-batch's segment deleted before it was read, see `metrics::losses`).
+    warnings: Vec<String>,
     /// The IPC transport's writer; `None` for the zero-copy hand-off, and once the stream's end was written.
     writer: Option<StreamWriter<Vec<u8>>>,
 }
@@ -311,7 +313,8 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
     ipc: jboolean,
 ) -> jlong {
     entry(&mut env, |env| {
-        let spec = pushdown::Spec::parse(&options.try_to_string(env)?)?;
+        let spec_text = options.try_to_string(env)?;
+        let spec = pushdown::Spec::parse(&spec_text)?;
         let permissive = spec.options.mode == Mode::Permissive;
         let context = spec.scan()?.context()?;
         let target = schema_from_java(&env.convert_byte_array(&arrow_schema)?)?;
@@ -328,6 +331,11 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             env.delete_local_ref(bytes);
             parsed.push(Split::from_bytes(&split)?);
         }
+        let (parsed, warnings) = if stream::is_stream_spec(&spec_text) {
+            stream::still_there(parsed, &context, &spec.options)?
+        } else {
+            (parsed, Vec::new())
+        };
         let batches = ScanReader::new(parsed, context);
         let writer = if ipc {
             Some(
@@ -342,6 +350,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             conform,
             values,
             permissive,
+            warnings,
             writer,
         }));
         handoff::handle_opened();

@@ -92,8 +92,11 @@ final class Native {
     /** {@code Trigger.AvailableNow}: stop at what is available now. */
     static native void streamPrepareAvailableNow(long stream);
 
-    /** The splits (the core's serialised {@code Split}s) of the micro-batch from {@code start} to {@code end}. */
-    static native byte[][] streamPlan(long stream, String start, String end);
+    /**
+     * The splits (the core's serialised {@code Split}s) of the micro-batch from {@code start} to {@code end},
+     * packed into tasks as {@link #planTasks} packs a batch read's.
+     */
+    static native byte[][][] streamPlanTasks(long stream, String start, String end, int defaultMinPartitions);
 
     /** A micro-batch up to {@code end} was committed. */
     static native void streamCommit(long stream, String end);
