@@ -56,6 +56,7 @@ kbs = pytest.importorskip("kafkabatch.spark")
 SAMPLE_VALUES = {
     "pathGlobFilter": "*.log",
     "recursiveFileLookup": "true",
+    "storage": "auto",
     "topic": "orders",
     "isolation": "read_committed",
     "kafka.isolation.level": "read_committed",

@@ -26,11 +26,11 @@ use jni::{jni_str, Env, EnvUnowned};
 
 use kafkabatch::scan::listing::ListError;
 use kafkabatch::scan::options::{Mode, ScanOptions};
-use kafkabatch::scan::plan::object_store_resolver;
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
 use kafkabatch::vocabulary::{in_words, Words};
 
+mod hadoop;
 mod handoff;
 mod metrics;
 mod values;
@@ -178,13 +178,33 @@ pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
     Ok(options)
 }
 
-/// The core's scan of a batch read with these options.
-/// Remote roots (`s3://`, `gs://`, ...) are read through the core's object stores.
+/// The core's scan of a batch read with these options. Remote roots
+/// (`s3a://`, `gs://`, `hdfs://`, ...) are read through Hadoop's `FileSystem`
+/// or the core's object stores (option `storage`, module `hadoop`).
 pub(crate) fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
+    let resolver = hadoop::resolver(options)?;
     options
         .scan()
-        .map(|scan| scan.resolver(object_store_resolver()))
+        .map(|scan| scan.resolver(resolver))
         .map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))
+}
+
+/// `String[] hadoopOptions(String spec)`: the read's `fs.*` options as name, value pairs when it reads
+/// a remote root through Hadoop's `FileSystem`, else null (the reader factory broadcasts a Hadoop
+/// configuration only then).
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_hadoopOptions<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    spec: JString<'local>,
+) -> JObjectArray<'local, JString<'local>> {
+    entry(&mut env, |env| {
+        let options = pushdown::Spec::parse(&spec.try_to_string(env)?)?.options;
+        if !hadoop::wants_hadoop(&options) {
+            return Ok(JObjectArray::<JString>::null());
+        }
+        Ok(hadoop::hadoop_pairs(env, &options)?)
+    })
 }
 
 /// `void checkOptions(String optionsJson)`: the options' errors, and the listing's, at `load()`.
@@ -234,6 +254,8 @@ struct Reader {
     values: Option<Values>,
     /// `mode=PERMISSIVE`: the splits that lost batches are logged (see `metrics::losses`).
     permissive: bool,
+    /// Warnings not yet logged (a micro-batch's segment deleted before it was read, see `metrics::losses`).
+    warnings: Vec<String>,
     /// The IPC transport's writer; `None` for the zero-copy hand-off, and once the stream's end was written.
     writer: Option<StreamWriter<Vec<u8>>>,
 }
@@ -325,6 +347,11 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
         let context = spec.scan()?.context()?;
         let values = Values::new(&specs, &target)?;
         let conform = Conform::new(target);
+        let (parsed, warnings) = if stream::is_stream_spec(&options_json) {
+            stream::still_there(parsed, &context, &spec.options)?
+        } else {
+            (parsed, Vec::new())
+        };
         let batches = ScanReader::new(parsed, context);
         let writer = if ipc {
             Some(
@@ -339,6 +366,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             conform,
             values,
             permissive,
+            warnings,
             writer,
         }));
         handoff::handle_opened();

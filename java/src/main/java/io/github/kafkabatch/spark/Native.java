@@ -47,6 +47,12 @@ final class Native {
      */
     static native String splitAggregates(byte[][] splits, String spec, String aggregates, String groupBy);
 
+    /**
+     * The read's {@code fs.*} options as name, value pairs when it reads a remote root through Hadoop's
+     * FileSystem (option {@code storage}), else null.
+     */
+    static native String[] hadoopOptions(String spec);
+
     /** The bytes of the segment a split covers. */
     static native long splitBytes(byte[] split);
 
@@ -105,8 +111,11 @@ final class Native {
     /** {@code Trigger.AvailableNow}: stop at what is available now. */
     static native void streamPrepareAvailableNow(long stream);
 
-    /** The splits (the core's serialised {@code Split}s) of the micro-batch from {@code start} to {@code end}. */
-    static native byte[][] streamPlan(long stream, String start, String end);
+    /**
+     * The splits (the core's serialised {@code Split}s) of the micro-batch from {@code start} to {@code end},
+     * packed into tasks as {@link #planTasks} packs a batch read's.
+     */
+    static native byte[][][] streamPlanTasks(long stream, String start, String end, int defaultMinPartitions);
 
     /** A micro-batch up to {@code end} was committed. */
     static native void streamCommit(long stream, String end);
