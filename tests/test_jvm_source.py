@@ -208,7 +208,7 @@ def test_bad_options_give_the_python_sources_words(jvm_spark, log, options):
 @pytest.mark.spark
 def test_options_not_taken_yet_are_refused(jvm_spark, log):
     text = option_error(jvm_spark, SOURCE, str(log), internalTopic="auto")
-    assert "kafka-log-jvm does not take internalTopic yet" in text
+    assert "the JVM kafka-log source does not take internalTopic yet" in text
 
 
 @pytest.mark.spark
