@@ -145,8 +145,8 @@ where
     env.with_env(f).resolve::<ThrowMapped>()
 }
 
-/// The short name users type (`format("kafka-log-jvm")`).
-const SOURCE: &str = "kafka-log-jvm";
+/// This source in errors: `format("kafka-log")` where its jar is on the classpath (also `kafka-log-jvm`).
+const SOURCE: &str = "the JVM kafka-log source";
 
 /// Spark's options (the JSON object of strings the Java side sends), parsed and
 /// checked by the core as the Python source's are (same names, same errors).
@@ -171,7 +171,7 @@ pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
     }
     if !not_yet.is_empty() {
         return Err(Failure::Options(format!(
-            "{SOURCE} does not take {} yet: use format('kafka-log') (the Python source) for them",
+            "{SOURCE} does not take {} yet: use format('kafka-log-python') (the Python source) for them",
             not_yet.join(", ")
         )));
     }

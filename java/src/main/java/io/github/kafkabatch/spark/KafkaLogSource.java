@@ -13,14 +13,15 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * The {@code kafka-log-jvm} data source: Kafka log segments (broker log dirs, {@code <topic>-<partition>}
+ * The {@code kafka-log} data source: Kafka log segments (broker log dirs, {@code <topic>-<partition>}
  * folders, segment files) read by kafkabatch's Rust core, with the schema of Spark's Kafka source.
+ * {@link KafkaLogJvmSource} is the same source under the name {@code kafka-log-jvm}.
  *
- * <pre>{@code spark.read.format("kafka-log-jvm").load("/var/lib/kafka/data")}</pre>
+ * <pre>{@code spark.read.format("kafka-log").load("/var/lib/kafka/data")}</pre>
  */
-public final class KafkaLogSource implements TableProvider, DataSourceRegister {
+public class KafkaLogSource implements TableProvider, DataSourceRegister {
     /** The short name of {@code format(...)} and {@code USING}. */
-    public static final String SHORT_NAME = "kafka-log-jvm";
+    public static final String SHORT_NAME = "kafka-log";
 
     /** Spark's Kafka source schema (with {@code includeHeaders}), every field nullable. */
     public static final StructType SCHEMA = new StructType(new StructField[] {
