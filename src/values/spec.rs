@@ -160,7 +160,7 @@ impl ColumnSpec {
         let value = value.filter(|v| v.len() >= 6 && v[0] == 0)?;
         let schema_id = u32::from_be_bytes([value[1], value[2], value[3], value[4]]);
         // registries count ids up from 1
-        (0 < schema_id && schema_id < 1 << 24).then(|| {
+        (1..1 << 24).contains(&schema_id).then(|| {
             format!("; these values look Schema Registry framed (magic 0, schema id {schema_id}); pass schema_registry")
         })
     }

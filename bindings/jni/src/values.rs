@@ -130,9 +130,15 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_readColumns<'local
             }
             (topics, firsts)
         };
-        let scan = scan_of(&options)?;
+        // a stream's start refuses a batch scan: nothing is sampled then
+        let scan = if firsts.is_empty() {
+            None
+        } else {
+            Some(scan_of(&options)?)
+        };
         let mut sample = |column: &str| -> Vec<ArrayRef> {
             let mut out = Vec::new();
+            let Some(scan) = &scan else { return out };
             for split in &firsts {
                 // a split that does not read is passed over: the scan reports it
                 let Ok(context) = scan.context() else { break };
