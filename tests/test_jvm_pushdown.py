@@ -2,11 +2,13 @@
 limits and aggregates, on by default.
 
 Every answer is compared with the same query over the Python source
-(``kafka-log``) on the same session, which pushes no aggregate or limit: Spark
+(``kafka-log-python``) on the same session, which pushes no aggregate or limit: Spark
 aggregates, limits and filters its rows itself. Folders: ``kb.generate``'s
 (transactions with aborts, a legacy v1 topic) and a log dir of batches
 written by kafka-python and aiokafka (``test_logdir.build_log``: control
-batches, compacted and LogAppendTime batches, legacy message sets).
+batches, compacted and LogAppendTime batches, legacy message sets), and a
+folder mixing v2 topics with legacy compressed wrappers from kafka-python and
+aiokafka (``realclients``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_logdir import build_log
+from test_logdir import build_log, write_segment
 
 import kafkabatch as kb
 
@@ -61,10 +63,23 @@ def client_log(tmp_path_factory) -> Path:
     return build_log(tmp_path_factory.mktemp("jvm-push-logs") / "kafka-data")
 
 
+@pytest.fixture(scope="module")
+def mixed(generated_v2, golden, tmp_path_factory) -> Path:
+    """The generated v2 topics beside a topic of legacy message sets written by real clients: compressed
+    v0 and v1 wrappers (records counted only by decompressing them) and a v0 -> v1 -> v2 upgrade."""
+    out = tmp_path_factory.mktemp("jvm-push-mixed") / "gen"
+    shutil.copytree(generated_v2, out)
+    names = ["kafka-python-mixed-magic", "aiokafka-v1-gzip-mixed", "kafka-python-v0-snappy-mixed"]
+    for partition, name in enumerate(names):
+        fx = golden(name)
+        write_segment(out, f"legacy-{partition}", fx.batches[0]["base_offset"], fx.data)
+    return out
+
+
 def both(spark, root: Path, **options: str):
     """The same folder through the JVM source and through the Python source."""
     jvm = spark.read.format(JVM).options(**options).load(str(root))
-    python = spark.read.format("kafka-log").options(**options).load(str(root))
+    python = spark.read.format("kafka-log-python").options(**options).load(str(root))
     return jvm, python
 
 
@@ -178,20 +193,57 @@ def same_aggregates(spark, root: Path, query: str, **options: str) -> str:
     return plan_of(got)
 
 
+# the aggregates the core computes (alone or grouped by topic, or topic and partition)
+PUSHED = AGGREGATE_QUERIES[:5] + AGGREGATE_QUERIES[6:9] + AGGREGATE_QUERIES[10:]
+
+
+def pushed(plan: str, query: str) -> str:
+    """How the plan took the query's aggregates: ``whole`` (rows from batch headers on the driver, no task),
+    ``partial`` (tasks' partial rows, Spark's final aggregation) or ``no``."""
+    if "LocalTableScan" in plan and "BatchScan" not in plan:
+        assert query in PUSHED, plan
+        return "whole"
+    if "(partial, in tasks" in plan:
+        assert query in PUSHED and "HashAggregate" in plan, plan
+        return "partial"
+    assert query not in PUSHED, plan
+    return "no"
+
+
+def with_legacy(plan: str, query: str) -> None:
+    """A query over a legacy message set is never answered whole (the pushable ones partially), unless it
+    keeps only the v2 topics."""
+    how = pushed(plan, query)
+    if "topic IN ('orders', 'clicks')" not in query:
+        assert how in ("partial", "no"), plan
+
+
 @pytest.mark.parametrize("query", AGGREGATE_QUERIES)
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_aggregates_on_a_generated_folder(jvm_spark, generated, generated_v2, query, isolation):
-    # audit-legacy (magic 1) can't be counted from headers: the whole folder falls back to rows
-    plan = same_aggregates(jvm_spark, generated, query, isolation=isolation)
-    assert "LocalTableScan" not in plan, plan
+    # audit-legacy (magic 1) can't be counted from headers: tasks count its records, the headers the rest
+    with_legacy(same_aggregates(jvm_spark, generated, query, isolation=isolation), query)
     plan = same_aggregates(jvm_spark, generated_v2, query, isolation=isolation)
-    # answered on the driver: rows Spark takes as they are, no task
-    answered = "LocalTableScan" in plan and "BatchScan" not in plan
+    how = pushed(plan, query)
     if query in AGGREGATE_QUERIES[:4]:
-        # v2 batches, no bound
-        assert answered, plan
-    if "min(timestamp)" in query or "DISTINCT" in query or "count(key)" in query:
-        assert not answered, plan  # CreateTime minimum; not a header aggregate
+        # v2 batches, no bound: answered on the driver, rows Spark takes as they are
+        assert how == "whole", plan
+    if "min(timestamp)" in query:
+        assert how == "partial", plan  # a CreateTime minimum is not in the headers
+
+
+@pytest.mark.parametrize("query", AGGREGATE_QUERIES)
+def test_aggregates_on_a_folder_of_v2_and_legacy_client_batches(jvm_spark, mixed, query):
+    with_legacy(same_aggregates(jvm_spark, mixed, query), query)
+
+
+def test_a_partial_count_of_nothing_is_zero(jvm_spark, mixed):
+    jvm, python = both(jvm_spark, mixed)
+    empty = jvm.where("topic = 'legacy' AND offset > 1000000")
+    assert empty.count() == 0 == python.where("topic = 'legacy' AND offset > 1000000").count()
+    query = empty.select(F.count("*"), F.min("timestamp"), F.max("offset"))
+    assert "(partial, in tasks" in plan_of(query)
+    assert tuple(query.collect()[0]) == (0, None, None)
 
 
 @pytest.mark.filterwarnings("ignore:.*no offset index")
@@ -206,4 +258,5 @@ def test_aggregates_on_a_generated_folder(jvm_spark, generated, generated_v2, qu
 )
 def test_aggregates_on_real_clients_batches(jvm_spark, client_log, options):
     for query in AGGREGATE_QUERIES:
-        same_aggregates(jvm_spark, client_log, query, **options)
+        # payments-0 holds a legacy message set
+        with_legacy(same_aggregates(jvm_spark, client_log, query, **options), query)

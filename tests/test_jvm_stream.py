@@ -3,7 +3,7 @@
 folders that grow between triggers, on the real local Spark session.
 
 The records each run adds are compared with a batch read of the folder by
-the Python source (``kafka-log``, exactly once across restarts from the
+the Python source (``kafka-log-python``, exactly once across restarts from the
 checkpoint), and the micro-batches and offsets with those of the Python
 stream reader over the same folder: the same batch sizes under
 ``maxOffsetsPerTrigger``/``maxBytesPerTrigger``, the same offsets JSON (Spark's
@@ -32,7 +32,7 @@ if shutil.which("javac") is None:
 pytestmark = [requires_spark41, pytest.mark.spark]
 
 JVM = "kafka-log-jvm"
-PYTHON = "kafka-log"
+PYTHON = "kafka-log-python"
 
 
 @pytest.fixture(scope="module")

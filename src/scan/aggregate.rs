@@ -23,10 +23,21 @@
 //!   ones whose `maxTimestamp` is below both bounds or the start bound is unset);
 //! - a batch whose CRC does not match, a corrupt header, bytes that can't be
 //!   framed, or `includeControl`: no answer (a read reports or skips them).
+//!
+//! Where the headers don't answer a whole query, [`split_aggregates`] gives
+//! each task's partial aggregates of its splits, which an engine adds up: a
+//! split from its headers where they answer every aggregate exactly, else
+//! from the rows a read of it returns (the read's rules), with only the
+//! offset and timestamp columns asked for built (none for a count).
 
 use std::collections::BTreeMap;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampMicrosecondType};
+
 use super::plan::{Plan, Scan, ScanError, Split, Transaction};
+use super::read::ScanReader;
+use crate::arrow_out::Columns;
 use crate::batch::{parse_v2_header, BatchWalker, WalkEnd, CREATE_TIME, LOG_APPEND_TIME};
 use crate::prune::HeaderBounds;
 
@@ -352,6 +363,184 @@ impl Plan {
     }
 }
 
+/// Folds one partial value of `aggregate` into `into` (NULL: no value yet):
+/// counts add up, minimums and maximums keep the smaller or larger.
+fn fold(aggregate: Aggregate, into: &mut Option<i64>, value: Option<i64>) {
+    *into = match (*into, value) {
+        (a, None) => a,
+        (None, b) => b,
+        (Some(a), Some(b)) => Some(match aggregate {
+            Aggregate::Count => a.saturating_add(b),
+            Aggregate::MinOffset | Aggregate::MinTimestamp => a.min(b),
+            Aggregate::MaxOffset | Aggregate::MaxTimestamp => a.max(b),
+        }),
+    };
+}
+
+/// One split's rows and its values of the aggregates asked for.
+struct SplitPartial {
+    rows: u64,
+    values: Vec<Option<i64>>,
+}
+
+/// A split's aggregates from its batch headers, where they answer every one exactly.
+fn header_partial(
+    split: &Split,
+    context: &super::ReadContext,
+    aggregates: &[Aggregate],
+) -> Result<Option<SplitPartial>, ScanError> {
+    let Ok(tally) = tally_split(split, context)? else {
+        return Ok(None);
+    };
+    let mut values = Vec::with_capacity(aggregates.len());
+    for aggregate in aggregates {
+        match tally.value(*aggregate) {
+            Ok(v) => values.push(v),
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(SplitPartial {
+        rows: tally.count,
+        values,
+    }))
+}
+
+/// A split's aggregates from the rows a read of it returns (the same read
+/// rules: bounds, isolation, control batches, corrupt batches), with only the
+/// offset and timestamp columns the aggregates need built: no value, key or
+/// header is, and a count builds no column at all.
+fn row_partial(
+    split: &Split,
+    context: &super::ReadContext,
+    aggregates: &[Aggregate],
+) -> Result<SplitPartial, ScanError> {
+    let mut columns = Columns::NONE;
+    for aggregate in aggregates {
+        columns = match aggregate {
+            Aggregate::Count => columns,
+            Aggregate::MinOffset | Aggregate::MaxOffset => columns.union(Columns::OFFSET),
+            Aggregate::MinTimestamp | Aggregate::MaxTimestamp => columns.union(Columns::TIMESTAMP),
+        };
+    }
+    let mut context = context.clone();
+    context.columns = columns;
+    context.limit = None;
+    let mut rows = 0u64;
+    let (mut offsets, mut stamps): ((Option<i64>, Option<i64>), (Option<i64>, Option<i64>)) =
+        ((None, None), (None, None));
+    let range = |values: &[i64], (lo, hi): &mut (Option<i64>, Option<i64>)| {
+        if let (Some(min), Some(max)) = (values.iter().min(), values.iter().max()) {
+            *lo = Some(lo.map_or(*min, |l| l.min(*min)));
+            *hi = Some(hi.map_or(*max, |h| h.max(*max)));
+        }
+    };
+    for batch in ScanReader::new(vec![split.clone()], context) {
+        let batch = batch?;
+        rows += batch.num_rows() as u64;
+        if let Some(i) = columns.position(Columns::OFFSET) {
+            range(batch.column(i).as_primitive::<Int64Type>().values(), &mut offsets);
+        }
+        if let Some(i) = columns.position(Columns::TIMESTAMP) {
+            range(
+                batch.column(i).as_primitive::<TimestampMicrosecondType>().values(),
+                &mut stamps,
+            );
+        }
+    }
+    let values = aggregates
+        .iter()
+        .map(|aggregate| match aggregate {
+            Aggregate::Count => Some(i64::try_from(rows).unwrap_or(i64::MAX)),
+            Aggregate::MinOffset => offsets.0,
+            Aggregate::MaxOffset => offsets.1,
+            Aggregate::MinTimestamp => stamps.0,
+            Aggregate::MaxTimestamp => stamps.1,
+        })
+        .collect();
+    Ok(SplitPartial { rows, values })
+}
+
+/// How much more a legacy message set's byte costs [`split_aggregates`]
+/// than a v2 batch's: decompressed and walked record by record, against a
+/// header walk and a checksum.
+const LEGACY_WORK: u64 = 16;
+
+/// What a split costs [`split_aggregates`], as [`super::tasks::pack`] takes
+/// work: a v2 split its bytes (headers walked, CRCs checked), a legacy one
+/// [`LEGACY_WORK`] times its bytes (its wrappers decompressed), judged by
+/// the split's first batch; a remote or tiered split its bytes (a read per
+/// split would cost a request each).
+pub fn aggregate_work(split: &Split) -> u64 {
+    use std::io::{Read, Seek, SeekFrom};
+    let wire = split.end.saturating_sub(split.start);
+    if super::naming::is_remote(&split.path) || split.layout() == super::layouts::Layout::Aiven {
+        return wire;
+    }
+    // the magic byte: after the offset (8), length (4) and leader epoch or CRC (4)
+    let mut magic = [0u8; 1];
+    let read = std::fs::File::open(&split.path).and_then(|mut f| {
+        f.seek(SeekFrom::Start(split.start + 16))?;
+        f.read_exact(&mut magic)
+    });
+    match read {
+        Ok(()) if magic[0] < 2 => wire.saturating_mul(LEGACY_WORK),
+        _ => wire,
+    }
+}
+
+/// Partial `aggregates` of the rows `splits` (one task's, from a plan of a
+/// scan with `context`) return, grouped by `group_by`: one row per group of
+/// these splits (one group of all, even of no rows), which an engine's final
+/// aggregation combines with other tasks' (counts summed, minimums and
+/// maximums of the partials). Each split is answered from its batch headers
+/// where they answer every aggregate exactly (see the module notes), else
+/// from the rows a read of it returns, building no column the aggregates
+/// don't need: a legacy message set's wrappers are decompressed and their
+/// records counted, never inferred from offsets.
+pub fn split_aggregates(
+    splits: &[Split],
+    context: &super::ReadContext,
+    aggregates: &[Aggregate],
+    group_by: GroupBy,
+) -> Result<Vec<AggregateRow>, ScanError> {
+    let empty = || -> Vec<Option<i64>> {
+        aggregates
+            .iter()
+            .map(|a| (*a == Aggregate::Count).then_some(0))
+            .collect()
+    };
+    let mut groups: BTreeMap<(Option<String>, Option<i64>), Vec<Option<i64>>> = BTreeMap::new();
+    if group_by == GroupBy::All {
+        groups.insert((None, None), empty());
+    }
+    for split in splits {
+        let partial = match header_partial(split, context, aggregates)? {
+            Some(p) => p,
+            None => row_partial(split, context, aggregates)?,
+        };
+        if partial.rows == 0 && group_by != GroupBy::All {
+            continue;
+        }
+        let key = match group_by {
+            GroupBy::All => (None, None),
+            GroupBy::Topic => (Some(split.topic.clone()), None),
+            GroupBy::TopicPartition => (Some(split.topic.clone()), Some(split.partition)),
+        };
+        let into = groups.entry(key).or_insert_with(empty);
+        for ((aggregate, slot), value) in aggregates.iter().zip(into.iter_mut()).zip(partial.values) {
+            fold(*aggregate, slot, value);
+        }
+    }
+    Ok(groups
+        .into_iter()
+        .map(|((topic, partition), values)| AggregateRow {
+            topic,
+            partition,
+            values,
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use arrow_array::cast::AsArray;
@@ -462,6 +651,91 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(matches!(why, Unanswerable::LegacyMessageSet { .. }), "{why}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tasks_partials_add_up_to_what_a_full_read_returns() {
+        let dir = std::env::temp_dir().join(format!("kb-aggregate-partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut orders = PartitionConfig::new(dir.join("orders-0"), "orders", 0, Kind::Orders);
+        orders.target_bytes = 200 << 10;
+        orders.segment_bytes = 64 << 10;
+        orders.transactional_producers = 2;
+        // gzip wrappers: their records are counted only by decompressing them
+        let mut audit = PartitionConfig::new(dir.join("audit-1"), "audit", 1, Kind::Audit);
+        audit.magic = 1;
+        audit.codec = Codec::Gzip;
+        audit.target_bytes = 80 << 10;
+        audit.segment_bytes = 32 << 10;
+        let mut old = PartitionConfig::new(dir.join("audit-3"), "audit", 3, Kind::Audit);
+        old.magic = 0;
+        old.target_bytes = 20 << 10;
+        for cfg in [orders, audit, old] {
+            let mut g = PartitionGenerator::new(cfg).unwrap();
+            g.step(u64::MAX).unwrap();
+            g.finish().unwrap();
+        }
+        let root = dir.to_str().unwrap();
+        let all = [
+            Aggregate::Count,
+            Aggregate::MinOffset,
+            Aggregate::MaxOffset,
+            Aggregate::MinTimestamp,
+            Aggregate::MaxTimestamp,
+        ];
+        let scans = [
+            Scan::new([root]),
+            Scan::new([root]).isolation(ScanIsolation::ReadCommitted),
+            // bounds inside batches, legacy ones included
+            Scan::new([root]).start_offset(Some(101)).end_offset(Some(1_000)),
+        ];
+        for (n, scan) in scans.into_iter().enumerate() {
+            // per (topic, partition): count, min/max offset, min/max timestamp of the rows read
+            let mut expected: BTreeMap<(String, i64), Vec<i64>> = BTreeMap::new();
+            for batch in scan.reader().unwrap() {
+                let b = batch.unwrap();
+                let (t, p) = (b.column(2).as_string::<i32>(), b.column(3).as_primitive::<Int32Type>());
+                let o = b.column(4).as_primitive::<Int64Type>();
+                let ts = b.column(5).as_primitive::<TimestampMicrosecondType>();
+                for i in 0..b.num_rows() {
+                    let g = expected
+                        .entry((t.value(i).to_string(), i64::from(p.value(i))))
+                        .or_insert_with(|| vec![0, i64::MAX, i64::MIN, i64::MAX, i64::MIN]);
+                    g[0] += 1;
+                    g[1] = g[1].min(o.value(i));
+                    g[2] = g[2].max(o.value(i));
+                    g[3] = g[3].min(ts.value(i));
+                    g[4] = g[4].max(ts.value(i));
+                }
+            }
+            assert!(expected.keys().any(|k| k.0 == "audit"), "scan {n}");
+            let plan = scan.plan().unwrap();
+            let context = scan.context().unwrap();
+            let splits: Vec<Split> = plan.splits().cloned().collect();
+            // two tasks' partials, folded as an engine's final aggregation does
+            let (a, b) = splits.split_at(splits.len() / 2);
+            let mut folded: BTreeMap<(String, i64), Vec<Option<i64>>> = BTreeMap::new();
+            for task in [a, b] {
+                for row in split_aggregates(task, &context, &all, GroupBy::TopicPartition).unwrap() {
+                    let key = (row.topic.unwrap(), row.partition.unwrap());
+                    let into = folded.entry(key).or_insert_with(|| vec![None; all.len()]);
+                    for ((aggregate, slot), v) in all.iter().zip(into.iter_mut()).zip(row.values) {
+                        fold(*aggregate, slot, v);
+                    }
+                }
+            }
+            let expected: BTreeMap<(String, i64), Vec<Option<i64>>> = expected
+                .into_iter()
+                .map(|(k, v)| (k, v.into_iter().map(Some).collect()))
+                .collect();
+            assert_eq!(folded, expected, "scan {n}");
+            // one group of all, even from no splits
+            let total = split_aggregates(&splits, &context, &[Aggregate::Count], GroupBy::All).unwrap();
+            assert_eq!(total[0].values[0], Some(folded.values().map(|v| v[0].unwrap()).sum()));
+            let none = split_aggregates(&[], &context, &all, GroupBy::All).unwrap();
+            assert_eq!(none[0].values, vec![Some(0), None, None, None, None]);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

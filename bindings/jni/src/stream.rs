@@ -15,6 +15,7 @@ use kafkabatch::scan::read::ReadContext;
 use kafkabatch::scan::stream::{
     deleted_before_read, offsets_from_json, offsets_to_json, stream_option_error, Offsets, StreamError, StreamState,
 };
+use kafkabatch::scan::tasks::split_work;
 use kafkabatch::scan::Split;
 use kafkabatch::storage::{Location, StorageError};
 
@@ -254,9 +255,14 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamPlanTasks<'l
         }
         let planned = stream.state.micro_batch(&begin, &until);
         stream.warn();
-        let tasks = crate::tasks::packed(&planned?, &stream.options, i64::from(default_min_partitions));
+        let tasks = crate::tasks::packed(
+            &planned?,
+            &stream.options,
+            i64::from(default_min_partitions),
+            split_work,
+        );
         drop(stream);
-        Ok(crate::tasks::to_java(env, &tasks)?)
+        crate::tasks::java_tasks(env, &tasks)
     })
 }
 

@@ -17,51 +17,41 @@ use crate::{entry, Failure};
 /// into tasks; `default_min_partitions` (Spark's default parallelism)
 /// stands in for an unset `minPartitions`.
 fn plan_tasks(spec: &str, default_min_partitions: i64) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
+    plan_tasks_by(spec, default_min_partitions, split_work)
+}
+
+/// As `plan_tasks`, the tasks balanced by `work` (a split's estimated cost).
+pub(crate) fn plan_tasks_by(
+    spec: &str,
+    default_min_partitions: i64,
+    work: fn(&Split) -> u64,
+) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
     let spec = Spec::parse(spec)?;
     let plan = spec.scan()?.plan()?;
     spec.options
         .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
         .map_err(|e| Failure::Options(e.0))?;
-    Ok(packed(plan.splits(), &spec.options, default_min_partitions))
+    Ok(packed(plan.splits(), &spec.options, default_min_partitions, work))
 }
 
 /// `splits` cut at `maxBytesPerPartition` and packed into tasks (`minPartitions`, else
-/// `default_min_partitions`), serialised: a batch read's, and a micro-batch's.
+/// `default_min_partitions`) balanced by `work`, serialised: a batch read's, and a micro-batch's.
 pub(crate) fn packed<'a>(
     splits: impl IntoIterator<Item = &'a Split>,
     options: &ScanOptions,
     default_min_partitions: i64,
+    work: fn(&Split) -> u64,
 ) -> Vec<Vec<Vec<u8>>> {
     let max_bytes = options.max_bytes_per_partition;
     let splits: Vec<Split> = splits.into_iter().flat_map(|s| cut_split(s, max_bytes)).collect();
     let wire: Vec<u64> = splits.iter().map(|s| s.end.saturating_sub(s.start)).collect();
-    let work: Vec<u64> = splits.iter().map(split_work).collect();
+    let work: Vec<u64> = splits.iter().map(work).collect();
     let min_partitions = options.min_partitions.unwrap_or(default_min_partitions).max(1);
     let groups = pack(&wire, &work, max_bytes, u64::try_from(min_partitions).unwrap_or(1));
     groups
         .into_iter()
         .map(|g| splits[g].iter().map(|s| s.to_bytes()).collect())
         .collect()
-}
-
-/// Tasks of serialised splits as a Java `byte[][][]`.
-pub(crate) fn to_java<'local>(
-    env: &mut jni::Env<'local>,
-    tasks: &[Vec<Vec<u8>>],
-) -> jni::errors::Result<JObjectArray<'local, JObjectArray<'local, JByteArray<'local>>>> {
-    let out = JObjectArray::<JObjectArray<JByteArray>>::new(env, tasks.len(), JObjectArray::<JByteArray>::null())?;
-    for (i, task) in tasks.iter().enumerate() {
-        let group = JObjectArray::<JByteArray>::new(env, task.len(), JByteArray::null())?;
-        for (j, split) in task.iter().enumerate() {
-            let bytes = env.byte_array_from_slice(split)?;
-            group.set_element(env, j, &bytes)?;
-            // one local reference per split would pile up until the call returns
-            env.delete_local_ref(bytes);
-        }
-        out.set_element(env, i, &group)?;
-        env.delete_local_ref(group);
-    }
-    Ok(out)
 }
 
 /// `byte[][][] planTasks(String spec, int defaultMinPartitions)`: each task's
@@ -75,6 +65,26 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planTasks<'local>(
 ) -> JObjectArray<'local, JObjectArray<'local, JByteArray<'local>>> {
     entry(&mut env, |env| {
         let tasks = plan_tasks(&spec.try_to_string(env)?, i64::from(default_min_partitions))?;
-        Ok(to_java(env, &tasks)?)
+        java_tasks(env, &tasks)
     })
+}
+
+/// Tasks of splits as Java's `byte[][][]`.
+pub(crate) fn java_tasks<'local>(
+    env: &mut jni::Env<'local>,
+    tasks: &[Vec<Vec<u8>>],
+) -> Result<JObjectArray<'local, JObjectArray<'local, JByteArray<'local>>>, Failure> {
+    let out = JObjectArray::<JObjectArray<JByteArray>>::new(env, tasks.len(), JObjectArray::<JByteArray>::null())?;
+    for (i, task) in tasks.iter().enumerate() {
+        let group = JObjectArray::<JByteArray>::new(env, task.len(), JByteArray::null())?;
+        for (j, split) in task.iter().enumerate() {
+            let bytes = env.byte_array_from_slice(split)?;
+            group.set_element(env, j, &bytes)?;
+            // one local reference per split would pile up until the call returns
+            env.delete_local_ref(bytes);
+        }
+        out.set_element(env, i, &group)?;
+        env.delete_local_ref(group);
+    }
+    Ok(out)
 }

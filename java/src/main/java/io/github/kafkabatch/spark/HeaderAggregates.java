@@ -28,7 +28,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * Spark's pushed aggregation as the core's header aggregates ({@code COUNT(*)}, {@code COUNT} of a column
  * that is never null, {@code MIN}/{@code MAX} of {@code offset} and {@code timestamp}; grouped by nothing,
  * by {@code topic}, or by {@code topic} and {@code partition}), answered on the driver from batch headers.
- * The rows are a {@link LocalScan}: Spark runs no task for them.
+ * The rows are a {@link LocalScan}: Spark runs no task for them. Where the headers don't answer all of it (a
+ * legacy message set, a bound inside a batch, ...), Spark pushes it partially: tasks aggregate their splits
+ * ({@link PartialAggregates}).
  */
 final class HeaderAggregates {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -42,9 +44,13 @@ final class HeaderAggregates {
     private final List<String> names;
     private final List<DataType> types;
     private List<InternalRow> rows;
+    /** Why the headers can't answer it all (the core's words), once asked. */
+    private String why;
+    /** The core refuses any push, even a partial one (every row must be read whole). */
+    private boolean declined;
 
     private HeaderAggregates(List<String> groupBy, List<String> names, List<DataType> types) {
-        this.groupBy = groupBy;
+        this.groupBy = List.copyOf(groupBy);
         this.names = names;
         this.types = types;
     }
@@ -90,43 +96,68 @@ final class HeaderAggregates {
         return new HeaderAggregates(groupBy, names, types);
     }
 
+    /** Whether the core refuses any push of this aggregation, even a partial one. */
+    boolean declined() {
+        return declined;
+    }
+
     boolean sameQuestion(HeaderAggregates other) {
         return groupBy.equals(other.groupBy) && names.equals(other.names);
     }
 
-    /** Asks the core; true when the headers answer exactly (the rows are then kept). */
+    /** Asks the core; true when the headers answer exactly (the rows are then kept, else the core's reason). */
     boolean answer(String spec) {
-        String grouping = groupBy.isEmpty() ? "all" : groupBy.size() == 1 ? "topic" : "partition";
-        JsonNode answer;
+        JsonNode answer = json(Native.headerAggregates(spec, String.join(",", names), grouping()));
+        if (!answer.has("rows")) {
+            why = answer.path("why").asText();
+            declined = answer.path("decline").asBoolean(false);
+            return false;
+        }
+        rows = rowsOf(answer, groupBy, names.size());
+        return true;
+    }
+
+    /** The core's name of the grouping: {@code all}, {@code topic} or {@code partition} (topic and partition). */
+    String grouping() {
+        return groupBy.isEmpty() ? "all" : groupBy.size() == 1 ? "topic" : "partition";
+    }
+
+    static JsonNode json(String text) {
         try {
-            answer = JSON.readTree(Native.headerAggregates(spec, String.join(",", names), grouping));
+            return JSON.readTree(text);
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("the core answers JSON", e);
         }
-        if (!answer.has("rows")) {
-            return false;
-        }
+    }
+
+    /**
+     * The core's rows ({@code {"rows": [[topic, partition, [values]], ...]}}) as Spark's: the {@code groupBy}
+     * columns, then the {@code aggregates} values.
+     */
+    static List<InternalRow> rowsOf(JsonNode answer, List<String> groupBy, int aggregates) {
         List<InternalRow> out = new ArrayList<>();
         for (JsonNode group : answer.get("rows")) {
-            Object[] values = new Object[groupBy.size() + names.size()];
+            Object[] values = new Object[groupBy.size() + aggregates];
             for (int i = 0; i < groupBy.size(); i++) {
                 values[i] = "topic".equals(groupBy.get(i))
                         ? UTF8String.fromString(group.get(0).asText())
                         : (Object) group.get(1).asInt();
             }
-            JsonNode aggregates = group.get(2);
-            for (int i = 0; i < names.size(); i++) {
-                JsonNode v = aggregates.get(i);
+            JsonNode found = group.get(2);
+            for (int i = 0; i < aggregates; i++) {
+                JsonNode v = found.get(i);
                 values[groupBy.size() + i] = v.isNull() ? null : (Object) v.asLong();
             }
             out.add(new GenericInternalRow(values));
         }
-        rows = out;
-        return true;
+        return out;
     }
 
-    /** The answered rows as a scan whose rows Spark takes as they are. */
-    LocalScan scan(String description) {
+    /**
+     * The schema of the rows: the group-by columns in Spark's order, then the aggregates in Spark's order (what
+     * Spark's V2ScanRelationPushDown takes as the scan's output, complete or partial).
+     */
+    StructType schema() {
         List<StructField> fields = new ArrayList<>();
         for (String g : groupBy) {
             fields.add(DataTypes.createStructField(
@@ -135,7 +166,23 @@ final class HeaderAggregates {
         for (int i = 0; i < names.size(); i++) {
             fields.add(DataTypes.createStructField(names.get(i), types.get(i), true));
         }
-        StructType schema = new StructType(fields.toArray(new StructField[0]));
+        return new StructType(fields.toArray(new StructField[0]));
+    }
+
+    /**
+     * The aggregation, partially: each task's partial rows of its splits (from batch headers where they answer,
+     * else from the records, which the core counts without building their values), which Spark's final
+     * aggregation adds up. {@code spec} is the read without columns, as {@link #answer} had it.
+     */
+    PartialAggregates partialScan(String spec, String description) {
+        String text = description + " aggregates=" + names + " groupBy=" + groupBy
+                + " (partial, in tasks: " + why + ")";
+        return new PartialAggregates(spec, schema(), text, String.join(",", names), grouping(), groupBy);
+    }
+
+    /** The answered rows as a scan whose rows Spark takes as they are. */
+    LocalScan scan(String description) {
+        StructType schema = schema();
         InternalRow[] answered = rows.toArray(new InternalRow[0]);
         String text = description + " aggregates=" + names + " groupBy=" + groupBy + " (from batch headers)";
         return new LocalScan() {

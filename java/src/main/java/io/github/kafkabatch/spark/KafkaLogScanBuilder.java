@@ -25,7 +25,8 @@ import org.apache.spark.sql.types.StructType;
 /**
  * What Spark pushes into one read: the columns it needs (the core builds only those), its predicates
  * (the core decides which it takes, and which exactly; the rest Spark evaluates on the rows), a limit
- * (each task stops after that many rows) and aggregates the batch headers answer. Each builder is one
+ * (each task stops after that many rows) and aggregates (answered from batch headers on the driver, or
+ * partially in tasks where the headers don't answer them whole). Each builder is one
  * read: nothing pushed here reaches another query of the same DataFrame.
  */
 final class KafkaLogScanBuilder
@@ -48,10 +49,14 @@ final class KafkaLogScanBuilder
     private final List<Predicate> pushed = new ArrayList<>();
     private final ArrayNode pushedJson = JSON.createArrayNode();
     private Integer limit;
-    /** The last aggregation asked about and its answer (null: the headers can't answer it). */
-    private HeaderAggregates answered;
-    /** The aggregation Spark pushed, answered. */
+    /** The last aggregation asked about (null: one the headers never answer), and whether they answer it whole. */
+    private HeaderAggregates asked;
+
+    private boolean complete;
+    /** The aggregation Spark pushed: answered on the driver (complete), or for the tasks (partial). */
     private HeaderAggregates aggregates;
+
+    private boolean pushedComplete;
 
     KafkaLogScanBuilder(String optionsJson, StructType table) {
         this.optionsJson = optionsJson;
@@ -150,28 +155,33 @@ final class KafkaLogScanBuilder
         return true;
     }
 
-    /** Whether the headers answer {@code aggregation}: asked here, once, and remembered for the build. */
+    /** Whether the headers answer {@code aggregation} whole: asked here, once, and remembered for the build. */
     @Override
     public boolean supportCompletePushDown(Aggregation aggregation) {
-        return answer(aggregation) != null;
+        return ask(aggregation) != null && complete;
     }
 
+    /**
+     * Takes every aggregation of the kinds the core answers: whole from the headers (rows on the driver,
+     * no task), else partially (each task aggregates its splits, Spark adds the partial rows up).
+     */
     @Override
     public boolean pushAggregation(Aggregation aggregation) {
-        aggregates = answer(aggregation);
+        aggregates = ask(aggregation);
+        pushedComplete = complete;
         return aggregates != null;
     }
 
-    private HeaderAggregates answer(Aggregation aggregation) {
-        HeaderAggregates asked = HeaderAggregates.of(aggregation);
-        if (asked == null) {
+    private HeaderAggregates ask(Aggregation aggregation) {
+        HeaderAggregates question = HeaderAggregates.of(aggregation);
+        if (question == null) {
             return null;
         }
-        if (answered != null && answered.sameQuestion(asked)) {
-            return answered;
+        if (asked == null || !asked.sameQuestion(question)) {
+            complete = question.answer(spec(false));
+            asked = question;
         }
-        answered = asked.answer(spec(false)) ? asked : null;
-        return answered;
+        return asked.declined() ? null : asked;
     }
 
     @Override
@@ -181,7 +191,7 @@ final class KafkaLogScanBuilder
             description += " pushed=" + pushed;
         }
         if (aggregates != null) {
-            return aggregates.scan(description);
+            return pushedComplete ? aggregates.scan(description) : aggregates.partialScan(spec(false), description);
         }
         if (limit != null) {
             description += " limit=" + limit;

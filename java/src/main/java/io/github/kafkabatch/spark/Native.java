@@ -16,17 +16,36 @@ final class Native {
     static native void checkOptions(String optionsJson);
 
     /**
+     * Checks the options as {@link #checkOptions} does and resolves the typed columns they ask for (a schema
+     * registry is asked here): an Arrow IPC schema of those columns in the Arrow types Spark reads, the core's
+     * resolved specs in its metadata; null when no column is typed.
+     */
+    static native byte[] readColumns(String optionsJson);
+
+    /**
      * The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order, packed
      * into tasks (one array each); {@code spec} is the read as {@link KafkaLogScanBuilder} writes it,
      * {@code defaultMinPartitions} stands in for an unset {@code minPartitions}.
      */
     static native byte[][][] planTasks(String spec, int defaultMinPartitions);
 
+    /**
+     * As {@link #planTasks}, the tasks balanced by what {@link #splitAggregates} costs (legacy message sets
+     * decompressed, v2 batches' headers walked) rather than by decoding.
+     */
+    static native byte[][][] planAggregateTasks(String spec, int defaultMinPartitions);
+
     /** How the core takes each of a JSON array of marshalled predicates ({@link Predicates}): 0, 1 or 2. */
     static native String pushPredicates(String predicatesJson);
 
     /** Aggregates of a read from batch headers: JSON {@code {"rows": [...]}}, or {@code {"why": text}}. */
     static native String headerAggregates(String spec, String aggregates, String groupBy);
+
+    /**
+     * One task's partial aggregates of its splits (from {@link #planTasks} of the same spec), as
+     * {@link #headerAggregates}' rows JSON: a row per group of these splits (a row of all, even of none).
+     */
+    static native String splitAggregates(byte[][] splits, String spec, String aggregates, String groupBy);
 
     /**
      * The read's {@code fs.*} options as name, value pairs when it reads a remote root through Hadoop's
