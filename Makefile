@@ -9,7 +9,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 CONSTRAINTS ?=
 PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(abspath $(CONSTRAINTS)),)
 
-.PHONY: install jvm test test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
+.PHONY: install jvm test test-rust-build test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,13 +27,24 @@ install: $(PY)
 jvm: $(PY)
 	PY=$(abspath $(PY)) CARGO_FLAGS=--locked bash scripts/build_jvm.sh
 
-test: install test-rust test-python stubtest
+# The Rust tests' debug build runs beside the release install: on two cores each spends
+# minutes in a single-threaded step (codegen with one unit, fat LTO), so together they take
+# little more than the install alone.
+test:
+	$(MAKE) --no-print-directory -j2 --output-sync=target install test-rust-build
+	$(MAKE) --no-print-directory test-rust test-python stubtest
+
+test-rust-build:
+	cargo test --locked --no-run
 
 test-rust:
 	cargo test --locked
 
+# PYTEST_WORKERS=0 runs the suite in one process.
+PYTEST_WORKERS ?= 2
+
 test-python: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 stubtest: install
 	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt

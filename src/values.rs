@@ -16,7 +16,9 @@
 
 mod json_fast;
 pub mod protobuf;
+pub mod registry;
 mod spark_json;
+pub mod spec;
 
 pub use json_fast::without_fast_path;
 pub(crate) use spark_json::write_json_string;

@@ -2,7 +2,7 @@
 limits and aggregates, on by default.
 
 Every answer is compared with the same query over the Python source
-(``kafka-log``) on the same session, which pushes no aggregate or limit: Spark
+(``kafka-log-python``) on the same session, which pushes no aggregate or limit: Spark
 aggregates, limits and filters its rows itself. Folders: ``kb.generate``'s
 (transactions with aborts, a legacy v1 topic) and a log dir of batches
 written by kafka-python and aiokafka (``test_logdir.build_log``: control
@@ -79,7 +79,7 @@ def mixed(generated_v2, golden, tmp_path_factory) -> Path:
 def both(spark, root: Path, **options: str):
     """The same folder through the JVM source and through the Python source."""
     jvm = spark.read.format(JVM).options(**options).load(str(root))
-    python = spark.read.format("kafka-log").options(**options).load(str(root))
+    python = spark.read.format("kafka-log-python").options(**options).load(str(root))
     return jvm, python
 
 

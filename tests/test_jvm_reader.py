@@ -83,7 +83,7 @@ READS = [
 @pytest.mark.spark
 @pytest.mark.parametrize("options", READS, ids=["whole", "bounds", "small-batches"])
 def test_both_transports_read_the_python_sources_rows(jvm_spark, log, options):
-    python = sorted_rows(jvm_spark.read.format("kafka-log").options(**options).load(str(log)).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log-python").options(**options).load(str(log)).toArrow())
     for how in (None, "zero-copy", "ipc"):
         with transfer(jvm_spark, how):
             got = sorted_rows(jvm_spark.read.format(SOURCE).options(**options).load(str(log)).toArrow())
@@ -102,7 +102,7 @@ def test_both_transports_agree_through_spark_operators(jvm_spark, generated):
         with transfer(jvm_spark, how):
             jvm_spark.read.format(SOURCE).load(str(generated)).createOrReplaceTempView("jr_gen")
             results.append(sorted(map(tuple, jvm_spark.sql(query.format("jr_gen")).collect())))
-    jvm_spark.read.format("kafka-log").load(str(generated)).createOrReplaceTempView("jr_py")
+    jvm_spark.read.format("kafka-log-python").load(str(generated)).createOrReplaceTempView("jr_py")
     want = sorted(map(tuple, jvm_spark.sql(query.format("jr_py")).collect()))
     assert results == [want, want]
     assert {t for t, *_ in want} >= {"orders", "clicks", "audit-legacy"}
@@ -155,7 +155,7 @@ def test_metrics_count_bytes_records_and_skipped_batches(jvm_spark, corrupt, gen
     )
     assert unchecked["crcErrors"] == 0 and unchecked["bytesRead"] == log_bytes(root)
     clean = scan_metrics(jvm_spark.read.format(SOURCE).load(str(generated)))
-    records = jvm_spark.read.format("kafka-log").load(str(generated)).count()
+    records = jvm_spark.read.format("kafka-log-python").load(str(generated)).count()
     assert clean == {"bytesRead": log_bytes(generated), "recordsRead": records, "batchesSkipped": 0, "crcErrors": 0}
 
 
@@ -189,7 +189,7 @@ def test_modes_read_and_log_what_the_python_source_does(jvm_spark, corrupt, capl
         reader.load(str(root)).collect()
     assert "CRC mismatch" in str(info.value)
     want = sorted_rows(expected_table(root, on_error="skip"))
-    python = jvm_spark.read.format("kafka-log")
+    python = jvm_spark.read.format("kafka-log-python")
     with jvm_log(jvm_spark) as lines:
         for mode in ("DROPMALFORMED", "dropmalformed"):
             rows = sorted_rows(reader.option("mode", mode).load(str(root)).toArrow())

@@ -1,6 +1,6 @@
 """The JVM data source (``kafka-log-jvm``: Java DataSource V2 over the Rust core through JNI).
 
-Its rows are compared with the Python source's (``kafka-log``) on the same
+Its rows are compared with the Python source's (``kafka-log-python``) on the same
 session, over folders of batches written by other clients (kafka-python and
 aiokafka, ``test_logdir.build_log``) and by ``kb.generate``; plus a read in a
 JVM that never started Python and a Spark SQL-only read. The jar comes from
@@ -24,6 +24,7 @@ from kafkabatch.log import list_segments
 
 pytest.importorskip("pyspark")
 
+from test_pushdown import explained  # noqa: E402
 from test_spark import SPARK_KAFKA_SCHEMA  # noqa: E402
 
 import kafkabatch.spark as kbs  # noqa: E402
@@ -74,7 +75,10 @@ def test_jar_holds_the_source_and_this_platforms_library(jar):
     with zipfile.ZipFile(jar) as z:
         names = set(z.namelist())
         services = z.read("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister").decode()
-    assert services.split() == ["io.github.kafkabatch.spark.KafkaLogSource"]
+    assert services.split() == [
+        "io.github.kafkabatch.spark.KafkaLogSource",
+        "io.github.kafkabatch.spark.KafkaLogJvmSource",
+    ]
     library = f"io/github/kafkabatch/native/{os_name}-{arch}/{lib[os_name]}"
     assert library in names
     # its SHA-256 beside it names the folder NativeLoader extracts it to
@@ -98,13 +102,13 @@ def sorted_rows(table) -> list[tuple]:
 def test_schema_is_the_python_sources(jvm_spark, log):
     jvm = jvm_spark.read.format(SOURCE).load(str(log))
     assert jvm.schema == SPARK_KAFKA_SCHEMA
-    assert jvm.schema == jvm_spark.read.format("kafka-log").load(str(log)).schema
+    assert jvm.schema == jvm_spark.read.format("kafka-log-python").load(str(log)).schema
 
 
 @pytest.mark.spark
 def test_rows_equal_the_python_sources_on_real_clients_batches(jvm_spark, log):
     jvm = sorted_rows(jvm_spark.read.format(SOURCE).load(str(log)).toArrow())
-    python = sorted_rows(jvm_spark.read.format("kafka-log").load(str(log)).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log-python").load(str(log)).toArrow())
     assert len(jvm) == len(python) > 0
     assert jvm == python
     assert jvm == sorted_rows(expected_table(log))
@@ -113,7 +117,7 @@ def test_rows_equal_the_python_sources_on_real_clients_batches(jvm_spark, log):
 @pytest.mark.spark
 def test_rows_equal_the_python_sources_on_a_generated_folder(jvm_spark, generated):
     jvm = jvm_spark.read.format(SOURCE).load(str(generated))
-    python = jvm_spark.read.format("kafka-log").load(str(generated))
+    python = jvm_spark.read.format("kafka-log-python").load(str(generated))
     # read by Spark's row path too (a projection and a filter over the columnar scan)
     by_topic = "SELECT topic, count(*) AS n, sum(length(value)) AS b, max(timestamp) AS t FROM {} GROUP BY topic"
     jvm.createOrReplaceTempView("jvm_gen")
@@ -128,7 +132,7 @@ def test_rows_equal_the_python_sources_on_a_generated_folder(jvm_spark, generate
 def test_several_paths(jvm_spark, log):
     paths = [str(log / "orders-0"), str(log / "payments-0")]
     jvm = sorted_rows(jvm_spark.read.format(SOURCE).load(paths).toArrow())
-    python = sorted_rows(jvm_spark.read.format("kafka-log").load(paths).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log-python").load(paths).toArrow())
     assert jvm == python
     assert {(r[0], r[1]) for r in jvm} == {("orders", 0), ("payments", 0)}
 
@@ -163,7 +167,7 @@ BOUNDS = {
 def test_options_read_what_the_python_source_reads(jvm_spark, log, options):
     path = str(log / "orders-0") if "topic" in options else str(log)
     jvm = sorted_rows(jvm_spark.read.format(SOURCE).options(**options).load(path).toArrow())
-    python = sorted_rows(jvm_spark.read.format("kafka-log").options(**options).load(path).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log-python").options(**options).load(path).toArrow())
     assert len(jvm) > 0
     assert jvm == python
 
@@ -197,7 +201,7 @@ def option_error(spark, source: str, path: str, **options) -> str:
 )
 def test_bad_options_give_the_python_sources_words(jvm_spark, log, options):
     jvm = option_error(jvm_spark, SOURCE, str(log), **options)
-    python = option_error(jvm_spark, "kafka-log", str(log), **options)
+    python = option_error(jvm_spark, "kafka-log-python", str(log), **options)
     # the core's text, whole, inside each front end's wrapping
     core = jvm.splitlines()[0].strip()
     assert "kafka-log" in core and core in python, (jvm, python)
@@ -209,7 +213,7 @@ def test_bad_options_give_the_python_sources_words(jvm_spark, log, options):
 @pytest.mark.spark
 def test_options_not_taken_yet_are_refused(jvm_spark, log):
     text = option_error(jvm_spark, SOURCE, str(log), internalTopic="auto")
-    assert "kafka-log-jvm does not take internalTopic yet" in text
+    assert "the JVM kafka-log source does not take internalTopic yet" in text
 
 
 @pytest.mark.spark
@@ -217,7 +221,7 @@ def test_path_glob_filter_reads_what_the_python_source_reads(jvm_spark, log):
     # a glob on file names alone: the first segment of each partition
     options = {"pathGlobFilter": "0000000000000000000[0-9].log"}
     jvm = sorted_rows(jvm_spark.read.format(SOURCE).options(**options).load(str(log)).toArrow())
-    python = sorted_rows(jvm_spark.read.format("kafka-log").options(**options).load(str(log)).toArrow())
+    python = sorted_rows(jvm_spark.read.format("kafka-log-python").options(**options).load(str(log)).toArrow())
     everything = sorted_rows(expected_table(log))
     assert jvm == python
     assert 0 < len(jvm) < len(everything)
@@ -230,11 +234,13 @@ def test_path_glob_filter_reads_what_the_python_source_reads(jvm_spark, log):
 
 
 @pytest.mark.spark
-def test_spark_sql_only(jvm_spark, log):
-    jvm_spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kafka_sql USING `{SOURCE}` OPTIONS (path '{log}')")
+@pytest.mark.parametrize("name", ["kafka-log", SOURCE])
+def test_spark_sql_only(jvm_spark, log, name):
+    jvm_spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kafka_sql USING `{name}` OPTIONS (path '{log}')")
     got = jvm_spark.sql("SELECT topic, partition, count(*), min(offset), max(offset) FROM kafka_sql GROUP BY 1, 2")
+    assert "(Python)" not in got._jdf.queryExecution().executedPlan().toString()
     want = (
-        jvm_spark.read.format("kafka-log")
+        jvm_spark.read.format("kafka-log-python")
         .load(str(log))
         .groupBy("topic", "partition")
         .agg({"*": "count", "offset": "min"})
@@ -254,7 +260,7 @@ public class Main {
             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
             .getOrCreate();
-        for (Row r : spark.read().format("kafka-log-jvm").load(args[0])
+        for (Row r : spark.read().format("kafka-log").load(args[0])
                 .groupBy("topic", "partition").count().orderBy("topic", "partition").collectAsList()) {
             System.out.println("ROW " + r.getString(0) + " " + r.getInt(1) + " " + r.getLong(2));
         }
@@ -333,3 +339,23 @@ def test_a_remote_root_on_an_s3_server(jvm_spark, generated, moto_s3):
     assert sorted((r.topic, r.partition, r.offset) for r in got) == sorted(
         zip(want["topic"].to_pylist(), want["partition"].to_pylist(), want["offset"].to_pylist())
     )
+
+
+@pytest.mark.spark
+def test_kafka_log_is_the_jvm_source_after_register(jvm_spark, generated):
+    """With the jar on the classpath, register() leaves ``kafka-log`` to the JVM
+    source: its scan (no Python worker), filters pushed by default, and a loaded
+    DataFrame's later query that pushes nothing reads every row."""
+    kbs.register(jvm_spark)
+    assert kbs.jvm_source_name(jvm_spark) == "kafka-log"
+    df = jvm_spark.read.format("kafka-log").load(str(generated))
+    plan = explained(df.where("offset < 5"))
+    assert "ColumnarToRow" in plan and "pushed=[offset IS NOT NULL, offset < 5]" in plan, plan
+    total = df.count()
+    assert total == kb.scan_log(generated).read_all().num_rows
+    t = df.selectExpr("max(timestamp)").first()[0]
+    newest = df.where(df.timestamp >= t).count()
+    assert 0 < newest < total
+    assert df.count() == total
+    python = jvm_spark.read.format("kafka-log-python").load(str(generated))
+    assert "(Python)" in python._jdf.queryExecution().executedPlan().toString()

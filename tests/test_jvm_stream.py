@@ -3,7 +3,7 @@
 folders that grow between triggers, on the real local Spark session.
 
 The records each run adds are compared with a batch read of the folder by
-the Python source (``kafka-log``, exactly once across restarts from the
+the Python source (``kafka-log-python``, exactly once across restarts from the
 checkpoint), and the micro-batches and offsets with those of the Python
 stream reader over the same folder: the same batch sizes under
 ``maxOffsetsPerTrigger``/``maxBytesPerTrigger``, the same offsets JSON (Spark's
@@ -32,7 +32,7 @@ if shutil.which("javac") is None:
 pytestmark = [requires_spark41, pytest.mark.spark]
 
 JVM = "kafka-log-jvm"
-PYTHON = "kafka-log"
+PYTHON = "kafka-log-python"
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +186,80 @@ def test_starting_offsets_and_clear_errors(jvm_spark, tmp_path):
     assert sorted((p, o) for _, p, o, _ in got) == [(0, 3), (0, 4), (0, 5), (0, 6)] + [(1, i) for i in range(5)]
     with pytest.raises(Exception, match="endingOffsets/endingTimestamp are for batch reads"):
         run(spark, data, tmp_path / "ck3", tmp_path / "out3", endingOffsets="latest")
+
+
+def each_micro_batch(spark, source: str, path: Path, ck: Path, step, **options) -> None:
+    """An availableNow run of ``source`` handing each micro-batch's DataFrame to ``step(df, id)``."""
+    reader = spark.readStream.format(source)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    query = (
+        reader.load(str(path))
+        .writeStream.foreachBatch(step)
+        .option("checkpointLocation", str(ck))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert not query.isActive
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def test_micro_batches_are_cut_and_packed_as_the_python_sources(jvm_spark, tmp_path):
+    """A micro-batch's segments are cut at maxBytesPerPartition and packed into
+    tasks as a batch read's: the same tasks and rows as the Python stream's."""
+    spark = jvm_spark
+    data = tmp_path / "data"
+    w = Writer(data)
+    for _ in range(4):
+        for name in CODECS:
+            w.append("big", 0, 200, name)
+            w.append("big", 1, 10, name)
+    w.roll("big", 0)
+    w.append("big", 0, 30, "zstd")
+    seen: dict[str, list[tuple[int, list[tuple[int, int]]]]] = {}
+    for source in (JVM, PYTHON):
+
+        def step(df, batch_id, source=source):
+            rows = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+            seen.setdefault(source, []).append((df.rdd.getNumPartitions(), rows))
+
+        each_micro_batch(
+            spark, source, data, tmp_path / f"ck-{source}", step, maxBytesPerPartition="16k", minPartitions="2"
+        )
+    assert seen[JVM] == seen[PYTHON]
+    (tasks, rows), *_ = seen[JVM]
+    assert len(rows) == 4 * 5 * 210 + 30
+    assert tasks > 3  # three segments, cut into more tasks
+
+
+@pytest.mark.parametrize("fail", ["true", "false"])
+def test_a_segment_deleted_after_the_micro_batch_was_planned(jvm_spark, tmp_path, fail):
+    """Retention deletes a segment between a micro-batch's planning and its read
+    (the second action on the micro-batch's DataFrame reads its planned tasks
+    again): failOnDataLoss=true fails naming the option, false leaves the
+    segment out with a warning; the Python source does the same."""
+    spark = jvm_spark
+    outcomes: dict[str, list] = {}
+    for source in (JVM, PYTHON):
+        data = tmp_path / source / "data"
+        w = Writer(data)
+        w.append("gone", 0, 4)
+        first = w.active[("gone", 0)]
+        w.roll("gone", 0)
+        w.append("gone", 0, 3)
+
+        def step(df, batch_id, source=source, first=first):
+            got = outcomes.setdefault(source, [])
+            got.append(sorted(r.offset for r in df.select("offset").collect()))
+            first.unlink()
+            try:
+                got.append(sorted(r.offset for r in df.select("offset").collect()))
+            except Exception as e:  # noqa: BLE001 - py4j's or PySpark's wrapping of the task's error
+                text = str(e)
+                got.append("failOnDataLoss=false to skip it with a warning" in text and str(first) in text)
+
+        each_micro_batch(spark, source, data, tmp_path / source / "ck", step, failOnDataLoss=fail)
+    assert outcomes[JVM] == outcomes[PYTHON]
+    assert outcomes[JVM] == [list(range(7)), True if fail == "true" else [4, 5, 6]]

@@ -232,7 +232,6 @@ def test_python_keeps_the_keyword_names(real):
         kb.decode(real, value_format="json")
 
 
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_spark_source_errors_in_spark_words(spark, kafka_log, tmp_path, real):
     segment(tmp_path / "orders-0", real)
     with pytest.raises(Exception, match=r"valueFormat=json needs valueSchema"):
@@ -510,7 +509,6 @@ def test_spark_udf_helpers_suggest_too():
         kbs.explode_batches(None, "content", path_colum="path")
 
 
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_spark_refuses_random_bytes_and_hints_at_framing(spark, kafka_log, tmp_path, sample):
     segment(tmp_path / "orders-0", random.Random(7).randbytes(20000))
     with pytest.raises(Exception, match="not a Kafka batch"):

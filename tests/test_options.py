@@ -56,6 +56,7 @@ kbs = pytest.importorskip("kafkabatch.spark")
 SAMPLE_VALUES = {
     "pathGlobFilter": "*.log",
     "recursiveFileLookup": "true",
+    "storage": "auto",
     "topic": "orders",
     "isolation": "read_committed",
     "kafka.isolation.level": "read_committed",
@@ -155,7 +156,6 @@ def test_misspelled_isolation_fails_at_load_in_spark(spark, kafka_log, log):
 
 
 @pytest.mark.spark
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_every_option_in_any_letter_case(spark, kafka_log, log):
     """All documented options at once, upper-cased and then swap-cased: load
     accepts them, and the read gives what kb.decode of the same segments

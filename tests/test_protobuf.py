@@ -458,7 +458,6 @@ def test_decode_scan_log_and_keys(protos, registry, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_spark_reads_protobuf_values(protos, registry, spark, kafka_log, tmp_path):
     from pyspark.sql.types import DecimalType, LongType
 
@@ -622,7 +621,6 @@ def test_framed_protobuf_follows_the_frames_in_python_and_the_cli(store, tmp_pat
 
 
 @pytest.mark.spark
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_framed_protobuf_follows_the_frames_in_spark(store, spark, kafka_log):
     import kafkabatch.spark as kbs
 

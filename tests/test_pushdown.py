@@ -104,7 +104,7 @@ def pushed(spark):
 
 def load(spark, path, **options):
     """A DataFrame per query: PySpark 4.1-4.3 reuse a loaded DataFrame's pushed read plan."""
-    return spark.read.format("kafka-log").options(**options).load(str(path))
+    return spark.read.format("kafka-log-python").options(**options).load(str(path))
 
 
 def keys(df) -> list[tuple]:
@@ -130,7 +130,7 @@ def test_default_is_safe_on_a_reused_dataframe(spark, logs):
     pushed filters is reused by a later query on the same DataFrame."""
     from kafkabatch.spark.session import scan_scoped_reads
 
-    df = spark.read.format("kafka-log").load(str(logs))
+    df = spark.read.format("kafka-log-python").load(str(logs))
     total = df.count()
     assert df.where("offset < 5").count() < total
     assert df.count() == total

@@ -60,7 +60,6 @@ def test_kafka_log_json_equals_spark_from_json(spark, kafka_log, json_folder):
     )
 
 
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_kafka_log_confluent_avro_with_a_registry(spark, kafka_log, tmp_path):
     registry = tv.sr.SchemaRegistryClient.new_client({"url": "mock://spark-avro"})
     values = tv.confluent_avro(registry, tv.ORDER_V1, [tv.order(i) for i in range(200)])
@@ -88,7 +87,6 @@ def test_kafka_log_confluent_avro_with_a_registry(spark, kafka_log, tmp_path):
         assert row["items"] == want["items"] and row["note"] == want["note"] and row["qty"] == want["qty"]
 
 
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_kafka_log_registry_url_with_basic_auth(spark, kafka_log, tmp_path, registry_server):
     registry = tv.sr.SchemaRegistryClient.new_client({"url": "mock://spark-url"})
     reader = {**tv.ORDER_V1, "fields": [f for f in tv.ORDER_V1["fields"] if f["name"] != "score"]}
@@ -109,7 +107,6 @@ def test_kafka_log_registry_url_with_basic_auth(spark, kafka_log, tmp_path, regi
     assert set(tv._RegistryHandler.seen_auth) == {tv._RegistryHandler.auth}
 
 
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_bad_values_fail_with_their_offset_or_become_null(spark, kafka_log, tmp_path):
     folder = tmp_path / "events-3"
     folder.mkdir()
@@ -128,7 +125,6 @@ def test_bad_values_fail_with_their_offset_or_become_null(spark, kafka_log, tmp_
     assert [r["key"] for r in rows] == ["k"] * 3
 
 
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_value_options_are_checked_at_load(spark, kafka_log, tmp_path):
     folder = tmp_path / "t-0"
     folder.mkdir()
@@ -195,7 +191,6 @@ def test_json_edge_cases_follow_from_json(spark):
         assert mine is None and set(spark_row.values()) == {None}, doc
 
 
-@pytest.mark.jvm_lacks("typed values (valueFormat)")
 def test_value_schema_as_a_struct_type_object(spark, kafka_log, json_folder):
     from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 

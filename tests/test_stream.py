@@ -88,7 +88,7 @@ class Writer:
         )
 
 
-def run(spark, path: Path, ck: Path, out: Path, *, source: str = "kafka-log", wait: float = 120, **options):
+def run(spark, path: Path, ck: Path, out: Path, *, source: str = "kafka-log-python", wait: float = 120, **options):
     """One availableNow run of ``source`` from the checkpoint ``ck`` into Parquet at ``out``."""
     reader = spark.readStream.format(source)
     for name, value in options.items():
@@ -113,7 +113,7 @@ def sink(spark, out: Path) -> collections.Counter:
 
 
 def batch_read(spark, path: Path, **options) -> collections.Counter:
-    reader = spark.read.format("kafka-log")
+    reader = spark.read.format("kafka-log-python")
     for name, value in options.items():
         reader = reader.option(name, value)
     rows = reader.load(str(path)).select("topic", "partition", "offset", "value").collect()
@@ -240,7 +240,7 @@ def test_processing_time_trigger_sees_a_batch_completed_later(spark, tmp_path):
     w = Writer(data)
     w.append("live", 0, 3)
     query = (
-        spark.readStream.format("kafka-log")
+        spark.readStream.format("kafka-log-python")
         .load(str(data))
         .writeStream.format("parquet")
         .option("checkpointLocation", str(ck))

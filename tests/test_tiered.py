@@ -462,7 +462,7 @@ def test_stream_picks_up_segments_once_their_manifest_exists(spark, broker, keys
 
     def run() -> list[int]:
         query = (
-            spark.readStream.format("kafka-log")
+            spark.readStream.format("kafka-log-python")
             .option("tieredKeys", json.dumps(_key_spec(keys[0])))
             .load(str(bucket))
             .writeStream.format("parquet")

@@ -449,9 +449,10 @@ def test_one_bad_chunk_costs_only_its_batches(broker, key, tmp_path, mode):
         kb.scan_log(root, tiered_keys=keys).read_all()
 
 
+# Its own file and package: test_protobuf's store.proto differs, and one process imports both.
 STORE_PROTO = """
 syntax = "proto3";
-package store;
+package damaged;
 message Item { string sku = 1; int32 qty = 2; }
 message Order { string order_id = 1; repeated Item items = 2; }
 """
@@ -467,11 +468,11 @@ def test_a_damaged_first_segment_is_passed_over_when_sampling_frames(key, tmp_pa
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    (tmp_path / "store.proto").write_text(STORE_PROTO)
-    assert protoc.main(["protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", "store.proto"]) == 0
+    (tmp_path / "damaged_store.proto").write_text(STORE_PROTO)
+    assert protoc.main(["protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", "damaged_store.proto"]) == 0
     sys.path.insert(0, str(tmp_path))
     try:
-        import store_pb2  # type: ignore[import-not-found]
+        import damaged_store_pb2 as store_pb2  # type: ignore[import-not-found]
     finally:
         sys.path.remove(str(tmp_path))
     serializer = ProtobufSerializer(store_pb2.Order, sr.SchemaRegistryClient.new_client({"url": "mock://sample"}),
@@ -480,7 +481,7 @@ def test_a_damaged_first_segment_is_passed_over_when_sampling_frames(key, tmp_pa
     messages = [store_pb2.Order(order_id=f"o-{i}" + "x" * 200, items=[store_pb2.Item(sku=f"s{i}", qty=i)])
                 for i in range(600)]  # fmt: skip
     values = [serializer(m, context) for m in messages]
-    assert {v[5:7] for v in values} == {b"\x02\x02"}, "store.Order is message [1]: the frames decide"
+    assert {v[5:7] for v in values} == {b"\x02\x02"}, "damaged.Order is message [1]: the frames decide"
     broker = tmp_path / "broker" / "orders-0"
     broker.mkdir(parents=True)
     for base in range(0, len(values), 200):

@@ -43,6 +43,8 @@ const SOURCE_OPTIONS: &[&str] = &[
     "paths",
     "pathGlobFilter",
     "recursiveFileLookup",
+    // which storage reads remote roots: auto, hadoop (Hadoop's FileSystem, JVM source) or native (object_store)
+    "storage",
     "topic",
     "partition",
     // tiered storage: key-pair id -> PEM private key (JSON object, or ID=PEM,ID=PEM)
@@ -133,6 +135,36 @@ const OPTION_ADVICE: &[(&str, &str)] = &[
         "the headers column is always there; select the columns you want",
     ),
 ];
+
+/// Read options of Hadoop's configuration (`fs.s3a.access.key`, ...): names
+/// starting with this (any letter case) are not the source's own; the JVM
+/// source puts them into the Hadoop configuration of the read, as Spark's
+/// file sources do.
+pub const HADOOP_OPTION_PREFIX: &str = "fs.";
+
+/// Which storage reads remote roots (option `storage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StorageChoice {
+    /// Hadoop's `FileSystem` where Hadoop has one for the URI's scheme (the
+    /// JVM source), else the core's object stores.
+    #[default]
+    Auto,
+    /// Hadoop's `FileSystem` for every remote root (the JVM source only).
+    Hadoop,
+    /// The core's object stores (`object_store`) for every remote root.
+    Native,
+}
+
+impl StorageChoice {
+    /// The option's spelling: `auto`, `hadoop` or `native`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageChoice::Auto => "auto",
+            StorageChoice::Hadoop => "hadoop",
+            StorageChoice::Native => "native",
+        }
+    }
+}
 
 const OFFSETS_EXAMPLE: &str = r#"'{"orders": {"0": 23, "1": -2}}'"#;
 
@@ -239,6 +271,10 @@ pub struct ScanOptions {
     pub ending_timestamp_us: Option<i64>,
     /// The typed-value options given, by lower-case name.
     pub value_options: BTreeMap<String, String>,
+    /// Which storage reads remote roots (`storage`).
+    pub storage: StorageChoice,
+    /// The options for Hadoop's configuration (names starting with `fs.`), as given.
+    pub hadoop_options: BTreeMap<String, String>,
     /// `internalTopic` as given (auto, a kind, or a JSON object), never empty.
     pub internal_topic: Option<String>,
     /// `definitions` as given, never empty.
@@ -838,8 +874,14 @@ impl ScanOptions {
             names: Vec::new(),
             values: HashMap::new(),
         };
+        let mut hadoop_options = BTreeMap::new();
         for (name, value) in options {
             let lower = name.as_ref().to_lowercase();
+            if lower.starts_with(HADOOP_OPTION_PREFIX) {
+                // Hadoop's keys are case-sensitive: kept as given
+                hadoop_options.insert(name.as_ref().to_string(), value.into());
+                continue;
+            }
             if given.values.insert(lower.clone(), value.into()).is_none() {
                 given.names.push(lower);
             }
@@ -854,6 +896,17 @@ impl ScanOptions {
                     .into(),
             );
         }
+        let storage = match given.get("storage").map(|v| v.trim().to_lowercase()).as_deref() {
+            None | Some("auto") => StorageChoice::Auto,
+            Some("hadoop") => StorageChoice::Hadoop,
+            Some("native") => StorageChoice::Native,
+            Some(other) => {
+                return err(format!(
+                    "kafka-log option 'storage' must be auto, hadoop or native, not {}",
+                    quote(other)
+                ))
+            }
+        };
         let topic = given.text("topic").map(str::to_string);
         let partition = given.int("partition", 0)?;
         let tiered_keys = given.text("tieredKeys").map(str::to_string);
@@ -953,9 +1006,32 @@ impl ScanOptions {
             starting_timestamp_us,
             ending_timestamp_us,
             value_options,
+            storage,
+            hadoop_options,
             internal_topic,
             definitions,
             batch_error,
+        })
+    }
+
+    /// Why a front end without Hadoop's `FileSystem` (the Python source) can't
+    /// take these options (`storage=hadoop`, `fs.*` settings), if it can't.
+    pub fn without_hadoop_error(&self) -> Option<String> {
+        if self.storage == StorageChoice::Hadoop {
+            return Some(
+                "kafka-log option 'storage' is hadoop, but this source has no Hadoop FileSystem: use the JVM \
+                 source (kafka-log-jvm), or storage=auto/native for the core's object stores"
+                    .into(),
+            );
+        }
+        let names: Vec<&str> = self.hadoop_options.keys().map(String::as_str).collect();
+        (!names.is_empty()).then(|| {
+            format!(
+                "kafka-log options {} are Hadoop settings, which this source does not read: it reads remote \
+                 roots through the core's object stores (see docs/tiered-storage.md for their settings), or \
+                 use the JVM source (kafka-log-jvm), which reads them through Hadoop's FileSystem",
+                names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(", ")
+            )
         })
     }
 
@@ -1135,6 +1211,48 @@ mod tests {
         let e = error(&[("path", "/d"), ("ignoreCorruptFiles", "true")]);
         assert!(e.starts_with("unknown kafka-log option 'ignorecorruptfiles' (use option mode=DROPMALFORMED or PERMISSIVE to skip corrupt batches) Known options"), "{e}");
         assert!(error(&[("zzzz", "1")]).starts_with("unknown kafka-log option 'zzzz' Known options"));
+    }
+
+    #[test]
+    fn storage_and_hadoop_settings() {
+        let o = parse(&[
+            ("path", "s3a://b/d"),
+            ("Storage", " Hadoop "),
+            ("fs.s3a.access.KEY", "AK"),
+            ("FS.x", "1"),
+        ])
+        .unwrap();
+        assert_eq!(o.storage, StorageChoice::Hadoop);
+        // Hadoop's keys are case-sensitive: as given, and not the source's own options
+        assert_eq!(
+            o.hadoop_options
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("FS.x", "1"), ("fs.s3a.access.KEY", "AK")]
+        );
+        assert!(o
+            .without_hadoop_error()
+            .unwrap()
+            .starts_with("kafka-log option 'storage' is hadoop"));
+        let o = parse(&[("path", "/d"), ("fs.s3a.endpoint", "http://h")]).unwrap();
+        assert_eq!(o.storage, StorageChoice::Auto);
+        assert!(o
+            .without_hadoop_error()
+            .unwrap()
+            .starts_with("kafka-log options 'fs.s3a.endpoint' are Hadoop settings"));
+        assert_eq!(
+            parse(&[("path", "/d"), ("storage", "native")])
+                .unwrap()
+                .without_hadoop_error(),
+            None
+        );
+        assert_eq!(
+            error(&[("path", "/d"), ("storage", "hdfs")]),
+            "kafka-log option 'storage' must be auto, hadoop or native, not 'hdfs'"
+        );
+        assert!(error(&[("path", "/d"), ("storrage", "auto")])
+            .starts_with("unknown kafka-log option 'storrage'; did you mean 'storage'?"));
     }
 
     #[test]

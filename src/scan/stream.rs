@@ -102,6 +102,20 @@ pub fn data_loss_warning(message: &str) -> String {
     format!("kafka-log stream: {message}")
 }
 
+/// What a micro-batch's reader says of a segment deleted (retention) after
+/// the micro-batch was planned and before it was read: the error
+/// (`failOnDataLoss=true`) or the warning (`false`: the segment is skipped),
+/// in the Python source's words.
+pub fn deleted_before_read(path: &str, why: &str, fail_on_data_loss: bool) -> String {
+    let message =
+        format!("kafka-log stream: segment {path} was deleted (retention?) before this micro-batch read it ({why})");
+    if fail_on_data_loss {
+        format!("{message}. Set option failOnDataLoss=false to skip it with a warning")
+    } else {
+        format!("{message}; skipped (failOnDataLoss=false)")
+    }
+}
+
 // --------------------------------------------------------------------------
 // one topic-partition
 // --------------------------------------------------------------------------

@@ -54,8 +54,17 @@ fn rows_json(rows: Vec<AggregateRow>) -> Value {
 
 /// The answer as JSON: `{"rows": [[topic, partition, [values]], ...]}` (nulls
 /// where a group has no topic or partition, or a MIN/MAX of no rows), or
-/// `{"why": text}` when the headers can't answer exactly.
+/// `{"why": text}` when the headers can't answer exactly (tasks then aggregate
+/// partially), with `"decline": true` when no aggregate may be pushed at all.
 fn answer(spec: &str, aggregates: &str, group_by: &str) -> Result<Value, Failure> {
+    if let Some(specs) = crate::values::resolved_in_spec(spec)? {
+        if let Some(column) = crate::values::raising(&specs).first() {
+            // every value is parsed, and a bad one fails the read (the Python source's rule):
+            // no aggregate is pushed, not even partially
+            let why = format!("the {column} column is typed and onValueError is raise");
+            return Ok(json!({ "why": why, "decline": true }));
+        }
+    }
     let spec = Spec::parse(spec)?;
     let (asked, group_by) = asked(aggregates, group_by)?;
     let scan = spec.scan()?;

@@ -240,6 +240,7 @@ fn describe(data: &ArrayData, nodes: &mut Vec<i64>, buffers: &mut Vec<i64>) -> R
         | DataType::Float64
         | DataType::Date32
         | DataType::Timestamp(_, _)
+        | DataType::Duration(_)
         | DataType::Decimal128(_, _)
         | DataType::Binary
         | DataType::Utf8

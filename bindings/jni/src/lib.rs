@@ -26,11 +26,11 @@ use jni::{jni_str, Env, EnvUnowned};
 
 use kafkabatch::scan::listing::ListError;
 use kafkabatch::scan::options::{Mode, ScanOptions};
-use kafkabatch::scan::plan::object_store_resolver;
 use kafkabatch::scan::{Scan, ScanError, ScanReader, Split};
 use kafkabatch::storage::StorageError;
 use kafkabatch::vocabulary::{in_words, Words};
 
+mod hadoop;
 mod handoff;
 mod metrics;
 mod values;
@@ -145,8 +145,8 @@ where
     env.with_env(f).resolve::<ThrowMapped>()
 }
 
-/// The short name users type (`format("kafka-log-jvm")`).
-const SOURCE: &str = "kafka-log-jvm";
+/// This source in errors: `format("kafka-log")` where its jar is on the classpath (also `kafka-log-jvm`).
+const SOURCE: &str = "the JVM kafka-log source";
 
 /// Spark's options (the JSON object of strings the Java side sends), parsed and
 /// checked by the core as the Python source's are (same names, same errors).
@@ -155,30 +155,56 @@ const SOURCE: &str = "kafka-log-jvm";
 /// (`minPartitions`, `maxBytesPerPartition`, `maxRecordsPerBatch`, `threads`)
 /// change no row and are accepted.
 pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
-    let given: BTreeMap<String, String> = serde_json::from_str(json)
+    let mut given: BTreeMap<String, String> = serde_json::from_str(json)
         .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
+    // the driver's resolved value specs travel with the options (see `values`), read by the readers
+    values::take_resolved(&mut given)?;
     let options = ScanOptions::parse(given).map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))?;
     let mut not_yet: Vec<&str> = Vec::new();
-    if options.internal_topic.is_some() {
+    // `none` decodes nothing, as the Python source's
+    if options
+        .internal_topic
+        .as_deref()
+        .is_some_and(|t| !t.trim().eq_ignore_ascii_case("none"))
+    {
         not_yet.push("internalTopic");
     }
     if !not_yet.is_empty() {
         return Err(Failure::Options(format!(
-            "{SOURCE} does not take {} yet: use format('kafka-log') (the Python source) for them",
+            "{SOURCE} does not take {} yet: use format('kafka-log-python') (the Python source) for them",
             not_yet.join(", ")
         )));
     }
-    values::value_options(&options.value_options)?;
     Ok(options)
 }
 
-/// The core's scan of a batch read with these options.
-/// Remote roots (`s3://`, `gs://`, ...) are read through the core's object stores.
+/// The core's scan of a batch read with these options. Remote roots
+/// (`s3a://`, `gs://`, `hdfs://`, ...) are read through Hadoop's `FileSystem`
+/// or the core's object stores (option `storage`, module `hadoop`).
 pub(crate) fn scan_of(options: &ScanOptions) -> Result<Scan, Failure> {
+    let resolver = hadoop::resolver(options)?;
     options
         .scan()
-        .map(|scan| scan.resolver(object_store_resolver()))
+        .map(|scan| scan.resolver(resolver))
         .map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))
+}
+
+/// `String[] hadoopOptions(String spec)`: the read's `fs.*` options as name, value pairs when it reads
+/// a remote root through Hadoop's `FileSystem`, else null (the reader factory broadcasts a Hadoop
+/// configuration only then).
+#[no_mangle]
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_hadoopOptions<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    spec: JString<'local>,
+) -> JObjectArray<'local, JString<'local>> {
+    entry(&mut env, |env| {
+        let options = pushdown::Spec::parse(&spec.try_to_string(env)?)?.options;
+        if !hadoop::wants_hadoop(&options) {
+            return Ok(JObjectArray::<JString>::null());
+        }
+        Ok(hadoop::hadoop_pairs(env, &options)?)
+    })
 }
 
 /// `void checkOptions(String optionsJson)`: the options' errors, and the listing's, at `load()`.
@@ -228,6 +254,8 @@ struct Reader {
     values: Option<Values>,
     /// `mode=PERMISSIVE`: the splits that lost batches are logged (see `metrics::losses`).
     permissive: bool,
+    /// Warnings not yet logged (a micro-batch's segment deleted before it was read, see `metrics::losses`).
+    warnings: Vec<String>,
     /// The IPC transport's writer; `None` for the zero-copy hand-off, and once the stream's end was written.
     writer: Option<StreamWriter<Vec<u8>>>,
 }
@@ -291,16 +319,10 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
     ipc: jboolean,
 ) -> jlong {
     entry(&mut env, |env| {
-        let spec = pushdown::Spec::parse(&options.try_to_string(env)?)?;
+        let options_json = options.try_to_string(env)?;
+        let mut spec = pushdown::Spec::parse(&options_json)?;
         let permissive = spec.options.mode == Mode::Permissive;
-        let context = spec.scan()?.context()?;
         let target = schema_from_java(&env.convert_byte_array(&arrow_schema)?)?;
-        let values = match values::value_options(&spec.options.value_options)? {
-            // a pruned read may not want the value at all
-            Some(on_error) if target.field_with_name("value").is_ok() => Some(Values::json(&target, on_error)?),
-            _ => None,
-        };
-        let conform = Conform::new(target);
         let mut parsed = Vec::new();
         for i in 0..splits.len(env)? {
             let bytes = splits.get_element(env, i)?;
@@ -308,6 +330,28 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             env.delete_local_ref(bytes);
             parsed.push(Split::from_bytes(&split)?);
         }
+        // the driver's specs; else (a schema given by the user) resolved here for the topics read
+        let mut topics: Vec<String> = parsed.iter().map(|s| s.topic.clone()).collect();
+        topics.dedup();
+        let specs = values::specs_of(
+            &spec.options,
+            values::resolved_in_spec(&options_json)?,
+            &topics,
+            &mut values::no_sample,
+        )?;
+        let raising = values::raising(&specs);
+        if !raising.is_empty() {
+            // a bad value fails the read even where the query selects other columns (the Python source's rule)
+            spec.also_read(&[&raising[..], &["topic", "partition", "offset"]].concat())?;
+        }
+        let context = spec.scan()?.context()?;
+        let values = Values::new(&specs, &target)?;
+        let conform = Conform::new(target);
+        let (parsed, warnings) = if stream::is_stream_spec(&options_json) {
+            stream::still_there(parsed, &context, &spec.options)?
+        } else {
+            (parsed, Vec::new())
+        };
         let batches = ScanReader::new(parsed, context);
         let writer = if ipc {
             Some(
@@ -322,6 +366,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             conform,
             values,
             permissive,
+            warnings,
             writer,
         }));
         handoff::handle_opened();

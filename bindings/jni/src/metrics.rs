@@ -21,17 +21,19 @@ fn counts(reader: &Reader) -> [i64; 4] {
 }
 
 /// The log lines of the splits read to their end since the last call that lost batches or bytes
-/// (PERMISSIVE reads only; other modes log nothing).
+/// (PERMISSIVE reads only; other modes log nothing), after the reader's warnings not logged yet.
 fn losses(reader: &mut Reader) -> Vec<String> {
+    let mut lines = std::mem::take(&mut reader.warnings);
     let finished = reader.batches.take_finished();
-    if !reader.permissive {
-        return Vec::new();
+    if reader.permissive {
+        lines.extend(
+            finished
+                .iter()
+                .filter(|r| r.lost_any())
+                .map(|r| format!("kafka-log PERMISSIVE: {}", r.describe())),
+        );
     }
-    finished
-        .iter()
-        .filter(|r| r.lost_any())
-        .map(|r| format!("kafka-log PERMISSIVE: {}", r.describe()))
-        .collect()
+    lines
 }
 
 /// `long[] metrics(long reader)`: bytes read, records read, corrupt batches skipped, CRC errors, so far.

@@ -65,6 +65,14 @@ impl Spec {
         })
     }
 
+    /// Reads `names` too where columns were pruned (typed values checked by the reader).
+    pub(crate) fn also_read(&mut self, names: &[&str]) -> Result<(), Failure> {
+        if let Some(columns) = self.columns {
+            self.columns = Some(columns.union(Columns::named(names.iter().copied()).map_err(bad)?));
+        }
+        Ok(())
+    }
+
     /// The core's scan of this read: the options' scan, the columns, the
     /// filter the pushable predicates make, and the limit.
     pub(crate) fn scan(&self) -> Result<Scan, Failure> {

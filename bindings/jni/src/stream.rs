@@ -7,14 +7,17 @@
 use std::sync::Mutex;
 
 use jni::objects::{JByteArray, JClass, JObjectArray, JString};
-use jni::sys::jlong;
+use jni::sys::{jint, jlong};
 use jni::EnvUnowned;
 
 use kafkabatch::scan::options::ScanOptions;
+use kafkabatch::scan::read::ReadContext;
 use kafkabatch::scan::stream::{
-    offsets_from_json, offsets_to_json, stream_option_error, Offsets, StreamError, StreamState,
+    deleted_before_read, offsets_from_json, offsets_to_json, stream_option_error, Offsets, StreamError, StreamState,
 };
+use kafkabatch::scan::tasks::split_work;
 use kafkabatch::scan::Split;
+use kafkabatch::storage::{Location, StorageError};
 
 use crate::pushdown::Spec;
 use crate::{entry, Failure};
@@ -27,6 +30,42 @@ impl From<StreamError> for Failure {
             StreamError::DataLoss(text) | StreamError::Corrupt(text) => Failure::Core(text),
         }
     }
+}
+
+/// Whether a reader's spec is a micro-batch's (`KafkaLogStream` marks it `"stream": true`).
+pub(crate) fn is_stream_spec(spec: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(spec)
+        .ok()
+        .and_then(|v| v.get("stream").and_then(serde_json::Value::as_bool))
+        .unwrap_or(false)
+}
+
+/// A micro-batch's splits whose segments are still there: one deleted (retention) since the
+/// micro-batch was planned fails the read (`failOnDataLoss=true`) or is left out with a warning,
+/// returned (`false`), as the Python source's readers do.
+pub(crate) fn still_there(
+    splits: Vec<Split>,
+    context: &ReadContext,
+    options: &ScanOptions,
+) -> Result<(Vec<Split>, Vec<String>), Failure> {
+    let mut kept = Vec::with_capacity(splits.len());
+    let mut warnings = Vec::new();
+    for split in splits {
+        let gone = match context.storage_for(&split.path)?.size(&Location::new(&split.path)) {
+            Ok(Some(_)) => None,
+            Ok(None) => Some("no such file".to_string()),
+            Err(e @ StorageError::NotFound(_)) => Some(e.to_string()),
+            Err(e) => return Err(kafkabatch::scan::ScanError::Storage(e).into()),
+        };
+        match gone {
+            None => kept.push(split),
+            Some(why) if options.fail_on_data_loss => {
+                return Err(Failure::Core(deleted_before_read(&split.path, &why, true)))
+            }
+            Some(why) => warnings.push(deleted_before_read(&split.path, &why, false)),
+        }
+    }
+    Ok((kept, warnings))
 }
 
 /// What a stream handle holds: the options and the core's state.
@@ -87,7 +126,8 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamOpen<'local>
         if let Some(text) = stream_option_error(&options) {
             return Err(Failure::Options(text));
         }
-        let state = StreamState::of_options(&options, None)?;
+        // remote roots through Hadoop's FileSystem or the object stores, as a batch read's (option `storage`)
+        let state = StreamState::of_options(&options, Some(crate::hadoop::resolver(&options)?))?;
         let stream = Box::new(Mutex::new(Stream { options, state }));
         Ok(Box::into_raw(stream) as jlong)
     })
@@ -192,15 +232,18 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamPrepareAvail
     })
 }
 
-/// `byte[][] streamPlan(long stream, String start, String end)`: the splits of a micro-batch.
+/// `byte[][][] streamPlanTasks(long stream, String start, String end, int defaultMinPartitions)`: the
+/// splits of a micro-batch packed into tasks as a batch read's are (`maxBytesPerPartition`,
+/// `minPartitions`, else `defaultMinPartitions`).
 #[no_mangle]
-pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamPlan<'local>(
+pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamPlanTasks<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     handle: jlong,
     start: JString<'local>,
     end: JString<'local>,
-) -> JObjectArray<'local, JByteArray<'local>> {
+    default_min_partitions: jint,
+) -> JObjectArray<'local, JObjectArray<'local, JByteArray<'local>>> {
     entry(&mut env, |env| {
         let begin = offsets(&start.try_to_string(env)?)?;
         let until = offsets(&end.try_to_string(env)?)?;
@@ -212,14 +255,14 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamPlan<'local>
         }
         let planned = stream.state.micro_batch(&begin, &until);
         stream.warn();
-        let splits: Vec<Vec<u8>> = planned?.iter().map(Split::to_bytes).collect();
-        let out = JObjectArray::<JByteArray>::new(env, splits.len(), JByteArray::null())?;
-        for (i, split) in splits.iter().enumerate() {
-            let bytes = env.byte_array_from_slice(split)?;
-            out.set_element(env, i, &bytes)?;
-            env.delete_local_ref(bytes);
-        }
-        Ok(out)
+        let tasks = crate::tasks::packed(
+            &planned?,
+            &stream.options,
+            i64::from(default_min_partitions),
+            split_work,
+        );
+        drop(stream);
+        crate::tasks::java_tasks(env, &tasks)
     })
 }
 

@@ -6,6 +6,7 @@ use jni::objects::{JByteArray, JClass, JObjectArray, JString};
 use jni::sys::jint;
 use jni::EnvUnowned;
 
+use kafkabatch::scan::options::ScanOptions;
 use kafkabatch::scan::tasks::{cut_split, pack, split_work};
 use kafkabatch::scan::Split;
 
@@ -30,16 +31,27 @@ pub(crate) fn plan_tasks_by(
     spec.options
         .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
         .map_err(|e| Failure::Options(e.0))?;
-    let max_bytes = spec.options.max_bytes_per_partition;
-    let splits: Vec<Split> = plan.splits().flat_map(|s| cut_split(s, max_bytes)).collect();
+    Ok(packed(plan.splits(), &spec.options, default_min_partitions, work))
+}
+
+/// `splits` cut at `maxBytesPerPartition` and packed into tasks (`minPartitions`, else
+/// `default_min_partitions`) balanced by `work`, serialised: a batch read's, and a micro-batch's.
+pub(crate) fn packed<'a>(
+    splits: impl IntoIterator<Item = &'a Split>,
+    options: &ScanOptions,
+    default_min_partitions: i64,
+    work: fn(&Split) -> u64,
+) -> Vec<Vec<Vec<u8>>> {
+    let max_bytes = options.max_bytes_per_partition;
+    let splits: Vec<Split> = splits.into_iter().flat_map(|s| cut_split(s, max_bytes)).collect();
     let wire: Vec<u64> = splits.iter().map(|s| s.end.saturating_sub(s.start)).collect();
     let work: Vec<u64> = splits.iter().map(work).collect();
-    let min_partitions = spec.options.min_partitions.unwrap_or(default_min_partitions).max(1);
+    let min_partitions = options.min_partitions.unwrap_or(default_min_partitions).max(1);
     let groups = pack(&wire, &work, max_bytes, u64::try_from(min_partitions).unwrap_or(1));
-    Ok(groups
+    groups
         .into_iter()
         .map(|g| splits[g].iter().map(|s| s.to_bytes()).collect())
-        .collect())
+        .collect()
 }
 
 /// `byte[][][] planTasks(String spec, int defaultMinPartitions)`: each task's

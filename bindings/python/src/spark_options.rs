@@ -84,6 +84,7 @@ fn _spark_options<'py>(py: Python<'py>, options: Vec<(String, String)>) -> PyRes
     d.set_item("value_options", &o.value_options)?;
     d.set_item("internal_topic", &o.internal_topic)?;
     d.set_item("definitions", &o.definitions)?;
+    d.set_item("without_hadoop_error", o.without_hadoop_error())?;
     Ok(d)
 }
 

@@ -86,6 +86,8 @@ class Options:
         # batch reader refuses it (check_batch), the stream reader takes it.
         self.starting_spec: str | dict[tuple[str, int], int] = parsed["starting_spec"]
         self._batch_error: str | None = parsed["batch_error"]
+        if parsed["without_hadoop_error"]:  # storage=hadoop, fs.* settings: the JVM source's
+            raise ValueError(parsed["without_hadoop_error"])
         self.starting_offsets: dict[tuple[str, int], int] = parsed["starting_offsets"]
         self.ending_offsets: dict[tuple[str, int], int] = parsed["ending_offsets"]
         self.has_ending: bool = parsed["has_ending"]

@@ -36,20 +36,30 @@ FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 def register(spark: Any = None, *, check_workers: bool | None = None, filter_pushdown: bool | None = None) -> None:
     """Register the ``kafka-log`` data source with a SparkSession (the active
-    one by default), and check once per Spark application that its Python
-    workers import this same kafkabatch version.
+    one by default), saying once per Spark application which source it is.
 
-    A worker started with another interpreter would otherwise fail deep
-    inside the first task (``ModuleNotFoundError: No module named
+    With the jar of :func:`kafkabatch.spark.jar_path` on the session's
+    classpath, ``kafka-log`` is the JVM source (the jar registers it; Spark
+    resolves the name to it) and this registers the Python source as
+    ``kafka-log-python`` only. Without the jar, ``kafka-log`` is the Python
+    source, registered here under both names.
+
+    Where ``kafka-log`` is the Python source, register also checks once per
+    Spark application that its Python workers import this same kafkabatch
+    version. A worker started with another interpreter would otherwise fail
+    deep inside the first task (``ModuleNotFoundError: No module named
     'kafkabatch'``); the check runs one tiny task and raises
     :class:`WorkerImportError` saying what to set instead. Turn it off with
     ``check_workers=False`` or the Spark conf
     ``spark.kafkabatch.checkWorkers=false`` (clusters where starting a task
-    at registration is unwanted).
+    at registration is unwanted); turn it on where the JVM source is
+    ``kafka-log`` with ``check_workers=True`` or the conf set to ``true``
+    (for ``kafka-log-python`` and the UDFs of :mod:`kafkabatch.spark`).
 
     Filter pushdown: ``WHERE`` clauses on ``topic``, ``partition``,
     ``offset`` and ``timestamp`` skip folders, segments and batches that
-    can't match. Spark hands filters to Python sources only with
+    can't match. The JVM source always takes them (Spark keeps each
+    query's pushed read to that query). Spark hands filters to Python sources only with
     ``spark.sql.python.filterPushdown.enabled=true``, so ``register`` sets
     it for the session, unless ``filter_pushdown=False`` or the session
     already sets it to ``false`` explicitly. Turning it off (either way, or
@@ -97,11 +107,20 @@ def register(spark: Any = None, *, check_workers: bool | None = None, filter_pus
             log.warning(
                 "kafkabatch.spark: could not set %s=true (%s); filters are not pushed", FILTER_PUSHDOWN_CONF, error
             )
-    spark.dataSource.register(KafkaLogDataSource if filter_pushdown else KafkaLogDataSourceWithoutPushdown)
+    jvm_name = jvm_source_name(spark)
+    if jvm_name != KAFKA_LOG:  # Spark refuses a Python source named as a JVM one
+        try:
+            spark.dataSource.register(KafkaLogDataSource if filter_pushdown else KafkaLogDataSourceWithoutPushdown)
+        except Exception as error:  # a Spark Connect server with the jar: its classpath is unseen from here
+            if "DATA_SOURCE_ALREADY_EXISTS" not in str(error):
+                raise
+            jvm_name = KAFKA_LOG
+    jvm_is_kafka_log = jvm_name == KAFKA_LOG
     spark.dataSource.register(KafkaLogPythonDataSource if filter_pushdown else KafkaLogPythonDataSourceWithoutPushdown)
-    _say_which_source(spark)
+    _say_which_source(spark, jvm_name)
     if check_workers is None:
-        setting = str(spark.conf.get("spark.kafkabatch.checkWorkers", "true")).strip().lower()
+        default = "false" if jvm_is_kafka_log else "true"
+        setting = str(spark.conf.get("spark.kafkabatch.checkWorkers", default)).strip().lower()
         check_workers = setting not in FALSE
     if check_workers:
         check_worker_import(spark)
@@ -110,17 +129,20 @@ def register(spark: Any = None, *, check_workers: bool | None = None, filter_pus
 #: The JVM source's class, in the jar of :func:`kafkabatch.spark.jar_path`.
 JVM_SOURCE_CLASS = "io.github.kafkabatch.spark.KafkaLogSource"
 
+#: The name users read with: the JVM source where its jar is on the classpath.
+KAFKA_LOG = "kafka-log"
+
 #: Spark applications already told which source ``kafka-log`` is.
 _TOLD_APPLICATIONS: set[str] = set()
 
 
 def jvm_source_name(spark: Any) -> str | None:
-    """The short name of the JVM source (``kafka-log-jvm``) when its jar is on
-    ``spark``'s classpath, else None (no jar, or a Spark Connect client, which
-    can't see the server's classpath).
+    """The short name of the JVM source (``kafka-log``; it also answers to
+    ``kafka-log-jvm``) when its jar is on ``spark``'s classpath, else None (no
+    jar, or a Spark Connect client, which can't see the server's classpath).
 
     >>> kbs.jvm_source_name(spark)  # doctest: +SKIP
-    'kafka-log-jvm'
+    'kafka-log'
     """
     try:
         jvm = spark._jvm  # a classic session's py4j gateway; Spark Connect has none
@@ -133,8 +155,9 @@ def jvm_source_name(spark: Any) -> str | None:
         return None
 
 
-def _say_which_source(spark: Any) -> None:
-    """Log once per Spark application which source ``kafka-log`` names."""
+def _say_which_source(spark: Any, jvm_name: str | None) -> None:
+    """Log once per Spark application which source ``kafka-log`` names
+    (``jvm_name``: :func:`jvm_source_name`'s answer)."""
     try:
         application = str(spark.sparkContext.applicationId)
     except Exception:  # Spark Connect
@@ -142,14 +165,13 @@ def _say_which_source(spark: Any) -> None:
     if application in _TOLD_APPLICATIONS:
         return
     _TOLD_APPLICATIONS.add(application)
-    jvm_name = jvm_source_name(spark)
     if jvm_name is None:
         log.info(
             "kafkabatch.spark: kafka-log is the Python source (kafkabatch %s); add kafkabatch.spark.jar_path() to "
             "spark.jars for the JVM source",
             __version__,
         )
-    elif jvm_name == "kafka-log":
+    elif jvm_name == KAFKA_LOG:
         log.info(
             "kafkabatch.spark: kafka-log is the JVM source (%s on the classpath); the Python source is %s",
             JVM_SOURCE_CLASS,

@@ -46,6 +46,8 @@ final class HeaderAggregates {
     private List<InternalRow> rows;
     /** Why the headers can't answer it all (the core's words), once asked. */
     private String why;
+    /** The core refuses any push, even a partial one (every row must be read whole). */
+    private boolean declined;
 
     private HeaderAggregates(List<String> groupBy, List<String> names, List<DataType> types) {
         this.groupBy = List.copyOf(groupBy);
@@ -94,6 +96,11 @@ final class HeaderAggregates {
         return new HeaderAggregates(groupBy, names, types);
     }
 
+    /** Whether the core refuses any push of this aggregation, even a partial one. */
+    boolean declined() {
+        return declined;
+    }
+
     boolean sameQuestion(HeaderAggregates other) {
         return groupBy.equals(other.groupBy) && names.equals(other.names);
     }
@@ -103,6 +110,7 @@ final class HeaderAggregates {
         JsonNode answer = json(Native.headerAggregates(spec, String.join(",", names), grouping()));
         if (!answer.has("rows")) {
             why = answer.path("why").asText();
+            declined = answer.path("decline").asBoolean(false);
             return false;
         }
         rows = rowsOf(answer, groupBy, names.size());

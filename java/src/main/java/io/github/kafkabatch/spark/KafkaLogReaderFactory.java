@@ -3,6 +3,7 @@ package io.github.kafkabatch.spark;
 import java.util.Iterator;
 import java.util.Locale;
 
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
@@ -11,6 +12,7 @@ import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * Makes the executors' readers: columnar; rows (where Spark asks for them) come from the same batches. Made on
@@ -27,12 +29,15 @@ final class KafkaLogReaderFactory implements PartitionReaderFactory {
     private final String spec;
     private final byte[] arrowSchema;
     private final boolean ipc;
+    /** The Hadoop configuration of remote roots read through Hadoop's FileSystem; null when none is. */
+    private final Broadcast<SerializableConfiguration> hadoop;
 
     /** A factory of readers of the columns of {@code readSchema} (the scan's, after pruning). */
     KafkaLogReaderFactory(String spec, StructType readSchema) {
         SQLConf conf = SQLConf.get();
         // (schema, time zone, largeVarTypes): Binary and Utf8 with 32-bit offsets, as the core builds them
         this.spec = spec;
+        this.hadoop = HadoopStorage.broadcastFor(spec);
         this.arrowSchema = ArrowUtils.toArrowSchema(readSchema, conf.sessionLocalTimeZone(), false).serializeAsMessage();
         String transfer = conf.getConfString(TRANSFER, "zero-copy").trim().toLowerCase(Locale.ROOT);
         switch (transfer) {
@@ -44,7 +49,8 @@ final class KafkaLogReaderFactory implements PartitionReaderFactory {
     }
 
     private ColumnarReader open(InputPartition partition) {
-        return new ColumnarReader(((KafkaLogPartition) partition).splits(), spec, arrowSchema, ipc);
+        byte[][] splits = ((KafkaLogPartition) partition).splits();
+        return HadoopStorage.opening(hadoop, () -> new ColumnarReader(splits, spec, arrowSchema, ipc));
     }
 
     @Override

@@ -181,7 +181,7 @@ final class KafkaLogScanBuilder
             complete = question.answer(spec(false));
             asked = question;
         }
-        return asked;
+        return asked.declined() ? null : asked;
     }
 
     @Override

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.CompositeReadLimit;
@@ -120,10 +121,12 @@ final class KafkaLogStream implements MicroBatchStream, SupportsTriggerAvailable
     @Override
     public InputPartition[] planInputPartitions(Offset start, Offset end) {
         String begin = start == null ? "{}" : start.json();
-        byte[][] splits = Native.streamPlan(handle(), begin, end.json());
-        InputPartition[] planned = new InputPartition[splits.length];
-        for (int i = 0; i < splits.length; i++) {
-            planned[i] = new KafkaLogPartition(new byte[][] {splits[i]});
+        // minPartitions' default: Spark's default parallelism, as for a batch read
+        byte[][][] tasks = Native.streamPlanTasks(
+                handle(), begin, end.json(), SparkContext.getOrCreate().defaultParallelism());
+        InputPartition[] planned = new InputPartition[tasks.length];
+        for (int i = 0; i < tasks.length; i++) {
+            planned[i] = new KafkaLogPartition(tasks[i]);
         }
         return planned;
     }
@@ -146,6 +149,8 @@ final class KafkaLogStream implements MicroBatchStream, SupportsTriggerAvailable
                 }
             });
             options.remove(starting);
+            // a micro-batch's reader: a segment deleted since planning is failOnDataLoss's business
+            node.put("stream", true);
             return node.toString();
         } catch (JsonProcessingException | ClassCastException e) {
             throw new IllegalStateException("the spec is JSON written by KafkaLogScanBuilder", e);

@@ -16,8 +16,12 @@ final class KafkaLogTable implements SupportsRead {
     /** The source's schema, {@code value} typed where the options ask for it ({@link ValueSchemas}). */
     private final StructType schema;
 
-    KafkaLogTable(StructType schema) {
+    /** The core's resolved specs of the typed columns (null: none, or resolved by the readers). */
+    private final String valueSpecs;
+
+    KafkaLogTable(StructType schema, String valueSpecs) {
         this.schema = schema;
+        this.valueSpecs = valueSpecs;
     }
 
     @Override
@@ -42,6 +46,6 @@ final class KafkaLogTable implements SupportsRead {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-        return new KafkaLogScanBuilder(Options.toJson(options), schema);
+        return new KafkaLogScanBuilder(Options.toJson(options, valueSpecs), schema);
     }
 }

@@ -16,6 +16,13 @@ final class Native {
     static native void checkOptions(String optionsJson);
 
     /**
+     * Checks the options as {@link #checkOptions} does and resolves the typed columns they ask for (a schema
+     * registry is asked here): an Arrow IPC schema of those columns in the Arrow types Spark reads, the core's
+     * resolved specs in its metadata; null when no column is typed.
+     */
+    static native byte[] readColumns(String optionsJson);
+
+    /**
      * The scan's splits (the core's serialised {@code Split}s) in topic, partition, offset order, packed
      * into tasks (one array each); {@code spec} is the read as {@link KafkaLogScanBuilder} writes it,
      * {@code defaultMinPartitions} stands in for an unset {@code minPartitions}.
@@ -39,6 +46,12 @@ final class Native {
      * {@link #headerAggregates}' rows JSON: a row per group of these splits (a row of all, even of none).
      */
     static native String splitAggregates(byte[][] splits, String spec, String aggregates, String groupBy);
+
+    /**
+     * The read's {@code fs.*} options as name, value pairs when it reads a remote root through Hadoop's
+     * FileSystem (option {@code storage}), else null.
+     */
+    static native String[] hadoopOptions(String spec);
 
     /** The bytes of the segment a split covers. */
     static native long splitBytes(byte[] split);
@@ -98,8 +111,11 @@ final class Native {
     /** {@code Trigger.AvailableNow}: stop at what is available now. */
     static native void streamPrepareAvailableNow(long stream);
 
-    /** The splits (the core's serialised {@code Split}s) of the micro-batch from {@code start} to {@code end}. */
-    static native byte[][] streamPlan(long stream, String start, String end);
+    /**
+     * The splits (the core's serialised {@code Split}s) of the micro-batch from {@code start} to {@code end},
+     * packed into tasks as {@link #planTasks} packs a batch read's.
+     */
+    static native byte[][][] streamPlanTasks(long stream, String start, String end, int defaultMinPartitions);
 
     /** A micro-batch up to {@code end} was committed. */
     static native void streamCommit(long stream, String end);

@@ -1,38 +1,83 @@
 package io.github.kafkabatch.spark;
 
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.nio.channels.Channels;
+import java.util.HashMap;
+import java.util.Map;
+
+import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * The read schema of typed values: {@link KafkaLogSource#SCHEMA} with {@code value} of the type {@code valueFormat}
- * and {@code valueSchema} give it. JSON with a Spark DDL {@code valueSchema} for now (parsed by Spark itself, every
- * field nullable, as the Python source types it); the core parses the values into that type's Arrow form.
+ * The read schema of typed values and keys: {@link KafkaLogSource#SCHEMA} with {@code value} and {@code key} of the
+ * types the value options give them. The core decides ({@code Native.readColumns}: formats, schemas, the registry,
+ * the Python source's checks and errors) and gives each typed column's Arrow type; Spark's own {@code ArrowUtils}
+ * makes it a Spark type (every field nullable, as the Python source types it). A JSON column typed by Spark text
+ * (DDL, StructType JSON) is read by Spark's parser here.
  */
 final class ValueSchemas {
+    /** The field metadata key of a Spark-typed JSON column's schema text (bindings/jni values.rs). */
+    private static final String SPARK_SCHEMA = "kafkabatch.sparkSchema";
+
+    /** The schema metadata key of the resolved specs. */
+    private static final String SPECS = "kafkabatch.values";
+
     private ValueSchemas() {}
 
-    /** The read schema the options ask for (the core checks the value options themselves). */
-    static StructType readSchema(CaseInsensitiveStringMap options) {
-        String format = options.get("valueFormat");
-        String ddl = options.get("valueSchema");
-        if (format == null || ddl == null || !format.trim().equalsIgnoreCase("json")) {
-            return KafkaLogSource.SCHEMA;
+    /** The read schema and the core's resolved specs of its typed columns (null when none is typed). */
+    record Resolved(StructType schema, String specs) {}
+
+    /** Checks the options (as planning would) and resolves the typed columns they ask for. */
+    static Resolved resolve(CaseInsensitiveStringMap options) {
+        byte[] message = Native.readColumns(Options.toJson(options, null));
+        if (message == null) {
+            return new Resolved(KafkaLogSource.SCHEMA, null);
         }
-        DataType value = nullable(StructType.fromDDL(ddl));
+        Schema arrow;
+        try {
+            arrow = MessageSerializer.deserializeSchema(
+                new ReadChannel(Channels.newChannel(new ByteArrayInputStream(message))));
+        } catch (IOException e) {
+            throw new IllegalStateException("the core's typed columns are an Arrow IPC schema", e);
+        }
+        Map<String, DataType> typed = new HashMap<>();
+        for (Field field : arrow.getFields()) {
+            String text = field.getMetadata() == null ? null : field.getMetadata().get(SPARK_SCHEMA);
+            DataType type = text != null ? sparkType(field.getName(), text) : ArrowUtils.fromArrowField(field);
+            typed.put(field.getName(), nullable(type));
+        }
         StructField[] fields = KafkaLogSource.SCHEMA.fields().clone();
         for (int i = 0; i < fields.length; i++) {
-            if (fields[i].name().equals("value")) {
-                fields[i] = new StructField("value", value, true, fields[i].metadata());
+            DataType type = typed.get(fields[i].name());
+            if (type != null) {
+                fields[i] = new StructField(fields[i].name(), type, true, fields[i].metadata());
             }
         }
-        return new StructType(fields);
+        return new Resolved(new StructType(fields), arrow.getCustomMetadata().get(SPECS));
     }
 
-    /** {@code type} with every field, element and map value nullable. */
+    /** A {@code valueSchema}/{@code keySchema} in Spark's words: DDL or StructType JSON. */
+    private static DataType sparkType(String column, String text) {
+        String trimmed = text.trim();
+        try {
+            return trimmed.startsWith("{") ? DataType.fromJson(trimmed) : DataType.fromDDL(trimmed);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException(column + "Schema: not a Spark schema (DDL or StructType JSON): "
+                + e.getMessage(), e);
+        }
+    }
+
+    /** {@code type} with every field, element, map key and value nullable. */
     private static DataType nullable(DataType type) {
         if (type instanceof StructType struct) {
             StructField[] fields = struct.fields().clone();
@@ -45,7 +90,7 @@ final class ValueSchemas {
             return new ArrayType(nullable(array.elementType()), true);
         }
         if (type instanceof MapType map) {
-            return new MapType(map.keyType(), nullable(map.valueType()), true);
+            return new MapType(nullable(map.keyType()), nullable(map.valueType()), true);
         }
         return type;
     }
