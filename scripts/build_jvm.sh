@@ -49,6 +49,9 @@ javac --release 17 -Xlint:all,-path,-classfile -Werror -encoding UTF-8 -cp "$SPA
 cp -R java/src/main/resources/. "$out/classes/"
 if [ "${NATIVE:-1}" != 0 ]; then
   cp "$target_dir/release/$lib" "$out/classes/io/github/kafkabatch/native/$os-$arch/"
+  # its SHA-256 beside it: NativeLoader names the extracted copy by it without hashing the library each session
+  "$PY" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' \
+    "$target_dir/release/$lib" > "$out/classes/io/github/kafkabatch/native/$os-$arch/$lib.sha256"
 else
   rmdir "$out/classes/io/github/kafkabatch/native/$os-$arch" "$out/classes/io/github/kafkabatch/native"
 fi

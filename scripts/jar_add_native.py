@@ -4,13 +4,15 @@
 
 PLATFORM is ``<os>-<arch>`` as the Java ``NativeLoader`` names it (``linux-x86_64``,
 ``linux-aarch64``, ``darwin-aarch64``, ``darwin-x86_64``, ``windows-x86_64``); the
-library lands at ``io/github/kafkabatch/native/<PLATFORM>/<file name>``, replacing
-one already there. The release workflow builds the Java classes once (``make jvm``
-with ``NATIVE=0``), then each wheel job adds its own platform's library before
-packing the jar into the wheel, and one more job adds them all into one jar.
+library lands at ``io/github/kafkabatch/native/<PLATFORM>/<file name>`` with its
+SHA-256 beside it (``<file name>.sha256``), replacing those already there. The
+release workflow builds the Java classes once (``make jvm`` with ``NATIVE=0``),
+then each wheel job adds its own platform's library before packing the jar into
+the wheel, and one more job adds them all into one jar.
 Runs on the Python of manylinux containers (3.6+): standard library only.
 """
 
+import hashlib
 import os
 import re
 import shutil
@@ -30,9 +32,12 @@ def add(jar, library, platform):
     try:
         with zipfile.ZipFile(jar) as old, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as new:
             for item in old.infolist():
-                if item.filename != name:
+                if item.filename not in (name, name + ".sha256"):
                     new.writestr(item, old.read(item.filename))
             new.write(library, name)
+            # its SHA-256 beside it: NativeLoader names the extracted copy by it without hashing the library
+            with open(library, "rb") as f:
+                new.writestr(name + ".sha256", hashlib.sha256(f.read()).hexdigest() + "\n")
         shutil.move(tmp, jar)
     finally:
         if os.path.exists(tmp):

@@ -9,6 +9,7 @@ JVM that never started Python and a Spark SQL-only read. The jar comes from
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -78,7 +79,11 @@ def test_jar_holds_the_source_and_this_platforms_library(jar):
         "io.github.kafkabatch.spark.KafkaLogSource",
         "io.github.kafkabatch.spark.KafkaLogJvmSource",
     ]
-    assert f"io/github/kafkabatch/native/{os_name}-{arch}/{lib[os_name]}" in names
+    library = f"io/github/kafkabatch/native/{os_name}-{arch}/{lib[os_name]}"
+    assert library in names
+    # its SHA-256 beside it names the folder NativeLoader extracts it to
+    with zipfile.ZipFile(jar) as z:
+        assert z.read(library + ".sha256").decode().strip() == hashlib.sha256(z.read(library)).hexdigest()
 
 
 def test_jar_path_names_make_jvm_when_missing(monkeypatch):
@@ -280,8 +285,10 @@ def test_a_jvm_that_never_saw_python(jar, log, tmp_path):
     # What spark-submit adds to every JVM it starts (JavaModuleOptions), for Arrow's direct buffers
     # on Java 17: a plain `java` running Spark needs it whatever the data source.
     opens = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true"]
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
     done = subprocess.run(
-        ["java", *opens, "-cp", f"{tmp_path}{os.pathsep}{classpath}", "Main", str(log)],
+        ["java", *opens, f"-Djava.io.tmpdir={tmpdir}", "-cp", f"{tmp_path}{os.pathsep}{classpath}", "Main", str(log)],
         env=env,
         capture_output=True,
         text=True,
@@ -293,6 +300,9 @@ def test_a_jvm_that_never_saw_python(jar, log, tmp_path):
     for r in rows_of(expected_table(log)):
         want[(r[0], r[1])] = want.get((r[0], r[1]), 0) + 1
     assert [(t, int(p), int(n)) for t, p, n in got] == [(t, p, n) for (t, p), n in sorted(want.items())]
+    # the packed library, extracted to a folder named by its SHA-256
+    (extracted,) = tmpdir.glob("kafkabatch-*/*kafkabatch_jni*")
+    assert extracted.parent.name == "kafkabatch-" + hashlib.sha256(extracted.read_bytes()).hexdigest()
     # -Dkafkabatch.native.path replaces the library packed in the jar
     elsewhere = tmp_path / "elsewhere" / "libkafkabatch_jni.so"
     done = subprocess.run(

@@ -377,6 +377,12 @@ fn fold(aggregate: Aggregate, into: &mut Option<i64>, value: Option<i64>) {
     };
 }
 
+/// The smallest and largest of some values (none: no value).
+type Extremes = (Option<i64>, Option<i64>);
+
+/// A group: its topic (none when grouped over all) and partition (none unless grouped by topic-partition).
+type GroupKey = (Option<String>, Option<i64>);
+
 /// One split's rows and its values of the aggregates asked for.
 struct SplitPartial {
     rows: u64,
@@ -426,9 +432,8 @@ fn row_partial(
     context.columns = columns;
     context.limit = None;
     let mut rows = 0u64;
-    let (mut offsets, mut stamps): ((Option<i64>, Option<i64>), (Option<i64>, Option<i64>)) =
-        ((None, None), (None, None));
-    let range = |values: &[i64], (lo, hi): &mut (Option<i64>, Option<i64>)| {
+    let (mut offsets, mut stamps): (Extremes, Extremes) = ((None, None), (None, None));
+    let range = |values: &[i64], (lo, hi): &mut Extremes| {
         if let (Some(min), Some(max)) = (values.iter().min(), values.iter().max()) {
             *lo = Some(lo.map_or(*min, |l| l.min(*min)));
             *hi = Some(hi.map_or(*max, |h| h.max(*max)));
@@ -509,7 +514,7 @@ pub fn split_aggregates(
             .map(|a| (*a == Aggregate::Count).then_some(0))
             .collect()
     };
-    let mut groups: BTreeMap<(Option<String>, Option<i64>), Vec<Option<i64>>> = BTreeMap::new();
+    let mut groups: BTreeMap<GroupKey, Vec<Option<i64>>> = BTreeMap::new();
     if group_by == GroupBy::All {
         groups.insert((None, None), empty());
     }

@@ -21,7 +21,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads splits through the core into {@link ColumnarBatch}es of {@link ArrowColumnVector}s, in exactly the
+ * Reads splits through the core into {@link ColumnarBatch}es of {@link ArrowColumnVector}s ({@link
+ * NullCountedVector}s: no validity lookups in columns without nulls), in exactly the
  * Arrow schema Spark derives from the read schema. Two transports: by default the core's buffers are handed
  * over in place ({@link ArrowImport}: no copy; they are released when Arrow Java lets go of them); with
  * {@code spark.kafkabatch.arrowTransfer=ipc} the batches arrive as an Arrow IPC stream (the native reader
@@ -93,7 +94,7 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
         List<FieldVector> vectors = loaded.getFieldVectors();
         ColumnVector[] columns = new ColumnVector[vectors.size()];
         for (int i = 0; i < columns.length; i++) {
-            columns[i] = new ArrowColumnVector(vectors.get(i));
+            columns[i] = new NullCountedVector(vectors.get(i));
         }
         batch = new ColumnarBatch(columns, loaded.getRowCount());
         return true;
