@@ -1359,7 +1359,8 @@ mod tests {
             let base = log.file_stem().unwrap().to_str().unwrap();
             let object = folder.join(format!("{base}-{id}.log"));
             std::fs::write(&object, stored).unwrap();
-            let packed = crate::tiered::chunk_index::BASE64.encode(crate::tiered::write::pack_sizes(&sizes));
+            let packed = crate::tiered::write::zstd_frame(&crate::tiered::write::pack_sizes(&sizes)).unwrap();
+            let packed = crate::tiered::chunk_index::BASE64.encode(packed);
             let empty = r#"{"position":0,"size":0}"#;
             let manifest = format!(
                 r#"{{"version":"1","chunkIndex":{{"type":"variable","originalChunkSize":2048,"originalFileSize":{},"transformedChunks":"{packed}"}},"segmentIndexes":{{"offset":{empty},"timestamp":{empty},"producerSnapshot":{empty},"leaderEpoch":{empty},"transaction":null}},"compression":true}}"#,
@@ -1391,9 +1392,8 @@ mod tests {
     fn a_chunk_that_cant_be_undone_costs_its_batches_under_skip_and_fails_a_strict_read() {
         use crate::decode::OnError;
         let dir = generated("bad-chunk");
-        let bucket = dir.join("bucket");
+        let bucket = dir.with_extension("bucket");
         let objects = uploaded(&dir, &bucket, None);
-        let all: Vec<Row> = expected(&dir, false).into_iter().filter(|r| r.0 == "orders").collect();
         let size = std::fs::metadata(&objects[1]).unwrap().len() as usize;
         damage(&objects[1], size / 2);
         let root = bucket.to_str().unwrap();
@@ -1439,15 +1439,15 @@ mod tests {
             let first_lost = want.iter().position(|r| !got.contains(r)).unwrap();
             assert!(want[first_lost..].iter().filter(|r| got.contains(r)).count() > 0);
         }
-        assert!(all.len() > 1000);
         std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&bucket).unwrap();
     }
 
     #[test]
     fn a_damaged_segment_is_read_from_its_twin_whatever_the_mode() {
         use crate::decode::OnError;
         let dir = generated("twin");
-        let bucket = dir.join("bucket");
+        let bucket = dir.with_extension("bucket");
         let objects = uploaded(&dir, &bucket, Some(1));
         let want: Vec<Row> = expected(&dir, false).into_iter().filter(|r| r.0 == "orders").collect();
         let root = bucket.to_str().unwrap();
@@ -1487,6 +1487,7 @@ mod tests {
         assert_eq!(got, want);
         assert!(objects.len() > 2);
         std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&bucket).unwrap();
     }
 
     #[test]
