@@ -8,6 +8,7 @@ suite builds and a sample Aiven bucket, under bounds and both isolation levels.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,58 @@ def test_tiered_bucket_every_offset_once(bucket):
 def test_tiered_bucket_without_keys_names_the_key_pair(bucket):
     with pytest.raises(ValueError, match="no keys were given"):
         core(bucket.folder)
+
+
+#: The damaged buckets of test_tiered_damage (uploaded by the plugin's own
+#: transforms, then damaged one way each) that the core's reader must read as
+#: ``scan_log`` does: the same rows, or an error naming the same object.
+DAMAGES = ("no_log", "bad_chunk", "truncated", "twin_damaged", "bad_chunk_twin", "no_manifest",
+           "partition_folder_word", "end_offset_huge", "size_short", "no_indexes")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def damage_broker(tmp_path_factory) -> Path:
+    """test_tiered_damage's partition: five small segments."""
+    pytest.importorskip("Crypto")
+    pytest.importorskip("cryptography")
+    root = tmp_path_factory.mktemp("damage-broker")
+    kb.generate(root, size="280KB", topics=[kb.TopicSpec("orders", 1, codec="lz4")], segment_bytes="56KB",
+                progress=False)  # fmt: skip
+    return root
+
+
+@pytest.mark.parametrize("mode", ["zstd", "zstd+encrypted"])
+@pytest.mark.parametrize("case", DAMAGES)
+def test_a_damaged_bucket_reads_as_scan_log_reads_it(damage_broker, tmp_path, mode, case):
+    """Under ``on_error="skip"`` the rows of ``scan_log`` (a chunk that can't be
+    undone costs its batches, a damaged copy is read from its twin, a segment
+    that can't be listed or opened is left out); under ``"raise"`` its rows, or
+    an error naming the same object."""
+    import test_tiered_damage as td
+    import tiered_fixtures as tf
+
+    key = tf.make_key_pair("key-1")
+    root = tmp_path / "bucket"
+    td.upload(damage_broker, root, mode, key)
+    damage = getattr(td, case)(root, mode, damage_broker, key)
+    keys = {key.key_id: key.private_pem}
+    for isolation in ("read_uncommitted", "read_committed"):
+        options = {"tiered_keys": keys, "isolation": isolation, "start_offset": damage.start_offset}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = kb.scan_log(root, on_error="skip", **options).read_all()
+        assert core(root, on_error="skip", **options).equals(theirs), (case, isolation)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                theirs = kb.scan_log(root, **options).read_all()
+        except kb.KafkaBatchError as error:
+            assert damage.named in str(error)
+            # (an error met while streaming reaches Python as pyarrow's, with the core's words)
+            with pytest.raises((kb.KafkaBatchError, pa.ArrowInvalid), match=damage.named.replace("?", r"\?")):
+                core(root, **options)
+        else:
+            assert core(root, **options).equals(theirs), (case, isolation)
 
 
 def test_bad_options_in_the_callers_words(generated):

@@ -614,7 +614,6 @@ SPARK_CASES = [end_offset_huge, no_log, bad_chunk, twin_damaged, bad_chunk_twin,
 
 @pytest.mark.spark
 @pytest.mark.parametrize("case", SPARK_CASES, ids=[c.__name__ for c in SPARK_CASES])
-@pytest.mark.jvm_lacks("mode=DROPMALFORMED")
 def test_spark_agrees_with_scan_log(spark, kafka_log, broker, key, tmp_path, case):
     """The same damaged bucket gives Spark the rows scan_log gives: with
     DROPMALFORMED those of on_error="skip"; with FAILFAST, the rows of a

@@ -225,6 +225,8 @@ pub mod text {
 
     /// The suffix of an Aiven remote segment's manifest.
     pub const MANIFEST: &str = ".rsm-manifest";
+    /// The suffix of the object holding an Aiven remote segment's indexes.
+    pub const INDEXES: &str = ".indexes";
 
     pub fn not_topic_partition(folder: &str, missing: &str) -> String {
         format!(

@@ -17,10 +17,14 @@
 //! of one partition under several roots (a bucket and a broker log dir) give
 //! each offset once.
 //!
+//! A damaged remote segment is read from another copy of its offsets when
+//! the listing found one (its twins, carried by its [`Split`]); under
+//! `on_error = skip`, remote segments that can't be listed are left out
+//! ([`Plan::problems`]), and the reader goes on past what it can't read of
+//! the others (see [`crate::scan::read`]).
+//!
 //! Not here yet: seeks with tiered `.indexes` (remote segments are walked
-//! from their first batch); reading another copy of a damaged remote segment
-//! (its twins); skipping segments that can't be listed or opened under
-//! `on_error = skip` (they fail the plan or the read).
+//! from their first batch).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -136,6 +140,12 @@ pub struct Split {
     pub end_ts_us: Option<i64>,
     /// The partition's transactions (read_committed), from the plan's pre-pass.
     pub transactions: Option<Vec<Transaction>>,
+    /// Other copies of the segment's offsets (another upload, a broker
+    /// folder), each as a split of the offsets this one returns: read
+    /// instead, from the first offset not returned yet, when this one turns
+    /// out damaged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub twins: Vec<Split>,
 }
 
 impl Split {
@@ -198,6 +208,9 @@ pub struct Plan {
     pub partitions: Vec<PartitionPlan>,
     /// What listing warned about (remote uploads in progress or abandoned).
     pub warnings: Vec<ListWarning>,
+    /// Remote segments that can't be listed, left out under `on_error = skip`
+    /// (else they fail the plan), each naming its object.
+    pub problems: Vec<String>,
     /// Index files that could not be trusted (each such segment is read from its start), naming them.
     pub index_warnings: Vec<String>,
 }
@@ -548,7 +561,7 @@ impl Scan {
         let options = ListOptions {
             topic: self.topic_override.clone(),
             partition: self.partition_override,
-            collect_problems: false,
+            collect_problems: self.on_error == OnError::Skip,
         };
         let held = read::HeldByBytes { context };
         let storage = |root: &str| {
@@ -562,6 +575,7 @@ impl Scan {
         };
         let listing = list_roots(&self.roots, &storage, &options, &held)?;
         let (mut segments, warnings) = (listing.segments, listing.warnings);
+        let problems = listing.problems.iter().map(|(_, p)| p.to_string()).collect();
         if let Some(glob) = &self.name_glob {
             keep_names(&mut segments, glob);
         }
@@ -587,9 +601,10 @@ impl Scan {
                 ScanIsolation::ReadUncommitted => None,
             };
             let mut splits = Vec::new();
-            for (seg, planned) in group
+            for (i, (seg, planned)) in group
                 .iter()
                 .zip(plan_segments(&group, &bounds, false, true, &mut index_warnings))
+                .enumerate()
             {
                 let (start, end) = match planned {
                     SegmentPlan::Skipped => continue,
@@ -598,22 +613,28 @@ impl Scan {
                     SegmentPlan::Elsewhere => (0, seg.size),
                 };
                 let (so, eo) = segment_bounds(seg, bounds.start_offset, bounds.end_offset);
-                splits.push(Split {
+                let split = |copy: &Segment, start: u64, end: u64, end_offset: Option<i64>| Split {
                     version: SPLIT_VERSION,
-                    path: seg.path.clone(),
+                    path: copy.path.clone(),
                     topic: topic.clone(),
                     partition,
-                    layout: seg.layout.as_str().to_string(),
-                    manifest: seg.manifest.clone(),
-                    size: seg.size.max(end),
+                    layout: copy.layout.as_str().to_string(),
+                    manifest: copy.manifest.clone(),
+                    size: copy.size.max(end),
                     start,
                     end,
                     start_offset: so,
-                    end_offset: eo,
+                    end_offset,
                     start_ts_us: bounds.start_ts_us,
                     end_ts_us: bounds.end_ts_us,
                     transactions: transactions.clone(),
-                });
+                    twins: Vec::new(),
+                };
+                // a copy is read up to where the partition's next segment takes over
+                let stop = next_start(&group, i).map_or(eo, |n| Some(eo.map_or(n, |e| e.min(n))));
+                let mut planned = split(seg, start, end, eo);
+                planned.twins = seg.twins.iter().map(|t| split(t, 0, t.size, stop)).collect();
+                splits.push(planned);
             }
             partitions.push(PartitionPlan {
                 topic,
@@ -625,6 +646,7 @@ impl Scan {
         Ok(Plan {
             partitions,
             warnings,
+            problems,
             index_warnings,
         })
     }
@@ -807,6 +829,13 @@ fn plan_local_segment(
     (plan, last)
 }
 
+/// The first offset the segment after `group[i]` returns (`None` for the last).
+pub fn next_start(group: &[Segment], i: usize) -> Option<i64> {
+    let following = group.get(i + 1)?;
+    let base = following.base_offset?;
+    Some(following.floor_offset.map_or(base, |floor| floor.max(base)))
+}
+
 /// Bounds no record can meet: `start >= end` for offsets or for times.
 fn empty(b: &HeaderBounds) -> bool {
     matches!((b.start_offset, b.end_offset), (Some(s), Some(e)) if s >= e)
@@ -899,6 +928,7 @@ mod tests {
                 first_offset: 3,
                 last_offset: None,
             }]),
+            twins: Vec::new(),
         };
         let bytes = split.to_bytes();
         assert_eq!(Split::from_bytes(&bytes).unwrap(), split);

@@ -9,6 +9,15 @@
 //! transactions not finished before its first offset (what a broker sends
 //! with a fetch from there), from the plan's pre-pass
 //! (`partition_transactions`).
+//!
+//! A damaged remote segment (a `.log` object missing or truncated, a bad
+//! manifest, a chunk that can't be undone) is read from another copy of its
+//! offsets when its split carries one (its twins), from the first offset not
+//! returned yet, whatever `on_error` says. Without one, under
+//! `on_error = skip`, a chunk that can't be undone costs the batches that
+//! overlap it (the read goes on at the first whole batch after it) and other
+//! damage the rest of the segment; each loss is counted in the split's
+//! [`SplitReport`]. Otherwise the error ends the read.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -19,19 +28,20 @@ use arrow_array::{BooleanArray, RecordBatch};
 use arrow_buffer::{BooleanBuffer, Buffer};
 use rsa::RsaPrivateKey;
 
-use super::layouts::Layout;
+use super::index::offset_index_entries;
+use super::layouts::{remote_name, sibling, Layout};
 use super::listing::{segment_bounds, HeldOffsets, Segment};
-use super::naming::is_remote;
+use super::naming::{is_remote, text};
 use super::plan::{ScanError, Split, Transaction};
 use super::walk::{walk, Walk, Window};
 use crate::arrow_out::Columns;
 use crate::batch::WalkEnd;
-use crate::decode::{decode_range_columns, DecodeOptions, Isolation};
+use crate::decode::{decode_range_columns, DecodeOptions, Isolation, OnError};
 use crate::error::{DecodeError, ErrorKind};
 use crate::prune::{row_mask, HeaderBounds};
 use crate::storage::{LocalStorage, Location, Storage};
 use crate::tiered::source::TieredSource;
-use crate::tiered::{parse_manifest, transform_for, Manifest, TieredError, Transform};
+use crate::tiered::{parse_manifest, transform_for, IndexKind, Manifest, TieredError, Transform};
 use crate::txn::AbortedTxn;
 
 /// Size of the fixed prefix every batch and legacy message starts with: offset (8) and length (4).
@@ -342,7 +352,8 @@ pub struct SplitReport {
     pub start: u64,
     pub end: u64,
     pub size: u64,
-    /// Rows returned, corrupt batches dropped and their bytes.
+    /// Batches decoded, rows returned, corrupt batches dropped and their bytes.
+    pub batches: usize,
     pub rows: usize,
     pub skipped: usize,
     pub skipped_bytes: usize,
@@ -352,26 +363,67 @@ pub struct SplitReport {
     pub trailing_bytes: usize,
     pub status: &'static str,
     pub end_error: Option<String>,
+    /// What a damaged remote segment (or a copy of it) cost, in order: a
+    /// chunk that can't be undone, or, without a chunk, the rest of that copy.
+    pub lost: Vec<Lost>,
+    /// The other copy of the segment's offsets read instead of this damaged one.
+    pub twin: Option<String>,
+}
+
+/// A piece of a remote segment that could not be read (see [`SplitReport::lost`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub chunk: Option<usize>,
+    pub reason: String,
+}
+
+impl Lost {
+    fn part(&self) -> String {
+        match self.chunk {
+            Some(chunk) => format!("chunk {chunk} ({})", self.reason),
+            None => format!("the rest of the segment ({})", self.reason),
+        }
+    }
 }
 
 impl SplitReport {
     /// Whether the split lost anything (what a PERMISSIVE read reports).
     pub fn lost_any(&self) -> bool {
-        self.skipped > 0 || self.trailing_bytes > 0
+        self.skipped > 0 || self.trailing_bytes > 0 || !self.lost.is_empty()
     }
 
     /// One line, for logs: the Python source's words (`SegmentResult.describe`).
     pub fn describe(&self) -> String {
+        if let (Some(twin), Some(first)) = (&self.twin, self.lost.first()) {
+            // the first loss is this copy's damage, the others the twin's read
+            let mut text = format!(
+                "{}: damaged ({}); its offsets read from {twin} instead: {} rows",
+                self.path, first.reason, self.rows
+            );
+            for lost in &self.lost[1..] {
+                text += &format!("; skipped {}", lost.part());
+            }
+            return text;
+        }
+        if let Some(first) = self.lost.first().filter(|_| self.batches == 0 && self.rows == 0) {
+            return format!("{}: not read: {}", self.path, first.reason);
+        }
         let mut text = if (self.start, self.end) == (0, self.size) {
             self.path.clone()
         } else {
             format!("{} [bytes {}-{}]", self.path, self.start, self.end)
         };
-        let plural = if self.skipped == 1 { "" } else { "es" };
-        text += &format!(
-            ": {} rows; skipped {} corrupt batch{plural} ({} bytes)",
-            self.rows, self.skipped, self.skipped_bytes
-        );
+        text += &format!(": {} rows", self.rows);
+        if self.skipped > 0 || self.lost.is_empty() {
+            let plural = if self.skipped == 1 { "" } else { "es" };
+            text += &format!(
+                "; skipped {} corrupt batch{plural} ({} bytes)",
+                self.skipped, self.skipped_bytes
+            );
+        }
+        for lost in &self.lost {
+            text += &format!("; skipped {}", lost.part());
+        }
         if self.trailing_bytes > 0 {
             text += &format!("; {} trailing bytes ({})", self.trailing_bytes, self.status);
         }
@@ -384,14 +436,160 @@ impl SplitReport {
 
 /// One split being read.
 struct SplitRead {
+    /// The split (after a damage, the copy of its offsets being read instead).
     split: Split,
-    source: Source,
+    /// Opened on the first read.
+    source: Option<Source>,
     pos: u64,
     end: u64,
+    /// Pieces are read up to here first (the whole batches before a chunk that can't be undone).
+    limit: Option<u64>,
     done: bool,
     piece: Option<Piece>,
     windows: VecDeque<Window>,
     report: SplitReport,
+    /// The last offset of the batches decoded so far (where a copy takes over).
+    last_decoded: Option<i64>,
+    /// The other copies of the split's offsets not tried yet.
+    copies: VecDeque<Split>,
+    /// The error that made this split's own copy unreadable, once it did.
+    damaged: Option<ScanError>,
+}
+
+impl SplitRead {
+    fn new(mut split: Split) -> Self {
+        let report = SplitReport {
+            path: split.path.clone(),
+            start: split.start,
+            end: split.end,
+            size: split.size,
+            status: "clean",
+            ..SplitReport::default()
+        };
+        let copies = std::mem::take(&mut split.twins).into();
+        SplitRead {
+            report,
+            pos: split.start,
+            end: split.end,
+            split,
+            source: None,
+            limit: None,
+            done: false,
+            piece: None,
+            windows: VecDeque::new(),
+            last_decoded: None,
+            copies,
+            damaged: None,
+        }
+    }
+
+    /// Read the next copy of the offsets not returned yet instead (false: none is left).
+    fn next_copy(&mut self) -> bool {
+        let Some(mut copy) = self.copies.pop_front() else {
+            return false;
+        };
+        if let Some(last) = self.last_decoded {
+            copy.start_offset = Some(copy.start_offset.map_or(last + 1, |s| s.max(last + 1)));
+        }
+        self.report.twin = Some(copy.path.clone());
+        self.pos = copy.start;
+        self.end = copy.end;
+        self.split = copy;
+        self.source = None;
+        self.limit = None;
+        self.piece = None;
+        self.windows.clear();
+        true
+    }
+
+    /// Count `error` (a tiered failure) as lost to this split's read.
+    fn lose(&mut self, error: &ScanError, stats: &mut ReadStats) {
+        let lost = match error {
+            ScanError::Tiered { error, .. } => Lost {
+                chunk: error.chunk,
+                reason: error.reason.clone(),
+            },
+            other => Lost {
+                chunk: None,
+                reason: other.to_string(),
+            },
+        };
+        self.report.lost.push(lost);
+        stats.skipped.push(error.to_string());
+    }
+}
+
+/// Where a walk standing at `pos` (a batch boundary) goes when chunk `chunk`
+/// of a remote segment can't be undone (see [`past_bad_chunk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PastChunk {
+    /// Whole batches before the chunk end here: walk them first.
+    Before(u64),
+    /// The bytes from `pos` to here can't be walked: go on here (at `end`: nothing after it).
+    Resume(u64),
+}
+
+/// What to do at chunk `chunk` of `source` (the segment at `path`), which
+/// can't be undone, for a walk at `pos` within `end`: read the whole batches
+/// before it, then go on at the first batch found after it (with the offset
+/// index of the segment's `.indexes`, see [`resume_after`]).
+fn past_bad_chunk(
+    source: &mut TieredSource,
+    path: &str,
+    chunk: usize,
+    pos: u64,
+    end: u64,
+) -> Result<PastChunk, ScanError> {
+    let (bad_start, bad_end) = source.chunk_range(chunk)?;
+    let good_end = source.whole_batches_end(pos, bad_start.max(pos));
+    if good_end > pos {
+        return Ok(PastChunk::Before(good_end));
+    }
+    let indexes = Location::new(sibling(path, text::INDEXES));
+    let base = remote_name(path).map(|n| n.base_offset);
+    let resume = resume_after(source, bad_end.max(pos), &indexes, base).map_or(end, |r| r.min(end));
+    Ok(PastChunk::Resume(if resume > pos { resume } else { end }))
+}
+
+/// How far past a chunk that can't be undone a batch start is looked for
+/// when no offset index entry bounds the search.
+pub const RESYNC_LIMIT: u64 = 1 << 20;
+
+/// The first batch start at or after original byte `position` of a remote
+/// segment (the end of a chunk that can't be undone), or `None` when none is
+/// found: a position from which batches run exactly to the next entry of
+/// the segment's offset index (in `indexes`, its `.indexes` object; for a
+/// segment whose first offset is `base_offset`), or to the end of the
+/// segment, the first of them whole with a valid CRC. Candidates are tried
+/// up to [`RESYNC_LIMIT`] bytes past `position`.
+pub fn resume_after(
+    source: &mut TieredSource,
+    position: u64,
+    indexes: &Location,
+    base_offset: Option<i64>,
+) -> Option<u64> {
+    let size = source.size();
+    let mut target = size;
+    if let Some(base) = base_offset {
+        let entries = source
+            .index(IndexKind::Offset, indexes)
+            .ok()
+            .flatten()
+            .and_then(|raw| offset_index_entries(&raw, base).ok());
+        if let Some((_, positions)) = entries {
+            let after = positions
+                .iter()
+                .filter_map(|&p| u64::try_from(p).ok())
+                .find(|&p| position <= p && p < size);
+            if let Some(p) = after {
+                target = p;
+            }
+        }
+    }
+    let last = target.min(position.saturating_add(RESYNC_LIMIT));
+    (position..=last)
+        .find(|&candidate| candidate == target || source.batches_reach(candidate, target))
+        .filter(|&candidate| candidate < size)
 }
 
 /// The record batches of splits, in order: an iterator of
@@ -452,27 +650,8 @@ impl ScanReader {
                 let Some(split) = self.splits.pop_front() else {
                     return Ok(false);
                 };
-                let layout = split.layout();
-                let source = self.context.open(&split.path, layout, split.manifest.as_deref())?;
                 self.stats.splits += 1;
-                let report = SplitReport {
-                    path: split.path.clone(),
-                    start: split.start,
-                    end: split.end,
-                    size: split.size,
-                    status: "clean",
-                    ..SplitReport::default()
-                };
-                self.current = Some(SplitRead {
-                    report,
-                    pos: split.start,
-                    end: split.end.min(source.size()),
-                    split,
-                    source,
-                    done: false,
-                    piece: None,
-                    windows: VecDeque::new(),
-                });
+                self.current = Some(SplitRead::new(split));
                 continue;
             };
             if let Some(window) = read.windows.pop_front() {
@@ -484,29 +663,104 @@ impl ScanReader {
                 }
                 return Ok(true);
             }
-            if read.done || read.pos >= read.end {
+            if read.done || (read.source.is_some() && read.pos >= read.end) {
                 if let Some(done) = self.current.take() {
                     self.stats.finished.push(done.report);
                 }
                 continue;
             }
-            let piece = read.source.piece(read.pos, read.end, self.context.max_chunk_bytes)?;
-            let bounds = read.split.bounds();
-            let windows = piece
-                .walk
-                .windows(
-                    &piece.data,
-                    piece.from,
-                    piece.to,
-                    self.context.max_chunk_bytes,
-                    bounds.start_offset,
-                    bounds.end_offset,
-                )
-                .unwrap_or_else(|| vec![(piece.from, piece.to, true)]);
-            read.pos = piece.base + piece.to as u64;
-            read.windows = windows.into();
-            read.piece = Some(piece);
+            let step = match read.source.as_mut() {
+                None => {
+                    let split = &read.split;
+                    self.context
+                        .open(&split.path, split.layout(), split.manifest.as_deref())
+                        .map(|source| {
+                            read.end = read.end.min(source.size());
+                            read.source = Some(source);
+                        })
+                }
+                Some(source) => {
+                    let end = read.limit.map_or(read.end, |limit| limit.min(read.end));
+                    source.piece(read.pos, end, self.context.max_chunk_bytes).map(|piece| {
+                        let bounds = read.split.bounds();
+                        let windows = piece
+                            .walk
+                            .windows(
+                                &piece.data,
+                                piece.from,
+                                piece.to,
+                                self.context.max_chunk_bytes,
+                                bounds.start_offset,
+                                bounds.end_offset,
+                            )
+                            .unwrap_or_else(|| vec![(piece.from, piece.to, true)]);
+                        read.pos = piece.base + piece.to as u64;
+                        if read.limit.is_some_and(|limit| read.pos >= limit) {
+                            read.limit = None;
+                        }
+                        read.windows = windows.into();
+                        read.piece = Some(piece);
+                    })
+                }
+            };
+            if let Err(error) = step {
+                self.damaged(error)?;
+            }
         }
+    }
+
+    /// After `error` opening or reading the current split: a damaged remote
+    /// segment is read from another copy of its offsets when there is one
+    /// (whatever `on_error` says); else, under `on_error = skip`, a chunk that
+    /// can't be undone costs the batches that overlap it (the read goes on
+    /// past it) and any other damage the rest of the segment, counted in the
+    /// split's report; else the error stands.
+    fn damaged(&mut self, error: ScanError) -> Result<(), ScanError> {
+        let skip = self.context.options.on_error == OnError::Skip;
+        let Some(read) = self.current.as_mut() else {
+            return Err(error);
+        };
+        let ScanError::Tiered { error: tiered, .. } = &error else {
+            return Err(error);
+        };
+        let chunk = tiered.chunk;
+        let own_copy = read.damaged.is_none();
+        if own_copy && !read.copies.is_empty() {
+            read.lose(&error, &mut self.stats);
+            read.damaged = Some(error);
+            read.next_copy();
+            return Ok(());
+        }
+        if !skip {
+            if own_copy {
+                return Err(error);
+            }
+            read.lose(&error, &mut self.stats);
+            if read.next_copy() {
+                return Ok(());
+            }
+            return Err(read.damaged.take().unwrap_or(error));
+        }
+        if let (Some(chunk), Some(Source::Tiered(source))) = (chunk, read.source.as_mut()) {
+            let (pos, end) = (read.pos, read.end);
+            match past_bad_chunk(source, &read.split.path, chunk, pos, end)? {
+                PastChunk::Before(good_end) => read.limit = Some(good_end),
+                PastChunk::Resume(resume) => {
+                    let lost = usize::try_from(resume.saturating_sub(pos)).unwrap_or(usize::MAX);
+                    read.report.skipped_bytes += lost;
+                    self.stats.skipped_bytes += lost;
+                    read.lose(&error, &mut self.stats);
+                    read.pos = resume;
+                    read.done = resume >= end;
+                }
+            }
+            return Ok(());
+        }
+        read.lose(&error, &mut self.stats);
+        if !read.next_copy() {
+            read.done = true;
+        }
+        Ok(())
     }
 }
 
@@ -564,6 +818,7 @@ fn read_window(
         )
         .map_err(|e| relocate(e, piece.base, &read.split.path))?;
         stats.batches += decoded.batches;
+        read.report.batches += decoded.batches;
         stats.records += decoded.records;
         stats.skipped_bytes += decoded.skipped_bytes;
         stats.bytes_read += (y - x) as u64;
@@ -598,6 +853,11 @@ fn read_window(
                 out.push_back(batch);
             }
         }
+    }
+    // the offsets of the batches decoded so far: a copy of the segment takes over after them
+    let through = piece.walk.batches.partition_point(|f| f.position + f.size <= b);
+    if let Some(last) = through.checked_sub(1).map(|i| piece.walk.batches[i].last_offset) {
+        read.last_decoded = Some(read.last_decoded.map_or(last, |l| l.max(last)));
     }
     Ok(())
 }
@@ -645,38 +905,51 @@ impl Iterator for ScanReader {
 /// The read_committed pre-pass over one partition's segments (in log
 /// order), each walked over the offsets the overlap rule leaves to it: the
 /// transactions an ABORT marker ends, then those still open, sorted by first
-/// offset and producer.
+/// offset and producer. A damaged remote segment is walked in another copy
+/// of its offsets when there is one (as the read does); else, under
+/// `on_error = skip`, walked around its chunks that can't be undone, or left
+/// out (the read that follows counts what it lost).
 pub(crate) fn partition_transactions(group: &[Segment], context: &ReadContext) -> Result<Vec<Transaction>, ScanError> {
+    let skip = context.options.on_error == OnError::Skip;
     let mut open: BTreeMap<i64, i64> = BTreeMap::new();
     let mut done: Vec<Transaction> = Vec::new();
     for seg in group {
-        let (start, end) = segment_bounds(seg, None, None);
-        let mut source = context.open(&seg.path, seg.layout, seg.manifest.as_deref())?;
-        let size = source.size();
-        let mut pos = 0;
-        while pos < size {
-            let piece = source.piece(pos, size, context.max_chunk_bytes)?;
-            let ended = piece
-                .walk
-                .transaction_pass(
-                    &piece.data,
-                    piece.from..piece.to,
-                    &mut open,
-                    start,
-                    end,
-                    &context.options,
-                )
-                .unwrap_or_default();
-            done.extend(ended.into_iter().map(|t| Transaction {
-                producer_id: t.producer_id,
-                first_offset: t.first_offset,
-                last_offset: Some(t.marker_offset),
-            }));
-            let next = piece.base + piece.to as u64;
-            if next <= pos || piece.walk.valid_end < piece.to {
-                break; // the rest can't be walked
+        let span = segment_bounds(seg, None, None);
+        let mut walked = |copy: &Segment, around: bool| {
+            let before = (open.clone(), done.len());
+            let result = walk_transactions(copy, span, context, &mut open, &mut done, around);
+            if result.is_err() {
+                // this copy can't be walked: as if it never was
+                open = before.0;
+                done.truncate(before.1);
             }
-            pos = next;
+            result
+        };
+        let damaged = match walked(seg, false) {
+            Ok(()) => continue,
+            Err(e @ ScanError::Tiered { .. }) => e,
+            Err(e) => return Err(e),
+        };
+        let mut twin_walked = false;
+        for twin in &seg.twins {
+            match walked(twin, false) {
+                Ok(()) => {
+                    twin_walked = true;
+                    break;
+                }
+                Err(ScanError::Tiered { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if twin_walked {
+            continue;
+        }
+        if !skip {
+            return Err(damaged);
+        }
+        match walked(seg, true) {
+            Ok(()) | Err(ScanError::Tiered { .. }) => {}
+            Err(e) => return Err(e),
         }
     }
     done.extend(open.into_iter().map(|(producer_id, first_offset)| Transaction {
@@ -686,6 +959,55 @@ pub(crate) fn partition_transactions(group: &[Segment], context: &ReadContext) -
     }));
     done.sort_by_key(|t| (t.first_offset, t.producer_id));
     Ok(done)
+}
+
+/// The pre-pass over one copy of a segment, for the offsets `span` (`around`:
+/// chunks that can't be undone are walked around).
+fn walk_transactions(
+    copy: &Segment,
+    (start, end): (Option<i64>, Option<i64>),
+    context: &ReadContext,
+    open: &mut BTreeMap<i64, i64>,
+    done: &mut Vec<Transaction>,
+    around: bool,
+) -> Result<(), ScanError> {
+    let mut source = context.open(&copy.path, copy.layout, copy.manifest.as_deref())?;
+    let size = source.size();
+    let (mut pos, mut limit) = (0, None);
+    while pos < size {
+        let piece = match source.piece(pos, limit.unwrap_or(size), context.max_chunk_bytes) {
+            Ok(piece) => piece,
+            Err(ScanError::Tiered { object, error }) => {
+                let (Some(chunk), Source::Tiered(tiered), true) = (error.chunk, &mut source, around) else {
+                    return Err(ScanError::Tiered { object, error });
+                };
+                match past_bad_chunk(tiered, &copy.path, chunk, pos, size)? {
+                    PastChunk::Before(good_end) => limit = Some(good_end),
+                    PastChunk::Resume(resume) => pos = resume,
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let ended = piece
+            .walk
+            .transaction_pass(&piece.data, piece.from..piece.to, open, start, end, &context.options)
+            .unwrap_or_default();
+        done.extend(ended.into_iter().map(|t| Transaction {
+            producer_id: t.producer_id,
+            first_offset: t.first_offset,
+            last_offset: Some(t.marker_offset),
+        }));
+        let next = piece.base + piece.to as u64;
+        if next <= pos || piece.walk.valid_end < piece.to {
+            break; // the rest can't be walked
+        }
+        pos = next;
+        if limit.is_some_and(|l| pos >= l) {
+            limit = None;
+        }
+    }
+    Ok(())
 }
 
 /// Confirms a remote segment's manifest by its bytes: the last offset its last
@@ -1012,6 +1334,160 @@ mod tests {
         assert_eq!(plan.splits().next().unwrap().start, 0);
         assert_eq!(read(&scan), want);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `dir`'s `orders-0` segments uploaded as Aiven's plugin stores them
+    /// (zstd chunks of 2 KiB, no indexes) under `bucket`, the segment
+    /// `twice` uploaded a second time under another id: the `.log` objects,
+    /// first uploads in offset order.
+    fn uploaded(dir: &Path, bucket: &Path, twice: Option<usize>) -> Vec<PathBuf> {
+        use base64::Engine;
+        let folder = bucket.join("orders-MWJ6FHTfRYy67jzwZdeqSQ").join("0");
+        std::fs::create_dir_all(&folder).unwrap();
+        let mut logs: Vec<_> = std::fs::read_dir(dir.join("orders-0"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        logs.sort();
+        let mut rng = crate::tiered::write::SampleRng::new(7);
+        let mut out = Vec::new();
+        let mut upload = |log: &Path, id: &str| {
+            let original = std::fs::read(log).unwrap();
+            let (stored, sizes) =
+                crate::tiered::write::transform_chunks(&original, 2048, true, None, &mut rng).unwrap();
+            let base = log.file_stem().unwrap().to_str().unwrap();
+            let object = folder.join(format!("{base}-{id}.log"));
+            std::fs::write(&object, stored).unwrap();
+            let packed = crate::tiered::write::zstd_frame(&crate::tiered::write::pack_sizes(&sizes)).unwrap();
+            let packed = crate::tiered::chunk_index::BASE64.encode(packed);
+            let empty = r#"{"position":0,"size":0}"#;
+            let manifest = format!(
+                r#"{{"version":"1","chunkIndex":{{"type":"variable","originalChunkSize":2048,"originalFileSize":{},"transformedChunks":"{packed}"}},"segmentIndexes":{{"offset":{empty},"timestamp":{empty},"producerSnapshot":{empty},"leaderEpoch":{empty},"transaction":null}},"compression":true}}"#,
+                original.len()
+            );
+            std::fs::write(object.with_extension("rsm-manifest"), manifest).unwrap();
+            object
+        };
+        for (i, log) in logs.iter().enumerate() {
+            out.push(upload(
+                log,
+                &format!("tqimKeZwStOEOwRzT3L5o{}", (b'A' + i as u8) as char),
+            ));
+        }
+        if let Some(i) = twice {
+            upload(&logs[i], "zzimKeZwStOEOwRzT3L5oQ");
+        }
+        out
+    }
+
+    /// Byte `at` of a `.log` object flipped: the chunk holding it no longer undoes.
+    fn damage(object: &Path, at: usize) {
+        let mut bytes = std::fs::read(object).unwrap();
+        bytes[at] ^= 0x55;
+        std::fs::write(object, bytes).unwrap();
+    }
+
+    #[test]
+    fn a_chunk_that_cant_be_undone_costs_its_batches_under_skip_and_fails_a_strict_read() {
+        use crate::decode::OnError;
+        let dir = generated("bad-chunk");
+        let bucket = dir.with_extension("bucket");
+        let objects = uploaded(&dir, &bucket, None);
+        let size = std::fs::metadata(&objects[1]).unwrap().len() as usize;
+        damage(&objects[1], size / 2);
+        let root = bucket.to_str().unwrap();
+        let strict = Scan::new([root])
+            .reader()
+            .unwrap()
+            .map(|b| b.map(|_| ()))
+            .collect::<Result<Vec<_>, _>>();
+        let error = strict.unwrap_err().to_string();
+        assert!(
+            error.contains("tqimKeZwStOEOwRzT3L5oB.log") && error.contains("chunk"),
+            "{error}"
+        );
+        for committed in [false, true] {
+            let isolation = if committed {
+                ScanIsolation::ReadCommitted
+            } else {
+                ScanIsolation::ReadUncommitted
+            };
+            let scan = Scan::new([root]).on_error(OnError::Skip).isolation(isolation);
+            let mut reader = scan.reader().unwrap();
+            let got = rows_of(reader.by_ref().map(Result::unwrap));
+            let want: Vec<Row> = expected(&dir, committed)
+                .into_iter()
+                .filter(|r| r.0 == "orders")
+                .collect();
+            // only rows of the log, in order, and only some of the damaged segment's lost
+            let lost = want.len() - got.len();
+            assert!(lost > 0 && lost < want.len() / 4, "{lost} of {}", want.len());
+            assert!(got.iter().all(|r| want.contains(r)) && got.windows(2).all(|w| w[0].2 < w[1].2));
+            let reports = reader.take_finished();
+            let damaged: Vec<_> = reports.iter().filter(|r| r.lost_any()).collect();
+            assert_eq!(damaged.len(), 1, "{reports:?}");
+            assert!(damaged[0].path.ends_with("tqimKeZwStOEOwRzT3L5oB.log"));
+            assert_eq!(damaged[0].lost.len(), 1);
+            assert!(damaged[0].lost[0].chunk.is_some() && damaged[0].skipped_bytes > 0);
+            assert!(
+                damaged[0].describe().contains("; skipped chunk "),
+                "{}",
+                damaged[0].describe()
+            );
+            // rows on both sides of the chunk: the read went on past it
+            let first_lost = want.iter().position(|r| !got.contains(r)).unwrap();
+            assert!(want[first_lost..].iter().filter(|r| got.contains(r)).count() > 0);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&bucket).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_segment_is_read_from_its_twin_whatever_the_mode() {
+        use crate::decode::OnError;
+        let dir = generated("twin");
+        let bucket = dir.with_extension("bucket");
+        let objects = uploaded(&dir, &bucket, Some(1));
+        let want: Vec<Row> = expected(&dir, false).into_iter().filter(|r| r.0 == "orders").collect();
+        let root = bucket.to_str().unwrap();
+        let plan = Scan::new([root]).plan().unwrap();
+        let with_twins: Vec<_> = plan.splits().filter(|s| !s.twins.is_empty()).collect();
+        assert_eq!(with_twins.len(), 1, "{plan:?}");
+        // the copy read first loses its last 100 bytes (the object no longer fits its manifest)
+        let first = &with_twins[0].path;
+        let bytes = std::fs::read(first).unwrap();
+        std::fs::write(first, &bytes[..bytes.len() - 100]).unwrap();
+        for on_error in [OnError::Raise, OnError::Skip] {
+            let mut reader = Scan::new([root])
+                .on_error(on_error)
+                .max_chunk_bytes(5000)
+                .reader()
+                .unwrap();
+            assert_eq!(rows_of(reader.by_ref().map(Result::unwrap)), want);
+            let reports = reader.take_finished();
+            let twin: Vec<_> = reports.iter().filter(|r| r.twin.is_some()).collect();
+            assert_eq!(twin.len(), 1, "{reports:?}");
+            assert!(
+                twin[0].describe().contains("its offsets read from"),
+                "{}",
+                twin[0].describe()
+            );
+        }
+        // a chunk damaged in the middle of the copy read first: its rows before the chunk, the rest from the twin
+        std::fs::write(first, &bytes).unwrap();
+        damage(Path::new(first), bytes.len() / 2);
+        let got = rows_of(
+            Scan::new([root])
+                .max_chunk_bytes(3000)
+                .reader()
+                .unwrap()
+                .map(Result::unwrap),
+        );
+        assert_eq!(got, want);
+        assert!(objects.len() > 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&bucket).unwrap();
     }
 
     #[test]

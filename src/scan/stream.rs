@@ -987,6 +987,7 @@ impl StreamState {
                     start_ts_us: None,
                     end_ts_us: None,
                     transactions: part.transactions.clone(),
+                    twins: Vec::new(),
                 });
             }
         }

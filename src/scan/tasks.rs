@@ -125,10 +125,13 @@ fn local(split: &Split) -> bool {
 /// batch larger than that gets a piece of its own; bytes the header walk
 /// can't follow stay in the last piece, where reading reports them), so
 /// several tasks can read one segment. Splits of `max_bytes` or less (or 0:
-/// no limit), and remote or tiered ones, come back whole.
+/// no limit), remote or tiered ones, and those with other copies of their
+/// offsets (twins), come back whole.
 pub fn cut_split(split: &Split, max_bytes: u64) -> Vec<Split> {
     let whole = || vec![split.clone()];
-    if max_bytes == 0 || split.end.saturating_sub(split.start) <= max_bytes || !local(split) {
+    // a split with other copies is read whole: a damaged piece is read from a copy instead
+    if max_bytes == 0 || split.end.saturating_sub(split.start) <= max_bytes || !local(split) || !split.twins.is_empty()
+    {
         return whole();
     }
     let Ok(Some(data)) = LocalStorage.map(&Location::new(&split.path)) else {

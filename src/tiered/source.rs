@@ -39,12 +39,31 @@ use std::sync::Arc;
 
 use arrow_buffer::{Buffer, MutableBuffer};
 
-use super::transform::{chunks_within, detransform_each_into};
-use super::{Manifest, TieredError, Transform};
+use super::transform::{chunks_within, detransform_each_into, detransform_index};
+use super::{IndexKind, Manifest, TieredError, Transform};
+use crate::batch::{parse_v2_header, RawBatch, LOG_OVERHEAD};
+use crate::legacy::parse_message;
 use crate::storage::{Location, Storage, StorageError};
 
 /// Chunks kept undone, in bytes (at least four chunks).
 const KEEP_BYTES: u64 = 64 << 20;
+
+/// The size of the batch whose header starts `header` (12 bytes or more):
+/// its offset and length fields and `length` bytes; `None` for a negative length.
+fn batch_length(header: &[u8]) -> Option<u64> {
+    let length = i32::from_be_bytes(header.get(8..12)?.try_into().ok()?);
+    u64::try_from(length).ok().map(|l| l + LOG_OVERHEAD as u64)
+}
+
+/// Whether `bytes` are one whole batch (any magic) whose stored CRC matches.
+fn batch_valid(bytes: &[u8]) -> bool {
+    let raw = RawBatch { position: 0, bytes };
+    match bytes.get(16) {
+        Some(2) => parse_v2_header(&raw).is_ok_and(|h| h.crc_valid && h.size_in_bytes == bytes.len()),
+        Some(0 | 1) => parse_message(bytes, true).is_ok(),
+        _ => false,
+    }
+}
 
 /// Why a read of a remote segment failed: a tiered failure of a named object
 /// (its manifest, the `.log` object, one chunk), or the storage's own error.
@@ -219,6 +238,73 @@ impl TieredSource {
         let out = joined.slice_with_length(from, len);
         self.joined = Some((start, start + joined.len() as u64, joined));
         Ok(out)
+    }
+
+    /// One index of the segment's `.indexes` object (at `indexes`), fetched
+    /// as its slice alone and undone; `None` when the manifest lists none.
+    pub fn index(&mut self, kind: IndexKind, indexes: &Location) -> Result<Option<Vec<u8>>, SourceError> {
+        let Some(slice) = self.manifest.indexes.get(kind).filter(|s| s.size > 0) else {
+            return Ok(None);
+        };
+        let end = slice.position.saturating_add(slice.size);
+        let data = self.storage.read_range(indexes, slice.position..end)?;
+        if (data.len() as u64) < slice.size {
+            return Err(SourceError::tiered(
+                indexes,
+                TieredError::truncated(format!(
+                    "the index lies at bytes {}-{end} of the object, which ends before",
+                    slice.position
+                )),
+            ));
+        }
+        self.requested += slice.size;
+        let undone =
+            detransform_index(data.as_slice(), &self.transform).map_err(|e| SourceError::tiered(indexes, e))?;
+        Ok(Some(undone))
+    }
+
+    /// Where the last whole batch walked from `start` (a batch boundary)
+    /// ends at or before `limit` (`start` when none fits).
+    pub fn whole_batches_end(&mut self, start: u64, limit: u64) -> u64 {
+        let mut pos = start;
+        while pos + LOG_OVERHEAD as u64 <= limit {
+            let Some(length) = self.read(pos, LOG_OVERHEAD as u64).ok().and_then(|h| batch_length(&h)) else {
+                break;
+            };
+            if pos + length > limit {
+                break;
+            }
+            pos += length;
+        }
+        pos
+    }
+
+    /// Whether batches walked from `position` end exactly at `target`, the
+    /// first of them whole and valid (its CRC checked).
+    pub fn batches_reach(&mut self, position: u64, target: u64) -> bool {
+        let (mut pos, mut first) = (position, true);
+        while pos < target {
+            let Ok(header) = self.read(pos, 17) else {
+                return false;
+            };
+            if header.len() < 17 || header[16] > 2 {
+                return false;
+            }
+            let Some(length) = batch_length(&header).filter(|&l| l >= 17 && pos + l <= target) else {
+                return false;
+            };
+            if first {
+                let Ok(bytes) = self.read(pos, length) else {
+                    return false;
+                };
+                if !batch_valid(&bytes) {
+                    return false;
+                }
+                first = false;
+            }
+            pos += length;
+        }
+        pos == target
     }
 
     /// Fetch chunks `first..last` with one ranged read and undo each on its own:

@@ -28,6 +28,10 @@ pub(crate) fn plan_tasks_by(
 ) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
     let spec = Spec::parse(spec)?;
     let plan = spec.scan()?.plan()?;
+    for problem in &plan.problems {
+        // mode DROPMALFORMED/PERMISSIVE: left out, and said (as the Python source logs it)
+        eprintln!("WARN kafka-log {}: skipped {problem}", spec.options.mode.as_str());
+    }
     spec.options
         .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
         .map_err(|e| Failure::Options(e.0))?;

@@ -176,7 +176,7 @@ impl HeldOffsets for PyHeld {
     }
 }
 
-fn tiered_error(problem: &Problem) -> PyErr {
+pub(crate) fn tiered_error(problem: &Problem) -> PyErr {
     Python::attach(|py| {
         let err = TieredStorageError::new_err(problem.to_string());
         let value = err.value(py);

@@ -179,6 +179,8 @@ fn scan_error(e: ScanError) -> PyErr {
     match e {
         ScanError::List(ListError::NotFound(text)) => PyFileNotFoundError::new_err(text),
         ScanError::List(ListError::PermissionDenied(text)) => PyPermissionError::new_err(text),
+        ScanError::List(ListError::Tiered(problem, _)) => super::listing::tiered_error(&problem),
+        ScanError::Tiered { object, error } => Python::attach(|py| super::tiered::to_py(py, &object, &error)),
         e => PyValueError::new_err(e.to_string()),
     }
 }

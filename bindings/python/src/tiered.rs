@@ -27,7 +27,7 @@ create_exception!(
 
 /// The Python exception for a tiered-storage error of object `name`, with
 /// `kind`, `chunk` and `object` as attributes.
-fn to_py(py: Python<'_>, name: &str, e: &TieredError) -> PyErr {
+pub(crate) fn to_py(py: Python<'_>, name: &str, e: &TieredError) -> PyErr {
     let message = if name.is_empty() {
         e.to_string()
     } else {
