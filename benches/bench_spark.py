@@ -8,7 +8,9 @@ records of Spark's Kafka schema, each into ``count()``, a Parquet write
 Spark's default INT96 timestamps are dictionary-encoded 12-byte values, a
 good part of its Parquet writing time here):
 
-* ``kafka-log``    - ``spark.read.format("kafka-log").load(folder)``
+* ``kafka-log``    - ``spark.read.format("kafka-log").load(folder)``: the JVM source where its jar is
+                     loaded (``kafka-log-jvm`` among the methods), else the Python source
+* ``kafka-log-python`` - the Python data source by its own name
 * ``explode``      - ``binaryFile`` of the ``.log`` files + ``kbs.explode_batches`` (mapInArrow)
 * ``aiokafka-udf`` - the baseline people use today: ``binaryFile`` + a scalar ``pandas_udf``
                      returning, per file, ``array<struct<...>>`` of the records decoded with
@@ -30,7 +32,7 @@ can push: every record read). ``(where3 - where-empty) / (where-unpushed - where
 is the pushed read's cost against the full one's. The JVM source against the Python
 one and Parquet::
 
-    .venv/bin/python benches/bench_spark.py --only kafka-log-jvm,kafka-log,parquet-copy \
+    .venv/bin/python benches/bench_spark.py --only kafka-log-jvm,kafka-log-python,parquet-copy \
         --sinks count,groupby,where3,where-empty,where-unpushed,parquet-micros
 
 The runs are interleaved (every method and sink once per round, so load
@@ -220,7 +222,10 @@ def main() -> int:
         "kafka-log": lambda: spark.read.format("kafka-log").load(folder),
         "explode": lambda: kbs.explode_batches(binary(), "content", path_column="path"),
         # every core in every task: the default before tasks decoded on spark.task.cpus threads
-        "kafka-log-allcores": lambda: spark.read.format("kafka-log").option("threads", os.cpu_count()).load(folder),
+        "kafka-log-python": lambda: spark.read.format("kafka-log-python").load(folder),
+        "kafka-log-allcores": lambda: (
+            spark.read.format("kafka-log-python").option("threads", os.cpu_count()).load(folder)
+        ),
         "explode-allcores": lambda: kbs.explode_batches(
             binary(), "content", path_column="path", threads=os.cpu_count()
         ),
