@@ -1,7 +1,8 @@
 """Typed values on the JVM source (``kafka-log-jvm``) beside the Python source's on the same session.
 
 JSON rows and bad values (an error naming the record, or nulls with
-``onValueError``); Confluent-framed Avro from a registry (test_values' HTTP
+``onValueError``); struct values over the many batches of one task, through
+both transports; Confluent-framed Avro from a registry (test_values' HTTP
 stand-in over confluent-kafka's mock registry, values written by its
 ``AvroSerializer``) with basic and bearer auth, string keys, the registry file
 ``kafkabatch generate`` writes; and the errors of the value options and of the
@@ -74,6 +75,54 @@ def test_json_values_with_nulls_for_bad_ones_are_the_python_sources(jvm_spark, e
         jvm_spark.conf.unset("spark.kafkabatch.arrowTransfer")
     assert got == rows(jvm_spark, PYTHON, events, onValueError="null")
     assert got[5] == (95, None) and got[9] == (99, None) and got[6][1]["n"] == 6
+
+
+@pytest.fixture()
+def parcels(tmp_path) -> tuple[Path, list[dict]]:
+    """Three partitions of JSON parcels with a nested struct, and the values written (by partition, offset)."""
+    written = []
+    for partition in range(3):
+        folder = tmp_path / f"parcels-{partition}"
+        folder.mkdir()
+        values = [
+            {"id": f"p{partition}-{i}", "weight": i / 4, "to": {"city": f"c{i % 5}", "zip": 1000 + i}}
+            for i in range(45 + 10 * partition)
+        ]
+        kb.write_segment(
+            folder / "00000000000000000000.log",
+            [{"value": json.dumps(v).encode()} for v in values],
+            records_per_batch=7,
+        )
+        written += values
+    return tmp_path, written
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("transfer", ["zero-copy", "ipc"])
+def test_struct_values_over_many_batches_of_a_task_are_the_python_sources(jvm_spark, parcels, transfer):
+    """One task reads three partitions in batches of 8 rows: Spark closes each batch before the next one,
+    and a closed struct vector loses its children (the next batch's load used to fail)."""
+    path, written = parcels
+    options = {
+        "valueFormat": "json",
+        "valueSchema": "id string, weight double, to struct<city: string, zip: int>",
+        "minPartitions": "1",
+        "maxRecordsPerBatch": "8",
+    }
+
+    def read(source: str) -> list:
+        df = jvm_spark.read.format(source).options(**options).load(str(path))
+        assert df.rdd.getNumPartitions() == 1
+        got = df.select("partition", "offset", "value").collect()
+        return [r["value"].asDict(recursive=True) for r in sorted(got, key=lambda r: (r["partition"], r["offset"]))]
+
+    jvm_spark.conf.set("spark.kafkabatch.arrowTransfer", transfer)
+    try:
+        got = read(JVM)
+    finally:
+        jvm_spark.conf.unset("spark.kafkabatch.arrowTransfer")
+    assert got == read(PYTHON)
+    assert got == written and len(got) == 165
 
 
 @pytest.mark.spark

@@ -3,6 +3,7 @@ package io.github.kafkabatch.spark;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
+import java.util.ArrayList;
 import java.util.List;
 
 import org.apache.arrow.memory.BufferAllocator;
@@ -11,6 +12,7 @@ import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.arrow.vector.util.TransferPair;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.util.ArrowUtils;
@@ -28,6 +30,11 @@ import org.slf4j.LoggerFactory;
  * {@code spark.kafkabatch.arrowTransfer=ipc} the batches arrive as an Arrow IPC stream (the native reader
  * writes it piece by piece, this class pulls the pieces as Arrow Java reads, straight into Arrow's
  * buffers). Each batch is valid until the next call to {@link #next}.
+ *
+ * <p>The vectors loaded into (the hand-off's root, the IPC reader's) are reused from batch to batch and never
+ * reach Spark: each batch's buffers are transferred (no copy) to vectors of its own, which Spark may close
+ * when done with them ({@code ColumnarToRowExec} closes each batch before asking for the next one). A closed
+ * struct vector has lost its children, so it could not be loaded into again.
  */
 final class ColumnarReader implements PartitionReader<ColumnarBatch> {
     /** The Python source's logger name: the same lines under the same name. */
@@ -40,6 +47,7 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
     /** The hand-off's vectors and their loader; null for IPC. */
     private final VectorSchemaRoot root;
     private final VectorLoader loader;
+    /** The batch handed out last, over vectors of its own (closed at the next batch or at close). */
     private ColumnarBatch batch;
     /** The native counts as of the last look (kept once the reader is closed). */
     private long[] counts;
@@ -75,6 +83,7 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public boolean next() throws IOException {
+        releaseBatch();
         VectorSchemaRoot loaded;
         if (reader != null) {
             if (!reader.loadNextBatch()) {
@@ -91,13 +100,41 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
             ArrowImport.load(handed, allocator, loader);
             loaded = root;
         }
-        List<FieldVector> vectors = loaded.getFieldVectors();
-        ColumnVector[] columns = new ColumnVector[vectors.size()];
-        for (int i = 0; i < columns.length; i++) {
-            columns[i] = new NullCountedVector(vectors.get(i));
-        }
-        batch = new ColumnarBatch(columns, loaded.getRowCount());
+        batch = handOver(loaded);
         return true;
+    }
+
+    /**
+     * A batch over {@code loaded}'s buffers, moved (not copied) to new vectors so that closing them leaves
+     * {@code loaded}'s vectors fit for the next load.
+     */
+    private ColumnarBatch handOver(VectorSchemaRoot loaded) {
+        List<FieldVector> vectors = loaded.getFieldVectors();
+        List<FieldVector> moved = new ArrayList<>(vectors.size());
+        try {
+            for (FieldVector vector : vectors) {
+                TransferPair pair = vector.getTransferPair(allocator);
+                pair.transfer();
+                moved.add((FieldVector) pair.getTo());
+            }
+        } catch (RuntimeException e) {
+            moved.forEach(FieldVector::close);
+            throw e;
+        }
+        ColumnVector[] columns = new ColumnVector[moved.size()];
+        for (int i = 0; i < columns.length; i++) {
+            columns[i] = new NullCountedVector(moved.get(i));
+        }
+        return new ColumnarBatch(columns, loaded.getRowCount());
+    }
+
+    /** Closes the batch handed out last (again, if Spark closed it: closing a vector twice is harmless). */
+    private void releaseBatch() {
+        if (batch != null) {
+            ColumnarBatch last = batch;
+            batch = null;
+            last.close();
+        }
     }
 
     @Override
@@ -129,11 +166,12 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
             logLosses();
         }
         try {
+            releaseBatch(); // the last batch handed out: for the hand-off, its native buffers
             if (reader != null) {
                 reader.close();
             }
             if (root != null) {
-                root.close(); // releases the last batch handed over
+                root.close();
             }
         } finally {
             stream.close();
