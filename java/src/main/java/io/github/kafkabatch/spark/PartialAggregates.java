@@ -4,6 +4,7 @@ import java.util.Iterator;
 import java.util.List;
 
 import org.apache.spark.SparkContext;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
@@ -11,6 +12,7 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * A pushed aggregation the batch headers don't answer whole ({@link HeaderAggregates}), pushed partially: the
@@ -83,7 +85,7 @@ final class PartialAggregates implements Scan, Batch {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Readers(spec, aggregates, grouping, groupBy);
+        return new Readers(spec, aggregates, grouping, groupBy, HadoopStorage.broadcastFor(spec));
     }
 
     /** Makes each task's reader of its partial rows. */
@@ -94,12 +96,20 @@ final class PartialAggregates implements Scan, Batch {
         private final String aggregates;
         private final String grouping;
         private final List<String> groupBy;
+        /** The Hadoop configuration of remote roots read through Hadoop's FileSystem; null when none is. */
+        private final Broadcast<SerializableConfiguration> hadoop;
 
-        Readers(String spec, String aggregates, String grouping, List<String> groupBy) {
+        Readers(
+                String spec,
+                String aggregates,
+                String grouping,
+                List<String> groupBy,
+                Broadcast<SerializableConfiguration> hadoop) {
             this.spec = spec;
             this.aggregates = aggregates;
             this.grouping = grouping;
             this.groupBy = groupBy;
+            this.hadoop = hadoop;
         }
 
         @Override
@@ -107,8 +117,9 @@ final class PartialAggregates implements Scan, Batch {
             byte[][] splits = ((KafkaLogPartition) partition).splits();
             int count = aggregates.split(",").length;
             // the task's work happens here, in the core: the partial rows are few (a group each)
-            List<InternalRow> rows = HeaderAggregates.rowsOf(
-                    HeaderAggregates.json(Native.splitAggregates(splits, spec, aggregates, grouping)), groupBy, count);
+            String partial = HadoopStorage.opening(
+                    hadoop, () -> Native.splitAggregates(splits, spec, aggregates, grouping));
+            List<InternalRow> rows = HeaderAggregates.rowsOf(HeaderAggregates.json(partial), groupBy, count);
             Iterator<InternalRow> it = rows.iterator();
             return new PartitionReader<>() {
                 private InternalRow current;
