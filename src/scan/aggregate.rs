@@ -472,7 +472,7 @@ const LEGACY_WORK: u64 = 16;
 
 /// What a split costs [`split_aggregates`], as [`super::tasks::pack`] takes
 /// work: a v2 split its bytes (headers walked, CRCs checked), a legacy one
-/// [`LEGACY_WORK`] times its bytes (its wrappers decompressed), judged by
+/// 16 times (`LEGACY_WORK`) its bytes (its wrappers decompressed), judged by
 /// the split's first batch; a remote or tiered split its bytes (a read per
 /// split would cost a request each).
 pub fn aggregate_work(split: &Split) -> u64 {
