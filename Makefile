@@ -5,6 +5,17 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
+# BUILD=quick builds the extension and the JNI library without fat LTO (16 codegen units,
+# no whole-program link): minutes less of single-threaded compiling, for CI's test and
+# lint runs (.ci/run). The default is the release build users get (`make install`).
+BUILD ?= release
+ifeq ($(BUILD),quick)
+export CARGO_PROFILE_RELEASE_LTO := false
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS := 16
+else ifneq ($(BUILD),release)
+$(error BUILD=$(BUILD): use release (the default) or quick)
+endif
+
 # CONSTRAINTS=constraints/lowest.txt installs the lowest supported versions (CI's "lowest" job).
 CONSTRAINTS ?=
 PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(abspath $(CONSTRAINTS)),)
