@@ -345,6 +345,13 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             // a bad value fails the read even where the query selects other columns (the Python source's rule)
             spec.also_read(&[&raising[..], &["topic", "partition", "offset"]].concat())?;
         }
+        if specs
+            .iter()
+            .any(|s| s.confluent() && (!s.null_on_error || target.field_with_name(&s.column).is_ok()))
+        {
+            // a value parsed from Confluent frames may carry its schema id in the headers
+            spec.also_read(&["headers"])?;
+        }
         let context = spec.scan()?.context()?;
         let values = Values::new(&specs, &target)?;
         let conform = Conform::new(target);

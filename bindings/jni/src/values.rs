@@ -26,6 +26,7 @@ use serde_json::Value;
 use kafkabatch::kmsg::appended::Internal;
 use kafkabatch::scan::options::ScanOptions;
 use kafkabatch::scan::ScanReader;
+use kafkabatch::values::headers::with_header_frames;
 use kafkabatch::values::spec::{spark_value_columns, ColumnSpec, Kind};
 use kafkabatch::values::{parse_column, ValueFormat};
 use kafkabatch::vocabulary::{in_words, Words};
@@ -272,7 +273,15 @@ impl Values {
             let Ok(at) = batch.schema().index_of(&column.name) else {
                 continue;
             };
-            let values = batch.column(at).clone();
+            let mut values = batch.column(at).clone();
+            if column.spec.confluent() {
+                // schema ids in the records' headers: the prefix they stand for, before the Confluent parser
+                if let Some(headers) = batch.column_by_name("headers") {
+                    let framed = with_header_frames(values.as_ref(), headers.as_ref(), &column.name, &BTreeMap::new())
+                        .map_err(|e| Failure::Core(format!("{}: {e}", column.name)))?;
+                    values = framed.unwrap_or(values);
+                }
+            }
             let pieces = parse_column(&column.format, std::slice::from_ref(&values), column.spec.on_error(), 1)
                 .map_err(|e| {
                     let value = values
