@@ -14,6 +14,7 @@
 //! a loop over a work list, so good rows around a bad one are kept and each
 //! bad row gets its own reason.
 
+pub mod headers;
 mod json_fast;
 pub mod protobuf;
 pub mod registry;

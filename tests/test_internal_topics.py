@@ -644,7 +644,6 @@ def test_cli_convert_decoder_parquet(logs, tmp_path, capsys):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.jvm_lacks("internalTopic")
 def test_spark_internal_topic_option(logs, spark, kafka_log):
     df = spark.read.format(kafka_log).option("internalTopic", "auto").load(str(logs.root / "__consumer_offsets-1"))
     names = df.schema.fieldNames()
@@ -678,6 +677,71 @@ def test_spark_internal_topic_option(logs, spark, kafka_log):
         spark.read.format(kafka_log).option("internalTopics", "auto").load(str(logs.root / "__consumer_offsets-1"))
 
 
+def test_spark_definitions_option(tmp_path, spark, kafka_log):
+    """definitions on both sources; the JVM source reads the folder on the driver and carries the
+    definitions to the tasks, which decode without it."""
+    folder, path = offset_commit_v5(tmp_path)
+    builtin = spark.read.format(kafka_log).option("internalTopic", "auto").load(str(path.parent))
+    assert builtin.select("error").first()["error"]  # version 5 is past the built-in definition's versions
+    df = spark.read.format(kafka_log).options(internalTopic="auto", definitions=str(folder)).load(str(path.parent))
+    if kafka_log == "kafka-log-jvm":
+        shutil.rmtree(folder)
+    row = df.select("offset_commit", "error", "record_type").first()
+    assert (row["error"], row["record_type"]) == (None, "OffsetCommit")
+    decoded = row["offset_commit"]["value"]
+    assert (decoded["offset"], decoded["metadata"], bytes(decoded["topicId"])) == (7, "m", V5_TOPIC_ID)
+    assert decoded["_unknown_tagged_fields"] == []
+
+
+def test_spark_internal_topic_errors(logs, tmp_path, spark, kafka_log):
+    """Bad internalTopic and definitions options fail load() with the same texts on both sources."""
+    path = str(logs.root / "__consumer_offsets-1")
+    cases = [
+        (
+            {"internalTopic": "consumer_offset"},
+            "kafka-log option 'internalTopic': unknown internal 'consumer_offset': use 'auto', 'none' or one of "
+            "consumer_offsets, transaction_state, share_group_state, cluster_metadata, remote_log_metadata; "
+            "did you mean 'consumer_offsets'?",
+        ),
+        (
+            {"internalTopic": '{"mirror.offsets": "consumer_ofsets"}'},
+            "kafka-log option 'internalTopic': unknown internal kind for topic 'mirror.offsets' 'consumer_ofsets': "
+            "use 'auto', 'none' or one of consumer_offsets, transaction_state, share_group_state, "
+            "cluster_metadata, remote_log_metadata; did you mean 'consumer_offsets'?",
+        ),
+        (
+            {"internalTopic": "auto", "definitions": str(tmp_path / "missing")},
+            f"kafka-log option 'definitions': no folder '{tmp_path / 'missing'}' "
+            "(a folder of Kafka's *.json message definitions)",
+        ),
+        (
+            {"definitions": str(tmp_path)},
+            "kafka-log option 'definitions' needs option 'internalTopic' (auto or a kind)",
+        ),
+        (
+            {"internalTopic": "auto", "valueFormat": "json"},
+            "kafka-log option 'internalTopic' decodes the raw key and value: it can't be combined with valueformat",
+        ),
+    ]
+    for options, text in cases:
+        with pytest.raises(Exception, match=re.escape(text)):
+            spark.read.format(kafka_log).options(**options).load(path)
+
+
+def test_spark_internal_topic_pruned_and_counted(logs, spark, kafka_log):
+    """Without a decoded column selected, a read is the plain one (the JVM source answers count() from
+    batch headers, as without internalTopic); a decoded column alone reads its rows."""
+    path = str(logs.root / "__consumer_offsets-1")
+    df = spark.read.format(kafka_log).option("internalTopic", "auto").load(path)
+    assert df.count() == kb.scan_log(path).read_all().num_rows
+    if kafka_log == "kafka-log-jvm":
+        plan = df.groupBy().count()._jdf.queryExecution().executedPlan().toString()
+        assert "LocalTableScan" in plan and "BatchScan" not in plan, plan
+    types = [r["record_type"] for r in df.select("record_type").collect()]
+    want = kb.scan_log(path, internal="auto").read_all()["record_type"].to_pylist()
+    assert sorted(types, key=str) == sorted(want, key=str)
+
+
 # --------------------------------------------------------------------------
 # the docs' example
 # --------------------------------------------------------------------------
@@ -705,13 +769,9 @@ def test_docs_lag_example(logs, capsys):
     assert printed.split() == shown.split()
 
 
-def test_user_definitions_replace_the_built_in_ones(tmp_path):
-    """definitions=: Kafka's JSON format (comments included) for a newer OffsetCommitValue whose
-    tagged field 9 the built-in definition doesn't know: it decodes by name instead of as an unknown tag."""
-    folder = tmp_path / "message"
-    folder.mkdir()
-    (folder / "OffsetCommitValue.json").write_text(
-        """// Licensed to the Apache Software Foundation (ASF) under one or more contributor license agreements.
+#: Kafka's JSON format (comments included) for a newer OffsetCommitValue whose tagged field 9 the
+#: built-in definition doesn't know.
+OFFSET_COMMIT_VALUE_V5 = """// Licensed to the Apache Software Foundation (ASF) under one or more contributor license agreements.
 {
   "type": "data",
   "name": "OffsetCommitValue",
@@ -728,15 +788,31 @@ def test_user_definitions_replace_the_built_in_ones(tmp_path):
   ]
 }
 """
-    )
-    topic_id = uuid.UUID("6f1c3b0a-54d2-4e0b-9a43-0c1d2e3f4a5b").bytes
+
+V5_TOPIC_ID = uuid.UUID("6f1c3b0a-54d2-4e0b-9a43-0c1d2e3f4a5b").bytes
+
+
+def offset_commit_v5(tmp_path):
+    """A definitions folder with :data:`OFFSET_COMMIT_VALUE_V5`, and a ``__consumer_offsets`` segment of one
+    version 5 commit (offset 7, metadata ``m``, topicId :data:`V5_TOPIC_ID`)."""
+    folder = tmp_path / "message"
+    folder.mkdir()
+    (folder / "OffsetCommitValue.json").write_text(OFFSET_COMMIT_VALUE_V5)
     value = K.write_message(
         K.OFFSET_COMMIT_VALUE, {"offset": 7, "leaderEpoch": 1, "metadata": "m", "commitTimestamp": K.T0}, 4
     )
-    value = value[:-1] + b"\x01\x09\x10" + topic_id  # the tagged field, as version 5 writes it
+    value = value[:-1] + b"\x01\x09\x10" + V5_TOPIC_ID  # the tagged field, as version 5 writes it
     key = struct.pack(">h", 1) + K.write_message(K.OFFSET_COMMIT_KEY, {"group": "g", "topic": "t", "partition": 0}, 1)
     path = tmp_path / "__consumer_offsets-0" / f"{0:020d}.log"
     kb.write_segment(path, [{"key": key, "value": struct.pack(">h", 5) + value, "timestamp": K.T0}])
+    return folder, path
+
+
+def test_user_definitions_replace_the_built_in_ones(tmp_path):
+    """definitions=: a newer OffsetCommitValue whose tagged field 9 the built-in definition doesn't know
+    decodes by name instead of as an unknown tag."""
+    folder, path = offset_commit_v5(tmp_path)
+    topic_id = V5_TOPIC_ID
     builtin = kb.read_segment(path, internal="auto")
     assert builtin["error"][0].as_py()  # version 5 is past the built-in definition's versions
     loaded = kb.read_segment(path, internal="auto", definitions=folder)

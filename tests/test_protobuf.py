@@ -637,6 +637,43 @@ def test_framed_protobuf_follows_the_frames_in_spark(store, spark, kafka_log):
     assert got == want
 
 
+@pytest.mark.spark
+def test_schema_ids_in_headers_in_spark(store, tmp_path, spark, kafka_log):
+    """Schema ids in the records' ``__value_schema_id`` headers (magic 0, the 4-byte id and the message
+    indexes; the value bare), as the Python source reads them: the prefix they stand for goes in front
+    before the frames are parsed. Every other record keeps its prefix, so both framings meet in one batch."""
+    logs, registry_file, want = store
+    segment = logs / "orders-0" / "00000000000000000000.log"
+    framed = kb.read_segment(segment).column("value").to_pylist()
+    moved = tmp_path / "moved"
+    records = []
+    for i, value in enumerate(framed):
+        prefix = value[:7]  # magic, id, message indexes [1]
+        assert prefix[0] == 0 and prefix[5:] == b"\x02\x02"
+        records.append({"value": value} if i % 2 else {"value": value[7:], "headers": [("__value_schema_id", prefix)]})
+    kb.write_segment(moved / "orders-0" / "00000000000000000000.log", records)
+    df = (
+        spark.read.format(kafka_log)
+        .option("valueFormat", "protobuf")
+        .option("schemaRegistry", str(registry_file))
+        .load(str(moved))
+    )
+    got = [r.value.asDict(recursive=True) for r in df.orderBy("offset").collect()]
+    assert got == want
+    # the value alone selected: the headers are still read for its schema ids
+    assert [r.value.asDict(recursive=True) for r in df.select("value").collect()] == want
+    # a GUID (magic 1) is not looked up in Spark: no schema has it
+    guid = tmp_path / "guid"
+    header = b"\x01" + uuid.uuid4().bytes + b"\x02\x02"
+    records = [{"value": v[7:], "headers": [("__value_schema_id", header)]} for v in framed[:3]]
+    kb.write_segment(guid / "orders-0" / "00000000000000000000.log", records)
+    options = {"valueFormat": "protobuf", "schemaRegistry": str(registry_file)}
+    nulls = spark.read.format(kafka_log).options(**options, onValueError="null").load(str(guid))
+    assert [r.value for r in nulls.collect()] == [None] * 3
+    with pytest.raises(Exception, match="value at offset 0 of orders-0: unknown schema id 4294967295"):
+        spark.read.format(kafka_log).options(**options).load(str(guid)).collect()
+
+
 def test_cli_takes_a_descriptor_set_given_as_the_schema(protos, tmp_path):
     """``--value-schema shop.desc`` (protoc --descriptor_set_out) is recognised as a descriptor set."""
     import subprocess

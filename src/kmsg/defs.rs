@@ -55,6 +55,17 @@ impl Kind {
     }
 }
 
+/// The `*.json` files of a folder of definitions, in the order they are added (by name).
+pub(crate) fn definition_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// Definitions and the topic each message belongs to.
 #[derive(Debug, Clone)]
 pub struct Definitions {
@@ -83,13 +94,7 @@ impl Definitions {
     /// definition files); a file's message replaces a shipped one of the same name.
     pub fn with_dir(dir: &Path) -> Result<Definitions, String> {
         let mut defs = Definitions::builtin();
-        let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-        let mut paths: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        paths.sort();
-        for path in paths {
+        for path in definition_files(dir)? {
             let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             defs.add(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         }

@@ -16,6 +16,7 @@
 //! reader gives it. Tagged fields the definitions don't know are kept raw in
 //! each flexible struct's `_unknown_tagged_fields` (`tag`, `data`).
 
+pub mod appended;
 mod builtin;
 pub mod columns;
 pub mod defs;

@@ -1035,6 +1035,26 @@ impl ScanOptions {
         })
     }
 
+    /// `internalTopic` and `definitions` resolved (the definition files read; see
+    /// [`Internal`](crate::kmsg::appended::Internal)), `None` when nothing is decoded; refused with
+    /// typed values (they parse the same key and value).
+    pub fn internal(&self) -> Result<Option<crate::kmsg::appended::Internal>, OptionError> {
+        let Some(option) = &self.internal_topic else {
+            return Ok(None);
+        };
+        let internal =
+            crate::kmsg::appended::Internal::from_options(option, self.definitions.as_deref()).map_err(OptionError)?;
+        if internal.is_some() && !self.value_options.is_empty() {
+            // as the Python source says them: lower case, sorted
+            let names: Vec<&str> = self.value_options.keys().map(String::as_str).collect();
+            return err(format!(
+                "kafka-log option 'internalTopic' decodes the raw key and value: it can't be combined with {}",
+                names.join(", ")
+            ));
+        }
+        Ok(internal)
+    }
+
     /// Why a batch read can't take these options (`startingOffsets` latest), if it can't.
     pub fn batch_error(&self) -> Option<&str> {
         self.batch_error.as_deref()

@@ -98,6 +98,17 @@ pub struct ColumnSpec {
 }
 
 impl ColumnSpec {
+    /// Whether the values carry Confluent's framing (a registry's schema ids, in their prefix or in the
+    /// records' schema-id headers: see [`super::headers`]).
+    pub fn confluent(&self) -> bool {
+        match &self.kind {
+            Kind::String => false,
+            Kind::Json { confluent, .. } => *confluent,
+            Kind::Avro { writers, .. } => writers.is_some(),
+            Kind::Protobuf { writers, .. } => writers.is_some(),
+        }
+    }
+
     /// What a bad value does.
     pub fn on_error(&self) -> OnValueError {
         if self.null_on_error {

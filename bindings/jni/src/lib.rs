@@ -32,6 +32,7 @@ use kafkabatch::vocabulary::{in_words, Words};
 
 mod hadoop;
 mod handoff;
+mod internal;
 mod metrics;
 mod values;
 
@@ -145,37 +146,16 @@ where
     env.with_env(f).resolve::<ThrowMapped>()
 }
 
-/// This source in errors: `format("kafka-log")` where its jar is on the classpath (also `kafka-log-jvm`).
-const SOURCE: &str = "the JVM kafka-log source";
-
 /// Spark's options (the JSON object of strings the Java side sends), parsed and
-/// checked by the core as the Python source's are (same names, same errors).
-/// Options the JVM source does not apply yet are refused rather than ignored, so
-/// no read silently differs from the Python source's; the planning knobs
-/// (`minPartitions`, `maxBytesPerPartition`, `maxRecordsPerBatch`, `threads`)
-/// change no row and are accepted.
+/// checked by the core as the Python source's are (same names, same errors);
+/// the planning knobs (`minPartitions`, `maxBytesPerPartition`,
+/// `maxRecordsPerBatch`, `threads`) change no row and are accepted.
 pub(crate) fn options_of(json: &str) -> Result<ScanOptions, Failure> {
     let mut given: BTreeMap<String, String> = serde_json::from_str(json)
         .map_err(|e| Failure::Core(format!("options from the JVM are not a JSON object of strings: {e}")))?;
     // the driver's resolved value specs travel with the options (see `values`), read by the readers
     values::take_resolved(&mut given)?;
-    let options = ScanOptions::parse(given).map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))?;
-    let mut not_yet: Vec<&str> = Vec::new();
-    // `none` decodes nothing, as the Python source's
-    if options
-        .internal_topic
-        .as_deref()
-        .is_some_and(|t| !t.trim().eq_ignore_ascii_case("none"))
-    {
-        not_yet.push("internalTopic");
-    }
-    if !not_yet.is_empty() {
-        return Err(Failure::Options(format!(
-            "{SOURCE} does not take {} yet: use format('kafka-log-python') (the Python source) for them",
-            not_yet.join(", ")
-        )));
-    }
-    Ok(options)
+    ScanOptions::parse(given).map_err(|e| Failure::Options(in_words(&e.0, Words::Spark)))
 }
 
 /// The core's scan of a batch read with these options. Remote roots
@@ -216,6 +196,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_checkOptions<'loca
 ) {
     entry(&mut env, |env| {
         let options = options_of(&options.try_to_string(env)?)?;
+        options.internal().map_err(|e| Failure::Options(e.0))?;
         if options.batch_error().is_some() {
             // a stream takes what a batch read refuses (startingOffsets latest): the batch scan refuses it when planned
             options.tiered_key_pairs().map_err(|e| Failure::Options(e.0))?;
@@ -252,6 +233,8 @@ struct Reader {
     conform: Conform,
     /// How `value` is parsed (typed values), if it is.
     values: Option<Values>,
+    /// The columns `internalTopic` decodes, where the query selects them.
+    decoding: Option<internal::Decoding>,
     /// `mode=PERMISSIVE`: the splits that lost batches are logged (see `metrics::losses`).
     permissive: bool,
     /// Warnings not yet logged (a micro-batch's segment deleted before it was read, see `metrics::losses`).
@@ -270,7 +253,7 @@ impl Reader {
         let ipc = |e: ArrowError| Failure::Core(format!("writing Arrow IPC: {e}"));
         match self.batches.next() {
             Some(batch) => {
-                let batch = typed(&self.values, batch?)?;
+                let batch = typed(&self.values, &self.decoding, batch?)?;
                 let batch: RecordBatch = self.conform.batch(&batch)?;
                 writer.write(&batch).map_err(ipc)?;
             }
@@ -288,7 +271,7 @@ impl Reader {
     fn next_handed(&mut self) -> Result<Option<Vec<i64>>, Failure> {
         match self.batches.next() {
             Some(batch) => {
-                let batch = typed(&self.values, batch?)?;
+                let batch = typed(&self.values, &self.decoding, batch?)?;
                 let columns = self.conform.columns(&batch)?;
                 Ok(Some(Handed::hand_over(batch.num_rows(), columns)?))
             }
@@ -297,10 +280,18 @@ impl Reader {
     }
 }
 
-/// `batch` with its values parsed where the options type them.
-fn typed(values: &Option<Values>, batch: RecordBatch) -> Result<RecordBatch, Failure> {
-    match values {
-        Some(values) => values.parse(batch),
+/// `batch` with its values parsed where the options type them, and the decoded columns of `internalTopic`.
+fn typed(
+    values: &Option<Values>,
+    decoding: &Option<internal::Decoding>,
+    batch: RecordBatch,
+) -> Result<RecordBatch, Failure> {
+    let batch = match values {
+        Some(values) => values.parse(batch)?,
+        None => batch,
+    };
+    match decoding {
+        Some(decoding) => decoding.apply(&batch),
         None => Ok(batch),
     }
 }
@@ -333,9 +324,19 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
         // the driver's specs; else (a schema given by the user) resolved here for the topics read
         let mut topics: Vec<String> = parsed.iter().map(|s| s.topic.clone()).collect();
         topics.dedup();
+        let resolved = values::all_resolved_in_spec(&options_json)?;
+        // the driver's internalTopic; else (a schema given by the user) resolved here
+        let internal = match &resolved {
+            Some(resolved) => resolved.internal.clone(),
+            None => spec.options.internal().map_err(|e| Failure::Options(e.0))?,
+        };
+        let decoding = internal::Decoding::new(internal, &target)?;
+        if decoding.is_some() {
+            spec.also_read(&internal::Decoding::NEEDS)?;
+        }
         let specs = values::specs_of(
             &spec.options,
-            values::resolved_in_spec(&options_json)?,
+            resolved.map(|r| r.values),
             &topics,
             &mut values::no_sample,
         )?;
@@ -343,6 +344,13 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
         if !raising.is_empty() {
             // a bad value fails the read even where the query selects other columns (the Python source's rule)
             spec.also_read(&[&raising[..], &["topic", "partition", "offset"]].concat())?;
+        }
+        if specs
+            .iter()
+            .any(|s| s.confluent() && (!s.null_on_error || target.field_with_name(&s.column).is_ok()))
+        {
+            // a value parsed from Confluent frames may carry its schema id in the headers
+            spec.also_read(&["headers"])?;
         }
         let context = spec.scan()?.context()?;
         let values = Values::new(&specs, &target)?;
@@ -365,6 +373,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
             batches,
             conform,
             values,
+            decoding,
             permissive,
             warnings,
             writer,

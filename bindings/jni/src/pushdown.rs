@@ -45,7 +45,11 @@ impl Spec {
         let columns = match spec.get("columns") {
             None | Some(Value::Null) => None,
             Some(Value::Array(names)) => {
-                let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+                let mut names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+                if options.internal_topic.is_some() {
+                    // the columns internalTopic adds are decoded from key and value (module `internal`)
+                    names.retain(|n| crate::internal::is_core_column(n));
+                }
                 Some(Columns::named(names).map_err(bad)?)
             }
             Some(other) => return Err(bad(format!("columns {other}"))),

@@ -23,8 +23,10 @@ use jni::objects::{JByteArray, JClass, JString};
 use jni::EnvUnowned;
 use serde_json::Value;
 
+use kafkabatch::kmsg::appended::Internal;
 use kafkabatch::scan::options::ScanOptions;
 use kafkabatch::scan::ScanReader;
+use kafkabatch::values::headers::with_header_frames;
 use kafkabatch::values::spec::{spark_value_columns, ColumnSpec, Kind};
 use kafkabatch::values::{parse_column, ValueFormat};
 use kafkabatch::vocabulary::{in_words, Words};
@@ -40,13 +42,45 @@ const SPECS_KEY: &str = "kafkabatch.values";
 /// The field metadata key of a Spark-typed JSON column's schema text.
 const SPARK_SCHEMA_KEY: &str = "kafkabatch.sparkSchema";
 
-/// `given` without [`RESOLVED`], and the specs it carried.
-pub(crate) fn take_resolved(given: &mut BTreeMap<String, String>) -> Result<Option<Vec<ColumnSpec>>, Failure> {
+/// What the driver resolved, for the readers: the typed columns' specs and `internalTopic`
+/// (JSON `{"values": [spec, ...], "internal": {...} or null}`).
+#[derive(Default)]
+pub(crate) struct Resolved {
+    pub(crate) values: Vec<ColumnSpec>,
+    pub(crate) internal: Option<Internal>,
+}
+
+impl Resolved {
+    fn to_json(&self) -> Result<String, Failure> {
+        let bad = |e: serde_json::Error| Failure::Core(format!("value specs to JSON: {e}"));
+        let values = serde_json::to_value(&self.values).map_err(bad)?;
+        let internal = serde_json::to_value(&self.internal).map_err(bad)?;
+        Ok(serde_json::json!({ "values": values, "internal": internal }).to_string())
+    }
+
+    fn from_json(text: &str) -> Result<Resolved, serde_json::Error> {
+        let mut value: Value = serde_json::from_str(text)?;
+        let mut take = |key: &str| value.get_mut(key).map(Value::take).unwrap_or(Value::Null);
+        let values = take("values");
+        let internal = take("internal");
+        Ok(Resolved {
+            values: if values.is_null() {
+                Vec::new()
+            } else {
+                serde_json::from_value(values)?
+            },
+            internal: serde_json::from_value(internal)?,
+        })
+    }
+}
+
+/// `given` without [`RESOLVED`], and what it carried.
+pub(crate) fn take_resolved(given: &mut BTreeMap<String, String>) -> Result<Option<Resolved>, Failure> {
     let Some(key) = given.keys().find(|k| k.eq_ignore_ascii_case(RESOLVED)).cloned() else {
         return Ok(None);
     };
     let text = given.remove(&key).unwrap_or_default();
-    serde_json::from_str(&text)
+    Resolved::from_json(&text)
         .map(Some)
         .map_err(|e| Failure::Core(format!("the resolved value specs from the JVM are malformed: {e}")))
 }
@@ -71,13 +105,17 @@ pub(crate) fn no_sample(_column: &str) -> Vec<ArrayRef> {
     Vec::new()
 }
 
-/// The typed columns as an Arrow IPC stream (schema only), the specs in its metadata; `None` when none.
-fn columns_message(specs: &[ColumnSpec]) -> Result<Option<Vec<u8>>, Failure> {
-    if specs.is_empty() {
+/// The typed columns and the columns `internalTopic` adds as an Arrow IPC stream (schema only), what
+/// was resolved in its metadata; `None` when there are none.
+fn columns_message(
+    specs: Vec<ColumnSpec>,
+    internal: Option<(Internal, Vec<Field>)>,
+) -> Result<Option<Vec<u8>>, Failure> {
+    if specs.is_empty() && internal.is_none() {
         return Ok(None);
     }
     let mut fields = Vec::new();
-    for spec in specs {
+    for spec in &specs {
         let field = match spec
             .spark_type()
             .map_err(|e| Failure::Options(in_words(&e, Words::Spark)))?
@@ -93,7 +131,15 @@ fn columns_message(specs: &[ColumnSpec]) -> Result<Option<Vec<u8>>, Failure> {
         };
         fields.push(field);
     }
-    let specs = serde_json::to_string(specs).map_err(|e| Failure::Core(format!("value specs to JSON: {e}")))?;
+    let internal = internal.map(|(internal, added)| {
+        fields.extend(added); // appended to the source schema (the core's columns are never among them)
+        internal
+    });
+    let specs = Resolved {
+        values: specs,
+        internal,
+    }
+    .to_json()?;
     let schema = Schema::new(fields).with_metadata(HashMap::from([(SPECS_KEY.to_string(), specs)]));
     let ipc = |e: arrow_schema::ArrowError| Failure::Core(format!("writing Arrow IPC: {e}"));
     let mut writer = StreamWriter::try_new(Vec::new(), &schema).map_err(ipc)?;
@@ -111,6 +157,8 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_readColumns<'local
 ) -> JByteArray<'local> {
     entry(&mut env, |env| {
         let options = options_of(&options.try_to_string(env)?)?;
+        // internalTopic, resolved here (its definitions read on the driver), checked first as in the Python source
+        let internal = options.internal().map_err(|e| Failure::Options(e.0))?;
         let (topics, firsts) = if options.batch_error().is_some() {
             // a stream's start (latest): the topics are those the read names, if any
             options.tiered_key_pairs().map_err(|e| Failure::Options(e.0))?;
@@ -150,7 +198,14 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_readColumns<'local
             out
         };
         let specs = specs_of(&options, None, &topics, &mut sample)?;
-        match columns_message(&specs)? {
+        let internal = match internal {
+            Some(internal) => {
+                let added = crate::internal::spark_fields(&internal, &topics)?;
+                (!added.is_empty()).then_some((internal, added))
+            }
+            None => None,
+        };
+        match columns_message(specs, internal)? {
             Some(bytes) => Ok(env.byte_array_from_slice(&bytes)?),
             None => Ok(JByteArray::null()),
         }
@@ -218,9 +273,17 @@ impl Values {
             let Ok(at) = batch.schema().index_of(&column.name) else {
                 continue;
             };
-            let pieces =
-                parse_column(&column.format, &[batch.column(at).clone()], column.spec.on_error(), 1).map_err(|e| {
-                    let values = batch.column(at);
+            let mut values = batch.column(at).clone();
+            if column.spec.confluent() {
+                // schema ids in the records' headers: the prefix they stand for, before the Confluent parser
+                if let Some(headers) = batch.column_by_name("headers") {
+                    let framed = with_header_frames(values.as_ref(), headers.as_ref(), &column.name, &BTreeMap::new())
+                        .map_err(|e| Failure::Core(format!("{}: {e}", column.name)))?;
+                    values = framed.unwrap_or(values);
+                }
+            }
+            let pieces = parse_column(&column.format, std::slice::from_ref(&values), column.spec.on_error(), 1)
+                .map_err(|e| {
                     let value = values
                         .as_binary_opt::<i32>()
                         .filter(|v| e.row < v.len() && v.is_valid(e.row))
@@ -250,6 +313,11 @@ impl Values {
 
 /// The resolved specs in a scan spec's options (see [`RESOLVED`]).
 pub(crate) fn resolved_in_spec(spec: &str) -> Result<Option<Vec<ColumnSpec>>, Failure> {
+    Ok(all_resolved_in_spec(spec)?.map(|r| r.values))
+}
+
+/// What the driver resolved, from a scan spec's options (see [`RESOLVED`]).
+pub(crate) fn all_resolved_in_spec(spec: &str) -> Result<Option<Resolved>, Failure> {
     let spec: Value = serde_json::from_str(spec).map_err(|e| Failure::Core(format!("a scan spec: {e}")))?;
     let Some(Value::Object(options)) = spec.get("options") else {
         return Ok(None);

@@ -3,7 +3,9 @@ package io.github.kafkabatch.spark;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.channels.Channels;
-import java.util.HashMap;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 import org.apache.arrow.vector.ipc.ReadChannel;
@@ -13,6 +15,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
@@ -20,7 +23,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * The read schema of typed values and keys: {@link KafkaLogSource#SCHEMA} with {@code value} and {@code key} of the
- * types the value options give them. The core decides ({@code Native.readColumns}: formats, schemas, the registry,
+ * types the value options give them, and the columns option {@code internalTopic} decodes appended. The core decides ({@code Native.readColumns}: formats, schemas, the registry,
  * the Python source's checks and errors) and gives each typed column's Arrow type; Spark's own {@code ArrowUtils}
  * makes it a Spark type (every field nullable, as the Python source types it). A JSON column typed by Spark text
  * (DDL, StructType JSON) is read by Spark's parser here.
@@ -50,20 +53,20 @@ final class ValueSchemas {
         } catch (IOException e) {
             throw new IllegalStateException("the core's typed columns are an Arrow IPC schema", e);
         }
-        Map<String, DataType> typed = new HashMap<>();
+        Map<String, DataType> typed = new LinkedHashMap<>();
         for (Field field : arrow.getFields()) {
             String text = field.getMetadata() == null ? null : field.getMetadata().get(SPARK_SCHEMA);
             DataType type = text != null ? sparkType(field.getName(), text) : ArrowUtils.fromArrowField(field);
             typed.put(field.getName(), nullable(type));
         }
-        StructField[] fields = KafkaLogSource.SCHEMA.fields().clone();
-        for (int i = 0; i < fields.length; i++) {
-            DataType type = typed.get(fields[i].name());
-            if (type != null) {
-                fields[i] = new StructField(fields[i].name(), type, true, fields[i].metadata());
-            }
+        List<StructField> fields = new ArrayList<>();
+        for (StructField f : KafkaLogSource.SCHEMA.fields()) {
+            DataType type = typed.remove(f.name());
+            fields.add(type == null ? f : new StructField(f.name(), type, true, f.metadata()));
         }
-        return new Resolved(new StructType(fields), arrow.getCustomMetadata().get(SPECS));
+        // the rest are the columns internalTopic decodes, appended in the core's order
+        typed.forEach((name, type) -> fields.add(new StructField(name, type, true, Metadata.empty())));
+        return new Resolved(new StructType(fields.toArray(new StructField[0])), arrow.getCustomMetadata().get(SPECS));
     }
 
     /** A {@code valueSchema}/{@code keySchema} in Spark's words: DDL or StructType JSON. */
