@@ -170,6 +170,11 @@ def test_tiered_bucket_every_offset_once(bucket):
     broker = kb.scan_log(bucket.broker).read_all()
     assert remote.equals(broker)
     same(bucket.folder, tiered_keys=keys, isolation="read_committed", start_offset=40)
+    # bounded: remote segments are sought with their .indexes object's offset and time indexes
+    stamps = broker.column("timestamp").cast(pa.int64()).to_pylist()
+    middle = stamps[len(stamps) // 2] // 1000
+    for bounds in ({"start_offset": 100, "end_offset": 300}, {"start_timestamp": middle}, {"end_offset": 7}):
+        assert same(bucket.folder, tiered_keys=keys, **bounds).equals(same(bucket.broker, **bounds)), bounds
     # the folder holding both the bucket and the broker dir: every offset once
     assert same(bucket.folder.parent, tiered_keys=keys).equals(broker)
 

@@ -362,20 +362,25 @@ def plan_roots(
     """:func:`list_roots` and every partition planned in one call: ``(partitions, warnings,
     problems, index_warnings)``, each partition ``(segments, plans, transactions)``: its
     segments as :func:`list_roots` gives them, their plans as :func:`plan_partition`
-    gives them, and with ``transactions`` the read_committed pre-pass as
-    :func:`partition_transactions` gives it (None for remote segments, twins, a file
-    the core can't open). ``bounds_of(topic, partition)`` gives a partition's
+    gives them, and with ``transactions`` the read_committed pre-pass of a partition
+    of local segments (None for remote segments, twins, a file the core can't open). ``bounds_of(topic, partition)`` gives a partition's
     ``(start_offset, end_offset, start_ts_us, end_ts_us)``, or None to leave it out."""
 
 def partition_transactions(
-    segments: list[tuple[str, int | None, int, str, int | None, int | None]],
+    segments: list[Any],
     *,
+    tiered_keys: dict[str, str] | None = None,
+    on_error: str = "raise",
+    max_decompressed_size: int = ...,
     max_chunk_bytes: int = ...,
-) -> list[tuple[int, int, int | None]] | None:
-    """The read_committed pre-pass over one partition's local segments (fields as
-    :func:`plan_partition` takes them), in the core: ``(producer_id, first_offset,
-    marker offset or None while open)`` sorted by first offset; None when the core
-    can't walk them (a remote segment, a file it can't open)."""
+) -> list[tuple[int, int, int | None]]:
+    """The read_committed pre-pass over one partition's segments
+    (:class:`kafkabatch.log.listing.Segment` s in log order, local or remote, with
+    their twins), in the core: ``(producer_id, first_offset, marker offset or None
+    while open)`` sorted by first offset. Remote files are read as
+    :func:`kafkabatch.log.fs.open_source` reads them; ``tiered_keys``: key-pair id →
+    PEM text. ``on_error="skip"``: a damaged remote segment without a readable twin
+    is walked around its chunks that can't be undone, or left out."""
 
 # --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
 

@@ -33,6 +33,7 @@ use super::layouts::{remote_name, sibling, Layout};
 use super::listing::{segment_bounds, HeldOffsets, Segment};
 use super::naming::{is_remote, text};
 use super::plan::{ScanError, Split, Transaction};
+use super::seek::{seek_tiered, SeekBounds};
 use super::walk::{walk, Walk, Window};
 use crate::arrow_out::Columns;
 use crate::batch::WalkEnd;
@@ -85,6 +86,14 @@ impl ReadContext {
                 "{path}: a remote location, and this scan was given no storage for remote roots"
             ))),
         }
+    }
+
+    /// The read_committed pre-pass over one partition's segments (in log
+    /// order), local or remote, twins and damage handled as the read does
+    /// (see [`Scan::plan`](super::Scan::plan)): the transactions an ABORT
+    /// marker ends, then those still open, sorted by first offset and producer.
+    pub fn transactions(&self, group: &[Segment]) -> Result<Vec<Transaction>, ScanError> {
+        partition_transactions(group, self)
     }
 
     /// The transform undoing an Aiven segment's chunks: its data key unwrapped with the key pair it names.
@@ -341,6 +350,9 @@ pub struct ReadStats {
     pub crc_errors: usize,
     /// What each split read to its end found, in order (see [`ScanReader::take_finished`]).
     pub finished: Vec<SplitReport>,
+    /// Index files that could not be used to seek a remote segment (read
+    /// whole instead): one line each, naming the file and why.
+    pub index_warnings: Vec<String>,
 }
 
 /// What reading one split found: the line `mode=PERMISSIVE` logs for a split
@@ -672,11 +684,20 @@ impl ScanReader {
             let step = match read.source.as_mut() {
                 None => {
                     let split = &read.split;
+                    let warnings = &mut self.stats.index_warnings;
                     self.context
                         .open(&split.path, split.layout(), split.manifest.as_deref())
-                        .map(|source| {
+                        .and_then(|mut source| {
                             read.end = read.end.min(source.size());
+                            if let Source::Tiered(tiered) = &mut source {
+                                if read.pos == 0 && read.end == tiered.size() {
+                                    let (start, end) = seek_remote(tiered, &read.split, warnings)?;
+                                    (read.pos, read.end) = (start, end.map_or(read.end, |e| e.min(read.end)));
+                                    (read.report.start, read.report.end) = (read.pos, read.end);
+                                }
+                            }
                             read.source = Some(source);
+                            Ok(())
                         })
                 }
                 Some(source) => {
@@ -761,6 +782,37 @@ impl ScanReader {
             read.done = true;
         }
         Ok(())
+    }
+}
+
+/// The byte range of a whole remote (Aiven) split worth reading for its
+/// bounds, from the indexes of its `.indexes` object (see
+/// [`seek_tiered`]); an index that can't be used costs a read of the whole
+/// segment and a line in `warnings`.
+fn seek_remote(
+    source: &mut TieredSource,
+    split: &Split,
+    warnings: &mut Vec<String>,
+) -> Result<(u64, Option<u64>), ScanError> {
+    let bounds = split.bounds();
+    let Some(base) = remote_name(&split.path).map(|n| n.base_offset) else {
+        return Ok((0, None));
+    };
+    let indexes = Location::new(sibling(&split.path, text::INDEXES));
+    let wanted = SeekBounds {
+        start_offset: bounds.start_offset,
+        end_offset: bounds.end_offset,
+        start_timestamp_ms: bounds.start_ts_us.map(|us| us.div_euclid(1000)),
+    };
+    match seek_tiered(source, &indexes, base, wanted)? {
+        Ok(found) => Ok(found),
+        Err(bad) => {
+            warnings.push(format!(
+                "{}: {bad}; scanning the whole segment instead",
+                indexes.as_str()
+            ));
+            Ok((0, None))
+        }
     }
 }
 

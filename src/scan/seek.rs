@@ -12,6 +12,9 @@ use crate::decode::{decode_batch, DecodeOptions};
 use crate::prune::{batch_facts, BatchFacts};
 use crate::record::OwnedRecords;
 use crate::scan::index::{offset_index_entries, time_index_entries};
+use crate::storage::{Location, StorageError};
+use crate::tiered::source::{SourceError, TieredSource};
+use crate::tiered::IndexKind;
 
 /// Why an index can't be used for a seek (the text names the file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +89,107 @@ pub fn seek_range(
         None => None,
     };
     Ok((start, end))
+}
+
+/// [`seek_range`] of a remote (Aiven) segment: the byte range `(start, end)`
+/// of `source` holding every record in `bounds`, from the offset and time
+/// indexes of its `.indexes` object (`indexes`; only their slices are
+/// fetched), each entry used checked against the batch header it points at.
+/// `Ok(Err(_))`: an index that can't be used (missing, garbage, disagreeing
+/// with the log; the caller reads the whole segment); `Err(_)`: the
+/// `.indexes` object is damaged (a truncated slice, a transform that fails).
+pub fn seek_tiered(
+    source: &mut TieredSource,
+    indexes: &Location,
+    base_offset: i64,
+    bounds: SeekBounds,
+) -> Result<Result<(u64, Option<u64>), BadIndex>, SourceError> {
+    if bounds.start_offset.is_none() && bounds.end_offset.is_none() && bounds.start_timestamp_ms.is_none() {
+        return Ok(Ok((0, None)));
+    }
+    let index = |source: &mut TieredSource, kind| match source.index(kind, indexes) {
+        Err(SourceError::Storage(StorageError::NotFound(_))) => {
+            Ok(Err(BadIndex("the .indexes object is missing".into())))
+        }
+        Err(SourceError::Storage(e)) => Ok(Err(BadIndex(format!("can't read it: {e}")))),
+        Err(e) => Err(e),
+        Ok(found) => Ok(Ok(found)),
+    };
+    let raw = match index(source, IndexKind::Offset)? {
+        Ok(Some(raw)) => raw,
+        Ok(None) => return Ok(Err(BadIndex("the segment has no offset index".into()))),
+        Err(bad) => return Ok(Err(bad)),
+    };
+    let (offsets, positions) = match offset_index_entries(&raw, base_offset) {
+        Ok(found) => found,
+        Err(e) => return Ok(Err(BadIndex(e.to_string()))),
+    };
+    let position_for = |source: &mut TieredSource, offset: i64| -> Result<u64, BadIndex> {
+        let Some(i) = offsets.partition_point(|&o| o <= offset).checked_sub(1) else {
+            return Ok(0);
+        };
+        let position = u64::try_from(positions[i]).unwrap_or(u64::MAX);
+        match source.header_at(position) {
+            Some((base, _)) if base <= offsets[i] => Ok(position),
+            _ => Err(BadIndex(format!(
+                "entry {} -> {position} is not a batch of that offset",
+                offsets[i]
+            ))),
+        }
+    };
+    let mut seek = || -> Result<Result<(u64, Option<u64>), BadIndex>, SourceError> {
+        let mut start = match bounds.start_offset.map(|o| position_for(source, o)) {
+            Some(Err(bad)) => return Ok(Err(bad)),
+            Some(Ok(p)) => p,
+            None => 0,
+        };
+        if let Some(target) = bounds.start_timestamp_ms {
+            let raw_time = match index(source, IndexKind::Timestamp)? {
+                Ok(found) => found,
+                Err(bad) => return Ok(Err(bad)),
+            };
+            if let Some(raw_time) = raw_time {
+                if raw_time.len() % 12 != 0 {
+                    let n = raw_time.len();
+                    return Ok(Err(BadIndex(format!(
+                        "{n} bytes is not a multiple of the 12-byte time index entry"
+                    ))));
+                }
+                let (stamps, stamp_offsets) = time_index_entries(&raw_time, base_offset);
+                if let Some(i) =
+                    (1..stamps.len()).find(|&i| stamps[i] < stamps[i - 1] || stamp_offsets[i] < stamp_offsets[i - 1])
+                {
+                    return Ok(Err(BadIndex(format!(
+                        "time index entries are out of order at entry {i}"
+                    ))));
+                }
+                if let Some(i) = stamps.partition_point(|&t| t < target).checked_sub(1) {
+                    match position_for(source, stamp_offsets[i]) {
+                        Ok(p) => start = start.max(p),
+                        Err(bad) => return Ok(Err(bad)),
+                    }
+                }
+            }
+        }
+        let mut end = None;
+        if let Some(end_offset) = bounds.end_offset {
+            let j = offsets.partition_point(|&o| o < end_offset);
+            if j + 1 < offsets.len() {
+                let position = u64::try_from(positions[j + 1]).unwrap_or(u64::MAX);
+                match source.header_at(position) {
+                    Some((base, _)) if base >= end_offset => end = Some(position.max(start)),
+                    _ => {
+                        return Ok(Err(BadIndex(format!(
+                            "entry {} -> {position} disagrees with the log",
+                            offsets[j + 1]
+                        ))))
+                    }
+                }
+            }
+        }
+        Ok(Ok((start, end)))
+    };
+    seek()
 }
 
 /// A segment's bytes and its checked `.index` entries.

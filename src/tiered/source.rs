@@ -263,6 +263,18 @@ impl TieredSource {
         Ok(Some(undone))
     }
 
+    /// `(base offset, size)` of the batch whose header starts at `position`,
+    /// when one fits there (a length within the segment, a known magic).
+    pub fn header_at(&mut self, position: u64) -> Option<(i64, u64)> {
+        let header = self.read(position, 17).ok()?;
+        if header.len() < 17 || header[16] > 2 {
+            return None;
+        }
+        let length = batch_length(&header).filter(|&l| position + l <= self.size())?;
+        let base = i64::from_be_bytes(header[..8].try_into().ok()?);
+        Some((base, length))
+    }
+
     /// Where the last whole batch walked from `start` (a batch boundary)
     /// ends at or before `limit` (`start` when none fits).
     pub fn whole_batches_end(&mut self, start: u64, limit: u64) -> u64 {

@@ -72,7 +72,7 @@ impl PyFileSystemStorage {
         })
     }
 
-    fn take_error(&self) -> Option<PyErr> {
+    pub(crate) fn take_error(&self) -> Option<PyErr> {
         self.error.lock().ok()?.take()
     }
 }
@@ -467,6 +467,31 @@ pub(crate) fn segment_of(
         stop_offset: stop,
         twins: Vec::new(),
     })
+}
+
+/// The core's segment of a `kafkabatch.log.listing.Segment` (its attributes),
+/// with its twins (theirs left out: the listing gives twins none).
+pub(crate) fn segment_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Segment> {
+    let fields = |o: &Bound<'_, PyAny>| -> PyResult<SegmentTuple> {
+        Ok((
+            o.getattr(intern!(o.py(), "path"))?.extract()?,
+            o.getattr(intern!(o.py(), "topic"))?.extract()?,
+            o.getattr(intern!(o.py(), "partition"))?.extract()?,
+            o.getattr(intern!(o.py(), "base_offset"))?.extract()?,
+            o.getattr(intern!(o.py(), "size"))?.extract()?,
+            o.getattr(intern!(o.py(), "layout"))?.extract()?,
+            o.getattr(intern!(o.py(), "manifest"))?.extract()?,
+            o.getattr(intern!(o.py(), "segment_id"))?.extract()?,
+            o.getattr(intern!(o.py(), "topic_id"))?.extract()?,
+            o.getattr(intern!(o.py(), "floor_offset"))?.extract()?,
+            o.getattr(intern!(o.py(), "stop_offset"))?.extract()?,
+        ))
+    };
+    let mut seg = segment_of(fields(obj)?)?;
+    for twin in obj.getattr(intern!(obj.py(), "twins"))?.try_iter()? {
+        seg.twins.push(segment_of(fields(&twin?)?)?);
+    }
+    Ok(seg)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -3,6 +3,7 @@
 //! core's reader with `kafkabatch.scan_log`; local roots only for now.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchReader};
@@ -11,7 +12,8 @@ use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyTypeError, PyVa
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
-use super::listing::{list_with, segment_fields, warnings_and_problems};
+use super::listing::{list_with, segment_fields, segment_from_py, warnings_and_problems, PyFileSystemStorage};
+use super::storage::python_resolver;
 use kafkabatch::arrow_out::Columns;
 use kafkabatch::decode::{OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
 use kafkabatch::prune::HeaderBounds;
@@ -99,6 +101,16 @@ fn offset_bound(
     Ok(scan)
 }
 
+fn on_error_of(on_error: &str) -> PyResult<OnError> {
+    match on_error {
+        "raise" => Ok(OnError::Raise),
+        "skip" => Ok(OnError::Skip),
+        other => Err(PyValueError::new_err(format!(
+            "on_error must be 'raise' or 'skip', not {other:?}"
+        ))),
+    }
+}
+
 /// The core's `Scan` of `roots` with the keyword options of `_scan_read`.
 #[allow(clippy::too_many_arguments)]
 fn scan_of(
@@ -129,15 +141,7 @@ fn scan_of(
             )))
         }
     };
-    let on_error = match on_error {
-        "raise" => OnError::Raise,
-        "skip" => OnError::Skip,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "on_error must be 'raise' or 'skip', not {other:?}"
-            )))
-        }
-    };
+    let on_error = on_error_of(on_error)?;
     let mut scan = Scan::new(roots)
         .start_timestamp_ms(start_timestamp)
         .end_timestamp_ms(end_timestamp)
@@ -181,6 +185,7 @@ fn scan_error(e: ScanError) -> PyErr {
         ScanError::List(ListError::PermissionDenied(text)) => PyPermissionError::new_err(text),
         ScanError::List(ListError::Tiered(problem, _)) => super::listing::tiered_error(&problem),
         ScanError::Tiered { object, error } => Python::attach(|py| super::tiered::to_py(py, &object, &error)),
+        ScanError::Storage(e) => super::storage::to_py(e),
         e => PyValueError::new_err(e.to_string()),
     }
 }
@@ -243,7 +248,7 @@ type SegmentFields = (String, Option<i64>, u64, String, Option<i64>, Option<i64>
 /// What `plan_partition` returns: `(how, start, end)` per segment, and the index warnings.
 type PlannedPartition = (Vec<(u8, u64, u64)>, Vec<String>);
 
-/// The core's segments of `plan_partition`'s and `local_transactions`' fields.
+/// The core's segments of `plan_partition`'s fields.
 fn core_segments(segments: Vec<SegmentFields>) -> Vec<Segment> {
     segments
         .into_iter()
@@ -268,26 +273,44 @@ fn core_segments(segments: Vec<SegmentFields>) -> Vec<Segment> {
         .collect()
 }
 
-/// The read_committed pre-pass over one partition's local segments (fields
-/// as `plan_partition` takes them), in the core: `(producer_id, first_offset,
-/// marker offset or None while open)` sorted by first offset; None when the
-/// core can't walk them (a remote segment, a file it can't open: the caller's
-/// own pre-pass says why).
+/// The read_committed pre-pass over one partition's segments
+/// (`kafkabatch.log.listing.Segment`s in log order, local or remote, with
+/// their twins), in the core: `(producer_id, first_offset, marker offset or
+/// None while open)` sorted by first offset. Remote files are read as
+/// `kafkabatch.log.fs.open_source` reads them; `on_error="skip"`: a damaged
+/// remote segment without a readable twin is walked around its chunks that
+/// can't be undone, or left out (the read that follows counts what it lost).
 #[pyfunction]
-#[pyo3(signature = (segments, *, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[pyo3(signature = (segments, *, tiered_keys=None, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
 fn partition_transactions(
     py: Python<'_>,
-    segments: Vec<SegmentFields>,
+    segments: Vec<Bound<'_, PyAny>>,
+    tiered_keys: Option<BTreeMap<String, String>>,
+    on_error: &str,
+    max_decompressed_size: usize,
     max_chunk_bytes: usize,
-) -> Option<Vec<(i64, i64, Option<i64>)>> {
-    let group = core_segments(segments);
-    let found = py.detach(|| local_transactions(&group, max_chunk_bytes)).ok()?;
-    Some(
-        found
-            .into_iter()
-            .map(|t| (t.producer_id, t.first_offset, t.last_offset))
-            .collect(),
-    )
+) -> PyResult<Vec<(i64, i64, Option<i64>)>> {
+    let group = segments.iter().map(segment_from_py).collect::<PyResult<Vec<_>>>()?;
+    let on_error = on_error_of(on_error)?;
+    let fallback = Arc::new(PyFileSystemStorage::resolving());
+    let context = Scan::new(["."])
+        .tiered_keys(tiered_keys.unwrap_or_default())
+        .on_error(on_error)
+        .max_decompressed_size(max_decompressed_size)
+        .max_chunk_bytes(max_chunk_bytes)
+        .resolver(python_resolver(fallback.clone()))
+        .context()
+        .map_err(scan_error)?;
+    let found = py.detach(|| context.transactions(&group)).map_err(|e| {
+        match (&e, fallback.take_error()) {
+            (ScanError::Storage(_), Some(raised)) => raised, // pyarrow's exception, as it was
+            _ => scan_error(e),
+        }
+    })?;
+    Ok(found
+        .into_iter()
+        .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+        .collect())
 }
 
 /// The plan of each segment of one partition (in offset order) for the

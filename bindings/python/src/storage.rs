@@ -9,10 +9,13 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValu
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use kafkabatch::scan::Resolver;
 use kafkabatch::storage::{uri, Location, Storage, StorageError};
 
+use super::listing::PyFileSystemStorage;
+
 /// The Python exception for a storage error: `FileNotFoundError`, `PermissionError`, `OSError`.
-fn to_py(error: StorageError) -> PyErr {
+pub(crate) fn to_py(error: StorageError) -> PyErr {
     let message = error.to_string();
     match error {
         StorageError::NotFound(_) => PyFileNotFoundError::new_err(message),
@@ -101,6 +104,30 @@ fn resolve_storage(
         other => to_py(other),
     })?;
     Ok(found.map(|(inner, _)| ObjectStorage { inner }))
+}
+
+/// Remote files as `kafkabatch.log.fs.open_source` reads them: through the
+/// core's object store when `kafkabatch.log.fs.native_storage` gives one for
+/// the URI, else through `pyarrow.fs` (`fallback`, which keeps the Python
+/// exception a call raised).
+pub(crate) fn python_resolver(fallback: Arc<PyFileSystemStorage>) -> Resolver {
+    Arc::new(move |path: &str| {
+        let native = Python::attach(|py| -> PyResult<Option<Arc<dyn Storage>>> {
+            let found = py
+                .import("kafkabatch.log.fs")?
+                .getattr("native_storage")?
+                .call1((path,))?;
+            if found.is_none() {
+                return Ok(None);
+            }
+            Ok(Some(found.cast::<ObjectStorage>()?.get().inner.clone()))
+        })
+        .map_err(|e| StorageError::Other {
+            location: Location::new(path),
+            message: e.to_string(),
+        })?;
+        Ok(native.unwrap_or_else(|| fallback.clone() as Arc<dyn Storage>))
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -489,9 +489,7 @@ def scan_log(
             transactions = None
             if pre_pass:
                 transactions = (
-                    [Transaction(*t) for t in found]
-                    if found is not None
-                    else partition_transactions(group, seek_position, skip=skip)
+                    [Transaction(*t) for t in found] if found is not None else partition_transactions(group, skip=skip)
                 )
             keep_control = read_committed and not pre_pass
             for i, (seg, (how, a, b)) in enumerate(zip(group, plans)):

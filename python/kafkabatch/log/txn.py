@@ -6,18 +6,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import kafkabatch.log.fs as fs
-import kafkabatch.log.tiered as tiered
-from kafkabatch._kafkabatch import TieredStorageError
 from kafkabatch._kafkabatch import partition_transactions as _native_partition_transactions
 from kafkabatch._kafkabatch import transaction_pass as _transaction_pass
 from kafkabatch.log.bounds import Bounds
-from kafkabatch.log.listing import Segment, open_segment, segment_bounds
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows, remember_path, segment_walk, walked_windows
+from kafkabatch.log.listing import Segment
+from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows, segment_walk, walked_windows
 
 
 @dataclass(frozen=True)
@@ -36,7 +33,6 @@ def hidden_transactions(
     *,
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     spans: Iterable[tuple[int, int | None, Bounds]] | None = None,
-    segments: Iterable[Segment | None] | None = None,
 ) -> list[Transaction]:
     """Aborted and still-open transactions of one topic-partition, found by
     walking the batch headers of its segments (open sources, in log order).
@@ -50,18 +46,15 @@ def hidden_transactions(
     ``spans`` (one per source: start byte, end byte or None, offset bounds)
     restricts each source to the offsets it is read for, when segments from
     several places overlap: each batch is then seen once.
-
-    ``segments`` (one per source, or None): with them, a remote chunk that
-    can't be undone is walked around (its batches are lost to the read too,
-    which counts them), as ``on_error="skip"`` reads do.
+    (:func:`partition_transactions` walks a partition's segments, remote ones
+    and their twins included, in the core.)
     """
     open_txns: dict[int, int] = {}
     done: list[Transaction] = []
     sources = list(sources)
     span_list = list(spans) if spans is not None else [(0, None, Bounds())] * len(sources)
-    seg_list = list(segments) if segments is not None else [None] * len(sources)
-    for source, span, seg in zip(sources, span_list, seg_list):
-        _walk(source, span, seg, open_txns, done, max_chunk_bytes)
+    for source, span in zip(sources, span_list):
+        _walk(source, span, open_txns, done, max_chunk_bytes)
     done.extend(Transaction(pid, first, None) for pid, first in open_txns.items())
     return sorted(done, key=lambda t: (t.first_offset, t.producer_id))
 
@@ -69,36 +62,18 @@ def hidden_transactions(
 def _walk(
     source: Any,
     span: tuple[int, int | None, Bounds],
-    seg: Segment | None,
     open_txns: dict[int, int],
     done: list[Transaction],
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
 ) -> None:
-    """One source's batch headers over ``span`` into ``open_txns``/``done``;
-    with ``seg``, a remote chunk that can't be undone is walked around (else raised)."""
+    """One source's batch headers over ``span`` into ``open_txns``/``done``."""
     start, end, bounds = span
     stop = source.size if end is None else min(end, source.size)
     if _walk_local(source, start, stop, bounds, open_txns, done, max_chunk_bytes):
         return
-    position: int | None = start
-    while position is not None and position < stop:
-        walked = position
-        try:
-            for a, b, _last in batch_windows(source, walked, stop, max_chunk_bytes, bounds):
-                _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
-                source.release()
-                walked = b
-            break
-        except TieredStorageError as error:
-            if seg is None or error.chunk is None or not isinstance(source, tiered.TieredSource):
-                raise
-            bad_start, bad_end = source.chunk_range(error.chunk)
-            good = tiered.whole_batches_end(source, walked, bad_start) if walked < bad_start else walked
-            for a, b, _last in batch_windows(source, walked, good, max_chunk_bytes, bounds):
-                _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
-                source.release()
-            indexes = tiered.sibling(seg.path, ".indexes")
-            position = tiered.resume_after(source, max(bad_end, good), indexes, seg.base_offset)
+    for a, b, _last in batch_windows(source, start, stop, max_chunk_bytes, bounds):
+        _collect_transactions(source.read(a, b - a), open_txns, done, bounds)
+        source.release()
 
 
 def _walk_local(
@@ -164,76 +139,14 @@ def aborted_for(transactions: list[Transaction], first_offset: int) -> list[tupl
     ]
 
 
-def partition_transactions(
-    group: list[Segment],
-    seek: Callable[[Segment, Bounds, Any], tuple[int, int | None]] | None = None,
-    *,
-    skip: bool = False,
-) -> list[Transaction]:
-    """The pre-pass over one partition's segments (local ones in the core),
-    each walked only over the offsets the overlap rule leaves to it (see :func:`kafkabatch.log.listing.segment_bounds`);
-    ``seek`` (:func:`kafkabatch.log.scan.seek_position`) skips to them.
-    ``skip`` (``on_error="skip"``): a remote segment that can't be opened is
-    left out here, and a chunk that can't be undone walked around (the read
-    that follows counts both)."""
-    if all(not s.twins and s.layout != "aiven" and not fs.is_remote(s.path) for s in group):
-        # Local files: one header walk each, in the core (None: one it can't open, said below).
-        found = _native_partition_transactions(
-            [(s.path, s.base_offset, s.size, s.layout, s.floor_offset, s.stop_offset) for s in group]
-        )
-        if found is not None:
-            return [Transaction(pid, first, last) for pid, first, last in found]
-    open_txns: dict[int, int] = {}
-    done: list[Transaction] = []
-    for seg in group:
-        bounds = segment_bounds(seg, Bounds())
-        try:
-            _walk_segment(seg, seg, bounds, seek, open_txns, done, walk_around=False)
-            continue
-        except TieredStorageError as error:
-            damaged = error
-        # A damaged copy: its twin (another copy of the same offsets) over the same span, as the read does.
-        for twin in seg.twins:
-            try:
-                _walk_segment(twin, seg, bounds, seek, open_txns, done, walk_around=False)
-                break
-            except TieredStorageError:
-                continue
-        else:
-            if not skip:
-                raise damaged
-            try:
-                _walk_segment(seg, seg, bounds, seek, open_txns, done, walk_around=True)
-            except TieredStorageError:
-                pass  # left out here; the read that follows counts it
-    done.extend(Transaction(pid, first, None) for pid, first in open_txns.items())
-    return sorted(done, key=lambda t: (t.first_offset, t.producer_id))
-
-
-def _walk_segment(
-    copy: Segment,
-    seg: Segment,
-    bounds: Bounds,
-    seek: Callable[[Segment, Bounds, Any], tuple[int, int | None]] | None,
-    open_txns: dict[int, int],
-    done: list[Transaction],
-    *,
-    walk_around: bool,
-) -> None:
-    """:func:`_walk` over ``copy`` (``seg`` or a twin of it) for the offsets
-    ``bounds`` leaves to ``seg``; on an error, ``open_txns``/``done`` are left as they were."""
-    opened, finished = dict(open_txns), list(done)
-    source = open_segment(copy)
-    remember_path(source, copy.path)
-    try:
-        start, end = 0, None
-        if bounds.offsets and seek is not None:
-            start, end = seek(copy, bounds, source)
-        _walk(source, (start, end, bounds), copy if walk_around else None, open_txns, done)
-    except TieredStorageError:
-        open_txns.clear()
-        open_txns.update(opened)
-        done[:] = finished
-        raise
-    finally:
-        source.close()
+def partition_transactions(group: list[Segment], *, skip: bool = False) -> list[Transaction]:
+    """The pre-pass over one partition's segments (local or remote, in the
+    core), each walked only over the offsets the overlap rule leaves to it
+    (see :func:`kafkabatch.log.listing.segment_bounds`); a damaged remote
+    segment is walked in its twin (another copy of its offsets) when it has
+    one, as the read does. ``skip`` (``on_error="skip"``): a remote segment
+    that can't be opened is left out here, and a chunk that can't be undone
+    walked around (the read that follows counts both)."""
+    keys = next((s.keys for s in group if s.keys), ())  # remote segments hold the resolved keys
+    found = _native_partition_transactions(group, tiered_keys=dict(keys), on_error="skip" if skip else "raise")
+    return [Transaction(pid, first, last) for pid, first, last in found]

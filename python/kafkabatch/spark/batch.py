@@ -15,7 +15,6 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkabatch.log.listing import Segment
 from kafkabatch.log.prune import RecordFilter
-from kafkabatch.log.scan import seek_position
 from kafkabatch.log.txn import partition_transactions
 from kafkabatch.spark.errors import headline_first
 from kafkabatch.spark.options import Options
@@ -57,7 +56,7 @@ class KafkaLogReader(DataSourceReader):
                 continue
             transactions = None
             if opts.isolation == "read_committed":
-                transactions = partition_transactions(group, seek_position, skip=opts.mode != "FAILFAST")
+                transactions = partition_transactions(group, skip=opts.mode != "FAILFAST")
             splits.extend(plan_partition(opts, group, bounds, transactions))
         if not where.empty or log.isEnabledFor(logging.DEBUG):
             log_plan(where, groups, kept, splits)
