@@ -711,6 +711,46 @@ class ScanStream:
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 @final
+class OneBatch:
+    """Internal: one record batch of a :class:`SegmentRead`, as an Arrow C stream (read once)."""
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+@final
+class SegmentRead:
+    """Internal: the read of one segment by the core's reader (see :func:`_read_segment`)."""
+    def __iter__(self) -> SegmentRead: ...
+    def __next__(self) -> OneBatch: ...
+    def report(self) -> dict[str, Any] | None:
+        """What the read found, once done: ``start``, ``end``, ``batches``, ``records``,
+        ``rows``, ``skipped`` (the corrupt batches dropped, as exceptions),
+        ``skipped_bytes``, ``pruned_bytes``, ``trailing_bytes``, ``status``,
+        ``end_error``, ``lost`` (what damage cost, as :class:`TieredStorageError` s),
+        ``twin``, ``twin_from``, ``last_offset``, ``fetched`` (bytes of remote objects),
+        ``index_warnings``; None before the end."""
+
+def _read_segment(
+    segment: Any,
+    *,
+    following: int | None = None,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    start_ts_us: int | None = None,
+    end_ts_us: int | None = None,
+    transactions: list[tuple[int, int, int | None]] | None = None,
+    tiered_keys: dict[str, str] | None = None,
+    validate_crc: bool = True,
+    include_control: bool = False,
+    on_error: str = "raise",
+    max_decompressed_size: int = ...,
+    max_chunk_bytes: int = ...,
+) -> SegmentRead:
+    """Internal: read one segment (a :class:`kafkabatch.log.listing.Segment`) with the
+    core's reader: Aiven segments sought with their ``.indexes`` object, twins read
+    instead of a damaged copy (up to ``following``), chunks that can't be undone
+    skipped under ``on_error="skip"``; rows in the bounds only (timestamps in µs);
+    ``transactions``: the partition's read_committed pre-pass."""
+
+@final
 class ObjectStorage:
     """One bucket (container, host) of an object store, read through Rust's ``object_store``."""
 

@@ -149,6 +149,42 @@ pub struct Split {
 }
 
 impl Split {
+    /// The split reading bytes `start..end` of `seg` (a segment of one
+    /// partition, the next of which starts at offset `following`) for
+    /// `bounds` (narrowed to the offsets the overlap rule leaves it), with its
+    /// twins as the copies read instead when it turns out damaged (each up to
+    /// where the partition's next segment takes over).
+    pub fn of_segment(
+        seg: &Segment,
+        (start, end): (u64, u64),
+        bounds: &HeaderBounds,
+        following: Option<i64>,
+        transactions: Option<Vec<Transaction>>,
+    ) -> Split {
+        let (so, eo) = segment_bounds(seg, bounds.start_offset, bounds.end_offset);
+        let split = |copy: &Segment, start: u64, end: u64, end_offset: Option<i64>| Split {
+            version: SPLIT_VERSION,
+            path: copy.path.clone(),
+            topic: seg.topic.clone(),
+            partition: seg.partition,
+            layout: copy.layout.as_str().to_string(),
+            manifest: copy.manifest.clone(),
+            size: copy.size.max(end),
+            start,
+            end,
+            start_offset: so,
+            end_offset,
+            start_ts_us: bounds.start_ts_us,
+            end_ts_us: bounds.end_ts_us,
+            transactions: transactions.clone(),
+            twins: Vec::new(),
+        };
+        let stop = following.map_or(eo, |n| Some(eo.map_or(n, |e| e.min(n))));
+        let mut planned = split(seg, start, end, eo);
+        planned.twins = seg.twins.iter().map(|t| split(t, 0, t.size, stop)).collect();
+        planned
+    }
+
     /// The split as versioned JSON.
     pub fn to_bytes(&self) -> Vec<u8> {
         // A struct of strings, numbers and options always serialises.
@@ -612,28 +648,8 @@ impl Scan {
                     SegmentPlan::Bytes { start, end } => (start, end),
                     SegmentPlan::Elsewhere => (0, seg.size),
                 };
-                let (so, eo) = segment_bounds(seg, bounds.start_offset, bounds.end_offset);
-                let split = |copy: &Segment, start: u64, end: u64, end_offset: Option<i64>| Split {
-                    version: SPLIT_VERSION,
-                    path: copy.path.clone(),
-                    topic: topic.clone(),
-                    partition,
-                    layout: copy.layout.as_str().to_string(),
-                    manifest: copy.manifest.clone(),
-                    size: copy.size.max(end),
-                    start,
-                    end,
-                    start_offset: so,
-                    end_offset,
-                    start_ts_us: bounds.start_ts_us,
-                    end_ts_us: bounds.end_ts_us,
-                    transactions: transactions.clone(),
-                    twins: Vec::new(),
-                };
-                // a copy is read up to where the partition's next segment takes over
-                let stop = next_start(&group, i).map_or(eo, |n| Some(eo.map_or(n, |e| e.min(n))));
-                let mut planned = split(seg, start, end, eo);
-                planned.twins = seg.twins.iter().map(|t| split(t, 0, t.size, stop)).collect();
+                let planned =
+                    Split::of_segment(seg, (start, end), &bounds, next_start(&group, i), transactions.clone());
                 splits.push(planned);
             }
             partitions.push(PartitionPlan {

@@ -183,6 +183,14 @@ impl Source {
         }
     }
 
+    /// Bytes of a remote (Aiven) object fetched so far.
+    fn fetched(&self) -> u64 {
+        match self {
+            Source::Tiered(source) => source.requested(),
+            _ => 0,
+        }
+    }
+
     fn read(&mut self, position: u64, length: u64) -> Result<Buffer, ScanError> {
         let end = position.saturating_add(length).min(self.size());
         let position = position.min(end);
@@ -239,16 +247,21 @@ impl Source {
 }
 
 /// `error` with its positions counted from the start of the file.
-fn relocate(mut error: DecodeError, base: u64, path: &str) -> ScanError {
+fn relocate(error: DecodeError, base: u64, path: &str) -> ScanError {
+    ScanError::Decode {
+        path: path.to_string(),
+        error: in_file(error, base),
+    }
+}
+
+/// `error` (positions counted from `base`) with its positions counted from the start of the file.
+fn in_file(mut error: DecodeError, base: u64) -> DecodeError {
     let base = base as usize;
     error.batch_position += base;
     if !error.in_payload {
         error.byte_position += base;
     }
-    ScanError::Decode {
-        path: path.to_string(),
-        error,
-    }
+    error
 }
 
 /// The `(producer id, first offset)` pairs a piece starting at `first_offset`
@@ -364,22 +377,35 @@ pub struct SplitReport {
     pub start: u64,
     pub end: u64,
     pub size: u64,
-    /// Batches decoded, rows returned, corrupt batches dropped and their bytes.
+    /// Batches decoded, records decoded, rows returned, corrupt batches dropped and their bytes.
     pub batches: usize,
+    pub records: usize,
     pub rows: usize,
     pub skipped: usize,
     pub skipped_bytes: usize,
+    /// The corrupt batches dropped, positions counted from the start of the file.
+    pub errors: Vec<DecodeError>,
+    /// Bytes of batches left undecoded: their headers show no record in the bounds.
+    pub pruned_bytes: usize,
+    /// The largest offset of the rows returned (when the offset column is read).
+    pub last_offset: Option<i64>,
     /// Bytes after the last batch that could be read: an incomplete batch
     /// (`truncated`) or framing that can't be trusted (`broken`, from
     /// `end_error`).
     pub trailing_bytes: usize,
     pub status: &'static str,
     pub end_error: Option<String>,
+    /// The error `end_error` describes, positions counted from the start of the file.
+    pub broken: Option<DecodeError>,
     /// What a damaged remote segment (or a copy of it) cost, in order: a
     /// chunk that can't be undone, or, without a chunk, the rest of that copy.
     pub lost: Vec<Lost>,
     /// The other copy of the segment's offsets read instead of this damaged one.
     pub twin: Option<String>,
+    /// The first offset asked of that copy.
+    pub twin_from: Option<i64>,
+    /// Bytes of remote (Aiven) objects fetched: chunks and index slices.
+    pub fetched: u64,
 }
 
 /// A piece of a remote segment that could not be read (see [`SplitReport::lost`]).
@@ -387,6 +413,10 @@ pub struct SplitReport {
 pub struct Lost {
     pub chunk: Option<usize>,
     pub reason: String,
+    /// The object named (a chunk's `.log`, a manifest...), the failure's kind, and the whole message.
+    pub object: String,
+    pub kind: &'static str,
+    pub message: String,
 }
 
 impl Lost {
@@ -503,7 +533,9 @@ impl SplitRead {
         if let Some(last) = self.last_decoded {
             copy.start_offset = Some(copy.start_offset.map_or(last + 1, |s| s.max(last + 1)));
         }
+        self.report.fetched += self.source.as_ref().map_or(0, Source::fetched);
         self.report.twin = Some(copy.path.clone());
+        self.report.twin_from = copy.start_offset;
         self.pos = copy.start;
         self.end = copy.end;
         self.split = copy;
@@ -517,13 +549,19 @@ impl SplitRead {
     /// Count `error` (a tiered failure) as lost to this split's read.
     fn lose(&mut self, error: &ScanError, stats: &mut ReadStats) {
         let lost = match error {
-            ScanError::Tiered { error, .. } => Lost {
-                chunk: error.chunk,
-                reason: error.reason.clone(),
+            ScanError::Tiered { error: e, object } => Lost {
+                chunk: e.chunk,
+                reason: e.reason.clone(),
+                object: object.clone(),
+                kind: e.kind.name(),
+                message: error.to_string(),
             },
             other => Lost {
                 chunk: None,
                 reason: other.to_string(),
+                object: self.split.path.clone(),
+                kind: "other",
+                message: other.to_string(),
             },
         };
         self.report.lost.push(lost);
@@ -676,7 +714,8 @@ impl ScanReader {
                 return Ok(true);
             }
             if read.done || (read.source.is_some() && read.pos >= read.end) {
-                if let Some(done) = self.current.take() {
+                if let Some(mut done) = self.current.take() {
+                    done.report.fetched += done.source.as_ref().map_or(0, Source::fetched);
                     self.stats.finished.push(done.report);
                 }
                 continue;
@@ -832,6 +871,7 @@ fn read_window(
         match piece.walk.kept_ranges(a, b, &bounds, false) {
             Some((ranges, pruned)) => {
                 stats.pruned_bytes += pruned;
+                read.report.pruned_bytes += pruned;
                 ranges
             }
             None => vec![(a, b)],
@@ -872,6 +912,7 @@ fn read_window(
         stats.batches += decoded.batches;
         read.report.batches += decoded.batches;
         stats.records += decoded.records;
+        read.report.records += decoded.records;
         stats.skipped_bytes += decoded.skipped_bytes;
         stats.bytes_read += (y - x) as u64;
         let report = &mut read.report;
@@ -888,20 +929,33 @@ fn read_window(
                 report.status = "broken";
                 let at = piece.base as usize + e.batch_position;
                 report.end_error = Some(format!(" from byte {at}: {}", e.reason));
+                report.broken = Some(in_file(e.clone(), piece.base));
             }
         }
         for e in decoded.skipped {
             if e.kind == ErrorKind::CrcMismatch {
                 stats.crc_errors += 1;
             }
-            stats
-                .skipped
-                .push(relocate(e, piece.base, &read.split.path).to_string());
+            let e = in_file(e, piece.base);
+            stats.skipped.push(
+                ScanError::Decode {
+                    path: read.split.path.clone(),
+                    error: e.clone(),
+                }
+                .to_string(),
+            );
+            report.errors.push(e);
         }
         for batch in decoded.chunks {
             if let Some(batch) = filter_rows(batch, &bounds, built, context.columns)? {
                 stats.rows += batch.num_rows();
                 report.rows += batch.num_rows();
+                let offsets = batch
+                    .column_by_name("offset")
+                    .and_then(|c| c.as_primitive_opt::<Int64Type>());
+                if let Some(last) = offsets.and_then(|o| o.values().iter().max().copied()) {
+                    report.last_offset = Some(report.last_offset.map_or(last, |l| l.max(last)));
+                }
                 out.push_back(batch);
             }
         }

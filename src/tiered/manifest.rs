@@ -84,6 +84,17 @@ impl IndexKind {
             _ => return None,
         })
     }
+
+    /// The manifest's field name.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexKind::Offset => "offset",
+            IndexKind::Timestamp => "timestamp",
+            IndexKind::ProducerSnapshot => "producerSnapshot",
+            IndexKind::LeaderEpoch => "leaderEpoch",
+            IndexKind::Transaction => "transaction",
+        }
+    }
 }
 
 impl SegmentIndexes {

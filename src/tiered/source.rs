@@ -247,12 +247,16 @@ impl TieredSource {
             return Ok(None);
         };
         let end = slice.position.saturating_add(slice.size);
-        let data = self.storage.read_range(indexes, slice.position..end)?;
+        let data = match self.storage.read_range(indexes, slice.position..end) {
+            Err(StorageError::OutOfRange { .. }) => Buffer::from_vec(Vec::<u8>::new()), // said below
+            other => other?,
+        };
         if (data.len() as u64) < slice.size {
             return Err(SourceError::tiered(
                 indexes,
                 TieredError::truncated(format!(
-                    "the index lies at bytes {}-{end} of the object, which ends before",
+                    "the {} index lies at bytes {}-{end} of the object, which ends before",
+                    kind.name(),
                     slice.position
                 )),
             ));

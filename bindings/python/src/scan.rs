@@ -20,7 +20,9 @@ use kafkabatch::prune::HeaderBounds;
 use kafkabatch::scan::layouts::Layout;
 use kafkabatch::scan::listing::{by_partition, ListError, Segment};
 use kafkabatch::scan::plan::{local_transactions, plan_segments, SegmentPlan, DEFAULT_MAX_CHUNK_BYTES};
-use kafkabatch::scan::{Aggregate, GroupBy, Scan, ScanError, ScanIsolation, ScanReader};
+use kafkabatch::scan::{
+    Aggregate, GroupBy, Scan, ScanError, ScanIsolation, ScanReader, Split, SplitReport, Transaction,
+};
 
 /// The core's reader as Arrow's C stream reader; errors become Arrow errors with the core's words.
 struct Stream(ScanReader);
@@ -313,6 +315,181 @@ fn partition_transactions(
         .collect())
 }
 
+/// One record batch handed to pyarrow as a C stream (`pyarrow.table(...)`).
+#[pyclass(module = "kafkabatch._kafkabatch")]
+struct OneBatch {
+    batch: Option<RecordBatch>,
+}
+
+#[pymethods]
+impl OneBatch {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &mut self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // the schema is fixed
+        let batch = self
+            .batch
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this batch was already consumed"))?;
+        let schema = batch.schema();
+        super::arrow::stream_capsule(py, vec![batch], schema)
+    }
+}
+
+/// The read of one segment by the core's reader (see `_read_segment`):
+/// iterated, one record batch at a time; `report()` once it is done.
+#[pyclass(module = "kafkabatch._kafkabatch")]
+struct SegmentRead {
+    reader: Option<ScanReader>,
+    fallback: Arc<PyFileSystemStorage>,
+    report: Option<SplitReport>,
+    index_warnings: Vec<String>,
+}
+
+#[pymethods]
+impl SegmentRead {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<OneBatch>> {
+        let Some(reader) = self.reader.as_mut() else {
+            return Ok(None);
+        };
+        match py.detach(|| reader.next()) {
+            Some(Ok(batch)) => Ok(Some(OneBatch { batch: Some(batch) })),
+            Some(Err(e)) => {
+                self.reader = None;
+                Err(match (e, self.fallback.take_error()) {
+                    (ScanError::Storage(_), Some(raised)) => raised,
+                    // positions in the file; Python names it (`kafkabatch.log.errors.in_file`)
+                    (ScanError::Decode { error, .. }, _) => super::errors::to_py(py, &error),
+                    (e, _) => scan_error(e),
+                })
+            }
+            None => {
+                self.report = reader.take_finished().pop();
+                self.index_warnings = reader.stats().index_warnings.clone();
+                self.reader = None;
+                Ok(None)
+            }
+        }
+    }
+
+    /// What the read found, once done: a dict of `start`, `end`, `batches`,
+    /// `records`, `rows`, `skipped` (the corrupt batches dropped, as
+    /// exceptions), `skipped_bytes`, `pruned_bytes`, `trailing_bytes`,
+    /// `status`, `end_error` (an exception or None), `lost` (what damage
+    /// cost, as `TieredStorageError`s), `twin`, `twin_from`, `last_offset`,
+    /// `fetched` (bytes of remote objects), `index_warnings`; None before the end.
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(r) = &self.report else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("start", r.start)?;
+        d.set_item("end", r.end)?;
+        d.set_item("batches", r.batches)?;
+        d.set_item("records", r.records)?;
+        d.set_item("rows", r.rows)?;
+        let skipped = PyList::empty(py);
+        for e in &r.errors {
+            skipped.append(super::errors::to_py(py, e).into_value(py))?;
+        }
+        d.set_item("skipped", skipped)?;
+        d.set_item("skipped_bytes", r.skipped_bytes)?;
+        d.set_item("pruned_bytes", r.pruned_bytes)?;
+        d.set_item("trailing_bytes", r.trailing_bytes)?;
+        d.set_item("status", r.status)?;
+        d.set_item(
+            "end_error",
+            r.broken.as_ref().map(|e| super::errors::to_py(py, e).into_value(py)),
+        )?;
+        let lost = PyList::empty(py);
+        for l in &r.lost {
+            let err = super::tiered::TieredStorageError::new_err(l.message.clone());
+            let value = err.value(py);
+            value.setattr("kind", l.kind)?;
+            value.setattr("chunk", l.chunk)?;
+            value.setattr("object", l.object.as_str())?;
+            value.setattr("reason", l.reason.as_str())?;
+            lost.append(value)?;
+        }
+        d.set_item("lost", lost)?;
+        d.set_item("twin", r.twin.as_deref())?;
+        d.set_item("twin_from", r.twin_from)?;
+        d.set_item("last_offset", r.last_offset)?;
+        d.set_item("fetched", r.fetched)?;
+        d.set_item("index_warnings", self.index_warnings.clone())?;
+        Ok(Some(d))
+    }
+}
+
+/// Read one segment (a `kafkabatch.log.listing.Segment`, its twins read
+/// instead when it turns out damaged, up to offset `following` where the
+/// partition's next segment takes over) with the core's reader: Aiven
+/// segments are sought with their `.indexes` object, chunks that can't be
+/// undone skipped under `on_error="skip"`; rows in the bounds only
+/// (timestamps in µs); `transactions` (`(producer_id, first_offset,
+/// marker offset or None)`): the partition's pre-pass, for read_committed.
+#[pyfunction]
+#[pyo3(signature = (segment, *, following=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[allow(clippy::too_many_arguments)]
+fn _read_segment(
+    segment: &Bound<'_, PyAny>,
+    following: Option<i64>,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+    start_ts_us: Option<i64>,
+    end_ts_us: Option<i64>,
+    transactions: Option<Vec<(i64, i64, Option<i64>)>>,
+    tiered_keys: Option<BTreeMap<String, String>>,
+    validate_crc: bool,
+    include_control: bool,
+    on_error: &str,
+    max_decompressed_size: usize,
+    max_chunk_bytes: usize,
+) -> PyResult<SegmentRead> {
+    let seg = segment_from_py(segment)?;
+    let fallback = Arc::new(PyFileSystemStorage::resolving());
+    let context = Scan::new(["."])
+        .tiered_keys(tiered_keys.unwrap_or_default())
+        .validate_crc(validate_crc)
+        .include_control(include_control)
+        .on_error(on_error_of(on_error)?)
+        .max_decompressed_size(max_decompressed_size)
+        .max_chunk_bytes(max_chunk_bytes)
+        .resolver(python_resolver(fallback.clone()))
+        .context()
+        .map_err(scan_error)?;
+    let bounds = HeaderBounds {
+        start_offset,
+        end_offset,
+        start_ts_us,
+        end_ts_us,
+    };
+    let transactions = transactions.map(|found| {
+        found
+            .into_iter()
+            .map(|(producer_id, first_offset, last_offset)| Transaction {
+                producer_id,
+                first_offset,
+                last_offset,
+            })
+            .collect()
+    });
+    let split = Split::of_segment(&seg, (0, seg.size), &bounds, following, transactions);
+    Ok(SegmentRead {
+        reader: Some(ScanReader::new(vec![split], context)),
+        fallback,
+        report: None,
+        index_warnings: Vec::new(),
+    })
+}
+
 /// The plan of each segment of one partition (in offset order) for the
 /// bounds, from the core's planner (`kafkabatch::scan::plan::plan_segments`):
 /// `(0, 0, 0)` skipped by its name, `(1, start, end)` the bytes to read of a
@@ -535,6 +712,9 @@ fn _scan_header_aggregates<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScanStream>()?;
+    m.add_class::<OneBatch>()?;
+    m.add_class::<SegmentRead>()?;
+    m.add_function(wrap_pyfunction!(_read_segment, m)?)?;
     m.add_function(wrap_pyfunction!(plan_partition, m)?)?;
     m.add_function(wrap_pyfunction!(plan_roots, m)?)?;
     m.add_function(wrap_pyfunction!(partition_transactions, m)?)?;

@@ -21,6 +21,7 @@ import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
 from kafkabatch._decode import SCHEMA, decode_parsing, decode_report, native_kwargs, report_of
 from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
+from kafkabatch._kafkabatch import _read_segment as _native_read_segment
 from kafkabatch._kafkabatch import plan_partition as _native_plan_partition
 from kafkabatch._kafkabatch import plan_roots as _native_plan_roots
 from kafkabatch._util import check_keywords, keyword_names, parse_size
@@ -63,6 +64,7 @@ class SegmentResult:
     position: int = 0  # where the windows decoded so far end
     last_offset: int | None = None  # the largest offset of the rows returned
     twin: str | None = None  # the other copy read for offsets this (damaged) segment could not give
+    fetched_bytes: int = 0  # bytes of remote (Aiven) objects fetched: chunks and index slices
 
     def merge_twin(self, other: SegmentResult) -> None:
         """Count what the read of a twin (another copy of this segment's offsets) found as this segment's."""
@@ -500,6 +502,20 @@ def scan_log(
                 result = SegmentResult(seg)
                 if how == BYTES and a >= b:  # its headers rule out every batch: left unread
                     result.start = result.end = result.position = a
+                elif seg.layout == "aiven" and "aborted_transactions" not in options:
+                    yield from read_in_core(
+                        seg,
+                        next_start(group, i),
+                        bounds,
+                        chunk,
+                        transactions,
+                        max_records_per_batch,
+                        result,
+                        value_specs,
+                        options,
+                        on_segment=on_segment,
+                        warned=warned,
+                    )
                 else:
                     yield from read_with_twins(
                         seg,
@@ -530,6 +546,107 @@ def _with_internal(
 ) -> Iterator[pa.RecordBatch]:
     for batch in batches():
         yield decode_internal_columns(batch, internal, added)
+
+
+def read_in_core(
+    seg: Segment,
+    following: int | None,
+    bounds: Bounds,
+    chunk: int,
+    transactions: list[Transaction] | None,
+    max_records_per_batch: int | None,
+    result: SegmentResult,
+    value_specs: Sequence[ValueSpec],
+    options: Mapping[str, Any],
+    on_segment: Callable[[SegmentResult], None] | None = None,
+    warned: Warned | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Read a remote (Aiven) segment with the core's reader: sought with
+    its ``.indexes`` object, its twins read instead when it turns out damaged
+    (up to ``following``, where the partition's next segment takes over),
+    chunks that can't be undone skipped under ``on_error="skip"``, rows in
+    ``bounds`` only (those the overlap rule leaves it), ``transactions``: the
+    partition's pre-pass under read_committed. What it found goes into
+    ``result``, as :func:`read_with_twins` counts it."""
+    native = {
+        k: options[k]
+        for k in ("validate_crc", "include_control", "on_error", "max_decompressed_size")
+        if k in options and options[k] is not None
+    }
+    read = _native_read_segment(
+        seg,
+        following=following,
+        start_offset=bounds.start_offset,
+        end_offset=bounds.end_offset,
+        start_ts_us=bounds.start_ts,
+        end_ts_us=bounds.end_ts,
+        transactions=None
+        if transactions is None
+        else [(t.producer_id, t.first_offset, t.last_offset) for t in transactions],
+        tiered_keys=dict(seg.keys),
+        max_chunk_bytes=chunk,
+        **native,
+    )
+    json_columns = [spec.column for spec in value_specs if spec.format == "json"]
+    warned = set() if warned is None else warned
+    pieces = iter(read)
+    while True:
+        try:
+            one = next(pieces, None)
+        except TieredStorageError:
+            raise
+        except KafkaBatchError as error:  # its positions are the file's
+            raise in_file(error, seg.path) from None
+        if one is None:
+            break
+        for batch in pa.RecordBatchReader.from_stream(one).read_all().to_batches(max_chunksize=max_records_per_batch):
+            out = (
+                apply_all(pa.Table.from_batches([batch]), value_specs, options.get("threads")).to_batches()
+                if value_specs
+                else [batch]
+            )
+            for piece in out:
+                if json_columns:
+                    warn_unmatched(piece, json_columns, seg.topic, warned)
+                yield piece
+    report = read.report()
+    assert report is not None  # the read went to its end
+    result.start, result.end = report["start"], report["end"]
+    result.position = report["end"]
+    result.batches += report["batches"]
+    result.records += report["records"]
+    result.rows += report["rows"]
+    result.skipped.extend(in_file(e, seg.path) for e in report["skipped"])
+    result.skipped_bytes += report["skipped_bytes"]
+    result.trailing_bytes += report["trailing_bytes"]
+    result.pruned_bytes += report["pruned_bytes"]
+    result.fetched_bytes += report["fetched"]
+    if report["status"] != "clean":
+        result.status = report["status"]
+    if report["end_error"] is not None:
+        result.end_error = in_file(report["end_error"], seg.path)
+    if report["last_offset"] is not None:
+        result.last_offset = report["last_offset"]
+    for text in report["index_warnings"]:
+        warnings.warn(text, IndexFileWarning, stacklevel=3)
+    lost = report["lost"]
+    if report["twin"] is not None:  # one segment, reported once: the twin's rows and losses are its
+        result.twin = report["twin"]
+        result.skipped.extend(lost)
+        if on_segment is None:  # (a caller taking SegmentResults finds it in the result)
+            stop = seg.stop_offset
+            if following is not None:
+                stop = following if stop is None else min(stop, following)
+            warnings.warn(
+                f"{lost[0]}; read offsets {report['twin_from']}..{'' if stop is None else stop - 1} "
+                f"from {report['twin']} instead",
+                tiered.TieredStorageWarning,
+                stacklevel=2,
+            )
+        return
+    for damage in lost:
+        result.skipped.append(damage)
+        log.warning("skipped %s", damage, extra=REPORTED)
 
 
 def read_segment_range(
