@@ -742,6 +742,27 @@ def test_spark_internal_topic_pruned_and_counted(logs, spark, kafka_log):
     assert sorted(types, key=str) == sorted(want, key=str)
 
 
+def test_spark_internal_topic_stream(logs, tmp_path, spark, kafka_log):
+    """A stream decodes the internal topics' records as a batch read does."""
+    from test_stream import run
+
+    path = logs.root / "__consumer_offsets-1"
+    run(spark, path, tmp_path / "ck", tmp_path / "out", source=kafka_log, internalTopic="auto")
+    column = "consumer_group_member_metadata"
+    got = spark.read.parquet(str(tmp_path / "out")).select("offset", "record_type", "error", column).collect()
+    want = {r["offset"]: r for r in kb.scan_log(path, internal="auto").read_all().to_pylist()}
+    assert sorted(r["offset"] for r in got) == sorted(want)
+    members = 0
+    for row in got:
+        expected = want[row["offset"]]
+        assert (row["record_type"], row["error"]) == (expected["record_type"], expected["error"])
+        if expected[column] is not None:
+            members += 1
+            assert row[column]["key"]["groupId"] == expected[column]["key"]["groupId"]
+            assert row[column]["value"]["clientId"] == expected[column]["value"]["clientId"]
+    assert members > 0
+
+
 # --------------------------------------------------------------------------
 # the docs' example
 # --------------------------------------------------------------------------

@@ -211,12 +211,6 @@ def test_bad_options_give_the_python_sources_words(jvm_spark, log, options):
 
 
 @pytest.mark.spark
-def test_options_not_taken_yet_are_refused(jvm_spark, log):
-    text = option_error(jvm_spark, SOURCE, str(log), internalTopic="auto")
-    assert "the JVM kafka-log source does not take internalTopic yet" in text
-
-
-@pytest.mark.spark
 def test_path_glob_filter_reads_what_the_python_source_reads(jvm_spark, log):
     # a glob on file names alone: the first segment of each partition
     options = {"pathGlobFilter": "0000000000000000000[0-9].log"}
