@@ -317,6 +317,311 @@ fn read_inner(set: &[u8], validate_crc: bool) -> Result<Vec<Message<'_>>, LocalE
     Ok(out)
 }
 
+/// What one legacy batch (a message or a compressed wrapper) gives a read:
+/// its rows' count and the extremes of their offsets and timestamps (in
+/// milliseconds, as the records carry them: -1 for v0), found without
+/// building a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegacyCount {
+    pub records: u64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+    pub min_timestamp: i64,
+    pub max_timestamp: i64,
+}
+
+/// How much inflated output [`count_legacy`] walks at a time (gzip: the
+/// buffer it reuses; the other codecs decompress a wrapper whole, as a read does).
+pub const COUNT_CHUNK: usize = 64 << 10;
+
+/// Count the rows of one legacy batch as [`decode_legacy`] returns them,
+/// without keeping them: the wrapper's CRC and every inner message's checked
+/// as the decode checks them (`validate_crc`), the inner message set walked
+/// message by message as it inflates (gzip through a buffer of
+/// [`COUNT_CHUNK`] bytes in `scratch`, reused; the other codecs into
+/// `scratch`, at most `max_decompressed_size` bytes, as a read does).
+/// `None` where the decode fails (a corrupt, damaged or over-large batch): a
+/// read's error or skip applies, so decode it instead.
+pub fn count_legacy(
+    raw: &RawBatch,
+    validate_crc: bool,
+    max_decompressed_size: usize,
+    scratch: &mut Vec<u8>,
+) -> Option<LegacyCount> {
+    let msg = parse_message(raw.bytes, validate_crc).ok()?;
+    let codec = Codec::from_id(msg.codec_id()).ok()?;
+    if codec == Codec::None {
+        return Some(LegacyCount {
+            records: 1,
+            min_offset: msg.offset,
+            max_offset: msg.offset,
+            min_timestamp: msg.timestamp,
+            max_timestamp: msg.timestamp,
+        });
+    }
+    let payload = msg.value?;
+    let mut inner = InnerWalk::new(validate_crc);
+    if codec == Codec::Gzip {
+        if scratch.len() < COUNT_CHUNK {
+            scratch.resize(COUNT_CHUNK, 0);
+        }
+        let buf = &mut scratch[..COUNT_CHUNK];
+        let fed = compression::gzip::inflate_through(payload, max_decompressed_size, buf, |piece| inner.feed(piece));
+        if !fed.ok()? {
+            return None;
+        }
+    } else {
+        let n = compression::decompress_reusing(codec, payload, msg.magic, max_decompressed_size, scratch).ok()?;
+        inner.feed(&scratch[..n]);
+    }
+    let walked = inner.finish()?;
+    let offset_base = if msg.magic >= 1 {
+        absolute_base_offset(msg.offset, walked.last_offset)
+    } else {
+        0
+    };
+    // the decode adds with wrapping: where neither end wraps, no offset between them does
+    let (min_offset, max_offset) = (
+        offset_base.checked_add(walked.min_offset)?,
+        offset_base.checked_add(walked.max_offset)?,
+    );
+    let (min_timestamp, max_timestamp) = if msg.magic >= 1 && msg.timestamp_type() == LOG_APPEND_TIME {
+        (msg.timestamp, msg.timestamp)
+    } else if msg.magic == 0 {
+        (-1, -1)
+    } else {
+        (walked.min_timestamp, walked.max_timestamp)
+    };
+    Some(LegacyCount {
+        records: walked.records,
+        min_offset,
+        max_offset,
+        min_timestamp,
+        max_timestamp,
+    })
+}
+
+/// Where [`InnerWalk`] stands in the current inner message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Inner {
+    /// Offset (8), size (4) and CRC (4): the message's prefix.
+    Prefix,
+    /// Magic and attributes (2).
+    Magic,
+    /// A v1 message's timestamp (8).
+    Timestamp,
+    KeyLength,
+    /// Key bytes still to come.
+    Key(usize),
+    ValueLength,
+    /// Value bytes still to come.
+    Value(usize),
+}
+
+/// What the inner messages of one wrapper add up to (offsets as written).
+#[derive(Debug, Clone, Copy)]
+struct Walked {
+    records: u64,
+    min_offset: i64,
+    max_offset: i64,
+    last_offset: i64,
+    min_timestamp: i64,
+    max_timestamp: i64,
+}
+
+/// The inner message set of a compressed wrapper walked as it inflates,
+/// piece by piece: each message framed and checked as `read_inner` and
+/// [`parse_message`] check it (size, CRC when asked, magic, key and value
+/// lengths that end exactly at the message's end, no compressed inner
+/// message), counted, and forgotten.
+struct InnerWalk {
+    validate_crc: bool,
+    at: Inner,
+    /// The fixed-size field being gathered, and how much of it has come.
+    field: [u8; 16],
+    have: usize,
+    /// The current message: bytes of it after its CRC field not yet gathered
+    /// or (key and value bytes) reserved, its stored CRC, offset, magic and timestamp.
+    body_left: usize,
+    stored_crc: u32,
+    crc: crc32fast::Hasher,
+    offset: i64,
+    magic: i8,
+    timestamp: i64,
+    walked: Option<Walked>,
+    failed: bool,
+}
+
+impl InnerWalk {
+    fn new(validate_crc: bool) -> Self {
+        InnerWalk {
+            validate_crc,
+            at: Inner::Prefix,
+            field: [0; 16],
+            have: 0,
+            body_left: 0,
+            stored_crc: 0,
+            crc: crc32fast::Hasher::new(),
+            offset: 0,
+            magic: 0,
+            timestamp: -1,
+            walked: None,
+            failed: false,
+        }
+    }
+
+    /// Bytes of the fixed-size field the walk stands at.
+    fn need(&self) -> usize {
+        match self.at {
+            Inner::Prefix => LOG_OVERHEAD + 4,
+            Inner::Magic => 2,
+            Inner::Timestamp => V1_EXTRA,
+            Inner::KeyLength | Inner::ValueLength => 4,
+            Inner::Key(_) | Inner::Value(_) => 0,
+        }
+    }
+
+    /// Walk the next `piece` of the inner message set; false once it is known bad.
+    fn feed(&mut self, mut piece: &[u8]) -> bool {
+        while !piece.is_empty() && !self.failed {
+            match self.at {
+                Inner::Key(left) | Inner::Value(left) => {
+                    let take = left.min(piece.len());
+                    self.crc.update(&piece[..take]);
+                    piece = &piece[take..];
+                    self.at = match self.at {
+                        Inner::Key(_) => Inner::Key(left - take),
+                        _ => Inner::Value(left - take),
+                    };
+                }
+                _ => {
+                    let need = self.need();
+                    let take = (need - self.have).min(piece.len());
+                    self.field[self.have..self.have + take].copy_from_slice(&piece[..take]);
+                    self.have += take;
+                    piece = &piece[take..];
+                    if self.have == need {
+                        self.have = 0;
+                        self.field_done(need);
+                    }
+                }
+            }
+            self.settle();
+        }
+        !self.failed
+    }
+
+    /// Take the field just gathered (`field[..len]`).
+    fn field_done(&mut self, len: usize) {
+        if self.at != Inner::Prefix {
+            if self.body_left < len {
+                // a field runs past the message's end
+                self.failed = true;
+                return;
+            }
+            self.body_left -= len;
+            self.crc.update(&self.field[..len]);
+        }
+        match self.at {
+            Inner::Prefix => {
+                let size = be_i32(&self.field, 8);
+                if size < MIN_SIZE as i32 {
+                    self.failed = true;
+                    return;
+                }
+                self.offset = be_i64(&self.field, 0);
+                self.stored_crc = be_u32(&self.field, 12);
+                self.body_left = size as usize - 4;
+                self.crc = crc32fast::Hasher::new();
+                self.at = Inner::Magic;
+            }
+            Inner::Magic => {
+                self.magic = self.field[0] as i8;
+                let attributes = self.field[1] as i16;
+                let v1_short = self.magic == 1 && self.body_left + 2 < MIN_SIZE + V1_EXTRA - 4;
+                if !(0..=1).contains(&self.magic) || attributes & CODEC_MASK != 0 || v1_short {
+                    self.failed = true;
+                    return;
+                }
+                self.timestamp = -1;
+                self.at = if self.magic == 1 {
+                    Inner::Timestamp
+                } else {
+                    Inner::KeyLength
+                };
+            }
+            Inner::Timestamp => {
+                self.timestamp = be_i64(&self.field, 0);
+                self.at = Inner::KeyLength;
+            }
+            Inner::KeyLength | Inner::ValueLength => {
+                let len = be_i32(&self.field, 0);
+                let len = if len < 0 { 0 } else { len as usize };
+                if len > self.body_left {
+                    self.failed = true;
+                    return;
+                }
+                self.body_left -= len;
+                self.at = match self.at {
+                    Inner::KeyLength => Inner::Key(len),
+                    _ => Inner::Value(len),
+                };
+            }
+            Inner::Key(_) | Inner::Value(_) => {}
+        }
+    }
+
+    /// Steps that need no byte: past an empty key or value, and a message's end.
+    fn settle(&mut self) {
+        if self.failed {
+            return;
+        }
+        if self.at == Inner::Key(0) {
+            self.at = Inner::ValueLength;
+        }
+        if self.at == Inner::Value(0) {
+            self.message_done();
+        }
+    }
+
+    fn message_done(&mut self) {
+        let computed = std::mem::replace(&mut self.crc, crc32fast::Hasher::new()).finalize();
+        // bytes after the value, or a CRC that does not match
+        if self.body_left != 0 || (self.validate_crc && computed != self.stored_crc) {
+            self.failed = true;
+            return;
+        }
+        let (offset, timestamp) = (self.offset, self.timestamp);
+        self.walked = Some(match self.walked {
+            None => Walked {
+                records: 1,
+                min_offset: offset,
+                max_offset: offset,
+                last_offset: offset,
+                min_timestamp: timestamp,
+                max_timestamp: timestamp,
+            },
+            Some(w) => Walked {
+                records: w.records + 1,
+                min_offset: w.min_offset.min(offset),
+                max_offset: w.max_offset.max(offset),
+                last_offset: offset,
+                min_timestamp: w.min_timestamp.min(timestamp),
+                max_timestamp: w.max_timestamp.max(timestamp),
+            },
+        });
+        self.at = Inner::Prefix;
+    }
+
+    /// What the whole set held; `None` when a message was bad or cut short, or there was none.
+    fn finish(self) -> Option<Walked> {
+        if self.failed || self.at != Inner::Prefix || self.have != 0 {
+            return None;
+        }
+        self.walked
+    }
+}
+
 /// Lay out one legacy message (for tests here and in other modules).
 #[cfg(test)]
 pub(crate) fn message(
@@ -440,6 +745,184 @@ mod tests {
         assert_eq!(absolute_base_offset(8, 8), 0);
         assert_eq!(absolute_base_offset(i64::MIN, 1), i64::MAX); // Java's long arithmetic wraps
         assert_eq!(absolute_base_offset(i64::MAX, -1), 0);
+    }
+
+    /// A wrapper (`codec`, `magic`, `attributes` past the codec bits) around `inner`, at `offset`.
+    fn wrapper(offset: i64, magic: i8, codec: Codec, extra: i8, inner: &[u8]) -> Vec<u8> {
+        let mut payload = Vec::new();
+        compression::compress(
+            codec,
+            inner,
+            magic,
+            compression::CompressOptions::default(),
+            &mut payload,
+        )
+        .expect("in memory");
+        message(offset, magic, codec.id() as i8 | extra, 7_000, None, Some(&payload))
+    }
+
+    /// What the decode of one legacy batch returns, as [`count_legacy`] gives it; `None` where it fails.
+    fn decoded_count(raw: &RawBatch, validate_crc: bool) -> Option<LegacyCount> {
+        let mut sink = OwnedRecords::default();
+        decode_legacy(raw, validate_crc, 1 << 20, &mut Vec::new(), Some(&mut sink)).ok()?;
+        let r = &sink.records;
+        let offsets = r.iter().map(|r| r.offset);
+        let stamps = r.iter().map(|r| r.timestamp);
+        Some(LegacyCount {
+            records: r.len() as u64,
+            min_offset: offsets.clone().min()?,
+            max_offset: offsets.max()?,
+            min_timestamp: stamps.clone().min()?,
+            max_timestamp: stamps.max()?,
+        })
+    }
+
+    /// Inner message sets of every shape a wrapper holds: v0 and v1, keys and
+    /// values null, empty and long (longer than a piece), relative and absolute offsets.
+    fn inner_sets() -> Vec<(i8, Vec<u8>)> {
+        let long = vec![b'x'; 3 * COUNT_CHUNK / 2];
+        let v1: Vec<u8> = (0..40)
+            .map(|i| {
+                let value = if i == 7 { Some(&long[..]) } else { Some(&b"value"[..]) };
+                let key = [None, Some(&b""[..]), Some(&b"key"[..])][i as usize % 3];
+                message(i, 1, 0, 1_000 + (i * 37) % 11, key, value)
+            })
+            .collect::<Vec<_>>()
+            .concat();
+        let v0: Vec<u8> = (0..9)
+            .map(|i| message(500 + i, 0, 0, -1, Some(b"k"), if i == 4 { None } else { Some(b"v") }))
+            .collect::<Vec<_>>()
+            .concat();
+        vec![(1, v1), (0, v0)]
+    }
+
+    #[test]
+    fn counting_a_wrapper_gives_what_its_decode_returns_for_every_codec() {
+        let mut scratch = Vec::new();
+        for codec in [Codec::Gzip, Codec::Snappy, Codec::Lz4] {
+            for (magic, inner) in inner_sets() {
+                // broker-assigned (absolute), producer-written (offset 0), LogAppendTime (v1)
+                let last = if magic == 1 { 39 } else { 508 };
+                for (offset, extra) in [(1_000 + last, 0), (0, 0), (last + 5, TIMESTAMP_TYPE_BIT as i8)] {
+                    let data = wrapper(offset, magic, codec, extra, &inner);
+                    let raw = RawBatch {
+                        position: 0,
+                        bytes: &data,
+                    };
+                    let counted = count_legacy(&raw, true, 1 << 20, &mut scratch);
+                    assert!(counted.is_some(), "{codec:?} v{magic} at {offset}");
+                    assert_eq!(counted, decoded_count(&raw, true), "{codec:?} v{magic} at {offset}");
+                }
+            }
+        }
+        // a plain message
+        let data = message(42, 1, 0, 9, None, Some(b"v"));
+        let raw = RawBatch {
+            position: 0,
+            bytes: &data,
+        };
+        assert_eq!(
+            count_legacy(&raw, true, 1 << 20, &mut scratch),
+            decoded_count(&raw, true)
+        );
+    }
+
+    #[test]
+    fn inner_messages_are_walked_whatever_pieces_they_inflate_in() {
+        for (_, inner) in inner_sets() {
+            let whole = {
+                let mut walk = InnerWalk::new(true);
+                assert!(walk.feed(&inner));
+                walk.finish().expect("valid")
+            };
+            for piece in [1, 2, 3, 7, 16, 17, 4096] {
+                let mut walk = InnerWalk::new(true);
+                for part in inner.chunks(piece) {
+                    assert!(walk.feed(part), "pieces of {piece}");
+                }
+                let walked = walk.finish().expect("valid");
+                assert_eq!(
+                    (walked.records, walked.min_offset, walked.max_offset, walked.last_offset),
+                    (whole.records, whole.min_offset, whole.max_offset, whole.last_offset),
+                    "pieces of {piece}"
+                );
+                assert_eq!(
+                    (walked.min_timestamp, walked.max_timestamp),
+                    (whole.min_timestamp, whole.max_timestamp)
+                );
+            }
+        }
+    }
+
+    /// Every damage to a wrapper's inner message set (a byte changed, the set
+    /// cut short or lengthened) is refused by the count exactly where the
+    /// decode refuses it, with and without CRC checks, and gives its rows where not.
+    #[test]
+    fn a_damaged_wrapper_is_counted_only_where_its_decode_succeeds() {
+        let mut scratch = Vec::new();
+        let (_, inner) = inner_sets().remove(1);
+        let small: Vec<u8> = (0..3)
+            .map(|i| message(i, 1, 0, 5, Some(b"key"), Some(b"value")))
+            .collect::<Vec<_>>()
+            .concat();
+        let mut refused = 0;
+        for (magic, set) in [(0, inner), (1, small)] {
+            let mut damaged: Vec<Vec<u8>> = Vec::new();
+            for at in 0..set.len() {
+                for flip in [0x01, 0x80, 0xff] {
+                    let mut d = set.clone();
+                    d[at] ^= flip;
+                    damaged.push(d);
+                }
+            }
+            for cut in [1, 5, 12, 20] {
+                damaged.push(set[..set.len() - cut].to_vec());
+            }
+            damaged.push([&set[..], &[0, 0, 0]].concat());
+            damaged.push(Vec::new());
+            for codec in [Codec::Gzip, Codec::Snappy, Codec::Lz4] {
+                for d in &damaged {
+                    let data = wrapper(0, magic, codec, 0, d);
+                    let raw = RawBatch {
+                        position: 0,
+                        bytes: &data,
+                    };
+                    for validate_crc in [true, false] {
+                        let counted = count_legacy(&raw, validate_crc, 1 << 20, &mut scratch);
+                        assert_eq!(counted, decoded_count(&raw, validate_crc), "{codec:?} {d:?}");
+                        refused += usize::from(counted.is_none());
+                    }
+                }
+            }
+        }
+        assert!(refused > 100, "{refused}");
+        // damage to the compressed bytes, and a wrapper's own CRC
+        let (_, inner) = inner_sets().remove(0);
+        let good = wrapper(39, 1, Codec::Gzip, 0, &inner);
+        for at in [40, good.len() / 2, good.len() - 6, good.len() - 1] {
+            let mut data = good.clone();
+            data[at] ^= 0x10;
+            for validate_crc in [true, false] {
+                if !validate_crc {
+                    // the wrapper's CRC made right again: only the payload is damaged
+                    let crc = crc::crc32(&data[16..]);
+                    data[12..16].copy_from_slice(&crc.to_be_bytes());
+                }
+                let raw = RawBatch {
+                    position: 0,
+                    bytes: &data,
+                };
+                let counted = count_legacy(&raw, validate_crc, 1 << 20, &mut scratch);
+                assert_eq!(counted, decoded_count(&raw, validate_crc), "at {at}");
+            }
+        }
+        // a cap the inner set passes
+        let raw = RawBatch {
+            position: 0,
+            bytes: &good,
+        };
+        assert_eq!(count_legacy(&raw, true, 1000, &mut scratch), None);
+        assert!(decode_legacy(&raw, true, 1000, &mut scratch, None::<&mut OwnedRecords>).is_err());
     }
 
     #[test]

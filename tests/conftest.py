@@ -69,6 +69,27 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def jar() -> str:
+    """The JVM source's jar. With a JDK it is part of the build (make install / make jvm): missing is a
+    failure, not a skip."""
+    from kafkabatch.spark.jvm import jar_path
+
+    return jar_path()
+
+
+@pytest.fixture(scope="session")
+def jvm_spark(spark, jar):
+    """The shared session, checked to have the JVM source's jar (``spark`` adds it when it exists)."""
+    try:
+        spark._jvm.java.lang.Class.forName(
+            "io.github.kafkabatch.spark.KafkaLogSource", True, spark._jvm.Thread.currentThread().getContextClassLoader()
+        )
+    except Exception as e:  # noqa: BLE001 - py4j's error type depends on the version
+        pytest.fail(f"the session was started without {jar} (spark.jars): {e}")
+    return spark
+
+
 #: The two implementations of ``kafka-log`` under their own names: the Python
 #: data source and the JVM one (its jar built by ``make jvm``).
 SOURCES = ("kafka-log-python", "kafka-log-jvm")

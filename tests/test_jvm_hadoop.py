@@ -36,20 +36,6 @@ KBTEST = "kbtest.KbTestFileSystem"
 
 
 @pytest.fixture(scope="module")
-def jvm_spark(spark):
-    import kafkabatch.spark as kbs
-
-    jar = kbs.jar_path()
-    try:
-        spark._jvm.java.lang.Class.forName(
-            "io.github.kafkabatch.spark.KafkaLogSource", True, spark._jvm.Thread.currentThread().getContextClassLoader()
-        )
-    except Exception as e:  # noqa: BLE001 - py4j's error type depends on the version
-        pytest.fail(f"the session was started without {jar} (spark.jars): {e}")
-    return spark
-
-
-@pytest.fixture(scope="module")
 def kbtest(jvm_spark, tmp_path_factory) -> str:
     """The test FileSystem's class, compiled and added to the running session (the driver's class
     loader, which Hadoop's configuration loads FileSystem classes with, and the executors')."""

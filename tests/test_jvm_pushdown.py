@@ -25,20 +25,12 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import functions as F  # noqa: E402
 
-import kafkabatch.spark as kbs  # noqa: E402
-
 if shutil.which("javac") is None:
     pytest.skip("no javac on PATH: the JVM data source's jar can't be built here", allow_module_level=True)
 
 pytestmark = pytest.mark.spark
 
 JVM = "kafka-log-jvm"
-
-
-@pytest.fixture(scope="module")
-def jvm_spark(spark):
-    kbs.jar_path()  # built by make jvm; conftest's session loads it
-    return spark
 
 
 @pytest.fixture(scope="module")

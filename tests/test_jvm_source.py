@@ -36,12 +36,6 @@ SOURCE = "kafka-log-jvm"
 
 
 @pytest.fixture(scope="module")
-def jar() -> str:
-    # With a JDK the jar is part of the build (make install / make jvm): missing is a failure, not a skip.
-    return kbs.jar_path()
-
-
-@pytest.fixture(scope="module")
 def log(tmp_path_factory) -> Path:
     return build_log(tmp_path_factory.mktemp("jvm-logs") / "kafka-data")
 
@@ -51,18 +45,6 @@ def generated(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("jvm-generated") / "gen"
     kb.generate(out, size="3MB", segment_bytes="256KB", seed=38)
     return out
-
-
-@pytest.fixture(scope="module")
-def jvm_spark(spark, jar):
-    """The shared session, checked to have the jar (conftest adds it when it exists)."""
-    try:
-        spark._jvm.java.lang.Class.forName(
-            "io.github.kafkabatch.spark.KafkaLogSource", True, spark._jvm.Thread.currentThread().getContextClassLoader()
-        )
-    except Exception as e:  # noqa: BLE001 - py4j's error type depends on the version
-        pytest.fail(f"the session was started without {jar} (spark.jars): {e}")
-    return spark
 
 
 def test_jar_holds_the_source_and_this_platforms_library(jar):

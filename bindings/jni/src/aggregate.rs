@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 
 use jni::sys::jint;
 
-use kafkabatch::scan::{aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy, Split};
+use kafkabatch::scan::{aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy};
 
 use crate::pushdown::Spec;
 use crate::tasks::{java_tasks, plan_tasks_by};
-use crate::{entry, Failure};
+use crate::{entry, splits_of, Failure};
 
 fn aggregate_of(name: &str) -> Result<Aggregate, Failure> {
     Ok(match name {
@@ -117,13 +117,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_splitAggregates<'l
         let spec = Spec::parse(&spec.try_to_string(env)?)?;
         let (asked, group_by) = asked(&aggregates.try_to_string(env)?, &group_by.try_to_string(env)?)?;
         let context = spec.scan()?.context()?;
-        let mut parsed = Vec::new();
-        for i in 0..splits.len(env)? {
-            let bytes = splits.get_element(env, i)?;
-            let split = env.convert_byte_array(&bytes)?;
-            env.delete_local_ref(bytes);
-            parsed.push(Split::from_bytes(&split)?);
-        }
+        let parsed = splits_of(env, &splits)?;
         let rows = split_aggregates(&parsed, &context, &asked, group_by)?;
         Ok(JString::from_str(env, rows_json(rows).to_string())?)
     })

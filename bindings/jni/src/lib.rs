@@ -296,6 +296,19 @@ fn typed(
     }
 }
 
+/// Java's `byte[][]` of serialised splits (from `planTasks` and its kin) as the core's `Split`s.
+pub(crate) fn splits_of(env: &mut Env<'_>, splits: &JObjectArray<'_, JByteArray<'_>>) -> Result<Vec<Split>, Failure> {
+    let mut parsed = Vec::new();
+    for i in 0..splits.len(env)? {
+        let bytes = splits.get_element(env, i)?;
+        let split = env.convert_byte_array(&bytes)?;
+        // one local reference per split would pile up until the call returns
+        env.delete_local_ref(bytes);
+        parsed.push(Split::from_bytes(&split)?);
+    }
+    Ok(parsed)
+}
+
 /// `long openReader(byte[][] splits, String spec, byte[] arrowSchema, boolean ipc)`: a reader of the
 /// splits of one input partition (`spec`: the scan's options, columns and limit, see `pushdown`), whose
 /// batches have exactly `arrowSchema`'s columns (Spark's read schema in Arrow, as IPC schema message
@@ -314,13 +327,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_openReader<'local>
         let mut spec = pushdown::Spec::parse(&options_json)?;
         let permissive = spec.options.mode == Mode::Permissive;
         let target = schema_from_java(&env.convert_byte_array(&arrow_schema)?)?;
-        let mut parsed = Vec::new();
-        for i in 0..splits.len(env)? {
-            let bytes = splits.get_element(env, i)?;
-            let split = env.convert_byte_array(&bytes)?;
-            env.delete_local_ref(bytes);
-            parsed.push(Split::from_bytes(&split)?);
-        }
+        let parsed = splits_of(env, &splits)?;
         // the driver's specs; else (a schema given by the user) resolved here for the topics read
         let mut topics: Vec<String> = parsed.iter().map(|s| s.topic.clone()).collect();
         topics.dedup();

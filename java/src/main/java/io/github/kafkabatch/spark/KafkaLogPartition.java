@@ -15,4 +15,13 @@ final class KafkaLogPartition implements InputPartition {
     byte[][] splits() {
         return splits;
     }
+
+    /** The core's planned tasks ({@code Native.planTasks} and its kin), a partition each, in order. */
+    static KafkaLogPartition[] of(byte[][][] tasks) {
+        KafkaLogPartition[] partitions = new KafkaLogPartition[tasks.length];
+        for (int i = 0; i < tasks.length; i++) {
+            partitions[i] = new KafkaLogPartition(tasks[i]);
+        }
+        return partitions;
+    }
 }

@@ -62,15 +62,13 @@ final class KafkaLogScan implements Scan, Batch, SupportsReportStatistics {
         if (partitions == null) {
             // minPartitions' default: Spark's default parallelism (the cores of local[N])
             byte[][][] tasks = Native.planTasks(spec, SparkContext.getOrCreate().defaultParallelism());
-            InputPartition[] planned = new InputPartition[tasks.length];
             long bytes = 0;
-            for (int i = 0; i < tasks.length; i++) {
-                planned[i] = new KafkaLogPartition(tasks[i]);
-                for (byte[] split : tasks[i]) {
+            for (byte[][] task : tasks) {
+                for (byte[] split : task) {
                     bytes += Native.splitBytes(split);
                 }
             }
-            partitions = planned;
+            partitions = KafkaLogPartition.of(tasks);
             plannedBytes = bytes;
         }
         return partitions.clone();

@@ -74,11 +74,7 @@ final class PartialAggregates implements Scan, Batch {
                 // a global aggregate of nothing still has its row: COUNT 0, and NULL minimums and maximums
                 tasks = new byte[][][] {new byte[0][]};
             }
-            InputPartition[] planned = new InputPartition[tasks.length];
-            for (int i = 0; i < tasks.length; i++) {
-                planned[i] = new KafkaLogPartition(tasks[i]);
-            }
-            partitions = planned;
+            partitions = KafkaLogPartition.of(tasks);
         }
         return partitions.clone();
     }
