@@ -7,6 +7,7 @@ against fastavro on values confluent-kafka's ``AvroSerializer`` wrote.
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 
 import pytest
@@ -58,6 +59,38 @@ def test_kafka_log_json_equals_spark_from_json(spark, kafka_log, json_folder):
     assert (
         typed.select("topic", "partition", "offset").collect() == plain.select("topic", "partition", "offset").collect()
     )
+
+
+def test_json_timestamps_without_an_offset_in_a_non_utc_session(spark, kafka_log, tmp_path):
+    """An ISO-8601 string without a UTC offset: the JVM source reads it in the session time zone, as
+    Spark's ``from_json`` does; the Python source (which can't see the session's settings) as UTC.
+    A string with an offset is the same instant on both, and equal to ``from_json``'s."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    docs = [{"local": f"2024-03-0{d}T12:30:00", "zoned": f"2024-03-0{d}T12:30:00+02:00"} for d in range(1, 4)]
+    kb.write_segment(folder / "00000000000000000000.log", [{"value": json.dumps(d).encode()} for d in docs])
+    ddl = "local timestamp, zoned timestamp"
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        typed = (
+            spark.read.format(kafka_log).option("valueFormat", "json").option("valueSchema", ddl).load(str(tmp_path))
+        )
+        got = typed.orderBy("offset").selectExpr("unix_timestamp(value.local) l", "unix_timestamp(value.zoned) z")
+        plain = spark.read.format(kafka_log).load(str(tmp_path)).orderBy("offset")
+        spark_reads = plain.select(F.from_json(F.col("value").cast("string"), ddl).alias("v")).selectExpr(
+            "unix_timestamp(v.local) l", "unix_timestamp(v.zoned) z"
+        )
+        got_rows, spark_rows = got.collect(), spark_reads.collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert [r.z for r in got_rows] == [r.z for r in spark_rows]
+    if kafka_log == "kafka-log-jvm":
+        assert [r.l for r in got_rows] == [r.l for r in spark_rows]
+    else:
+        utc = [int(datetime.datetime.fromisoformat(d["local"] + "+00:00").timestamp()) for d in docs]
+        assert [r.l for r in got_rows] == utc
+        assert [r.l - s.l for r, s in zip(got_rows, spark_rows)] == [-5 * 3600] * 3, "New York is UTC-5 in early March"
 
 
 def test_kafka_log_confluent_avro_with_a_registry(spark, kafka_log, tmp_path):
