@@ -662,6 +662,27 @@ def test_schema_ids_in_headers_in_spark(store, tmp_path, spark, kafka_log):
     assert got == want
     # the value alone selected: the headers are still read for its schema ids
     assert [r.value.asDict(recursive=True) for r in df.select("value").collect()] == want
+    # keys too, from __key_schema_id (every other key keeps its prefix, as the values above)
+    keyed = tmp_path / "keyed"
+    records = [
+        {"key": v, "value": v}
+        if i % 2
+        else {"key": v[7:], "value": v, "headers": [("__key_schema_id", v[:7]), ("other", b"\0\0\0\0\0")]}
+        for i, v in enumerate(framed)
+    ]
+    kb.write_segment(keyed / "orders-0" / "00000000000000000000.log", records)
+    typed = spark.read.format(kafka_log).options(
+        keyFormat="protobuf", valueFormat="protobuf", schemaRegistry=str(registry_file)
+    )
+    rows = typed.load(str(keyed)).orderBy("offset").collect()
+    assert [r.key.asDict(recursive=True) for r in rows] == [r.value.asDict(recursive=True) for r in rows] == want
+    if kafka_log == "kafka-log-jvm":
+        # every value framed in its headers alone: the JVM source samples them framed to find their message
+        bare = tmp_path / "bare"
+        records = [{"value": v[7:], "headers": [("__value_schema_id", v[:7])]} for v in framed]
+        kb.write_segment(bare / "orders-0" / "00000000000000000000.log", records)
+        read = spark.read.format(kafka_log).options(valueFormat="protobuf", schemaRegistry=str(registry_file))
+        assert [r.value.asDict(recursive=True) for r in read.load(str(bare)).orderBy("offset").collect()] == want
     # a GUID (magic 1) is not looked up in Spark: no schema has it
     guid = tmp_path / "guid"
     header = b"\x01" + uuid.uuid4().bytes + b"\x02\x02"

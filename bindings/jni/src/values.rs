@@ -192,7 +192,16 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_readColumns<'local
                 let Ok(context) = scan.context() else { break };
                 let first = ScanReader::new(vec![split.clone()], context).next();
                 if let Some(Ok(batch)) = first {
-                    out.extend(batch.column_by_name(column).cloned());
+                    let Some(values) = batch.column_by_name(column) else {
+                        continue;
+                    };
+                    // values whose schema ids are in their headers: sampled with the frames they stand for
+                    let framed = batch.column_by_name("headers").and_then(|headers| {
+                        with_header_frames(values.as_ref(), headers.as_ref(), column, &BTreeMap::new())
+                            .ok()
+                            .flatten()
+                    });
+                    out.push(framed.unwrap_or_else(|| values.clone()));
                 }
             }
             out
