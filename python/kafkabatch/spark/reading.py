@@ -17,7 +17,7 @@ import pyarrow as pa
 from kafkabatch._decode import iter_batches, valid_bytes
 from kafkabatch._kafkabatch import CorruptBatchError, TieredStorageError
 from kafkabatch.log.listing import Segment, open_segment
-from kafkabatch.log.scan import SegmentResult, decode_around_bad_chunks, read_with_twins
+from kafkabatch.log.scan import SegmentResult, decode_around_bad_chunks, read_in_core, read_with_twins
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_length
 from kafkabatch.spark.options import Options
 from kafkabatch.spark.planning import LogSplit
@@ -51,9 +51,12 @@ def _read_split(
     arrow_schema: Any,
 ) -> Iterator[pa.RecordBatch]:
     seg = partition.segment
-    if seg.twins and partition.start == 0 and partition.end >= seg.size:
-        # A whole segment with another copy of its offsets: read that copy if this one is damaged.
-        batches = read_with_twins(
+    whole = partition.start == 0 and partition.end >= seg.size
+    if whole and (seg.twins or seg.layout == "aiven"):
+        # A whole segment with another copy of its offsets: read that copy if this one is damaged;
+        # a whole Aiven segment by the core's reader, as scan_log reads it.
+        read = read_in_core if seg.layout == "aiven" else read_with_twins
+        batches = read(
             seg,
             partition.twin_stop,
             partition.bounds,
