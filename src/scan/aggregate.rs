@@ -517,8 +517,8 @@ fn row_partial(
 /// How much more a legacy message set's byte costs [`split_aggregates`]
 /// than a v2 batch's: inflated and walked message by message, against a
 /// header walk and a checksum (measured on `kb.generate`'s folders: 78 MiB
-/// of gzip wrappers take 0.7–0.9 s of one core to count; a whole `count()`
-/// of 460 MB of v2 batches 0.24 s, Spark's fixed cost included).
+/// of gzip wrappers counted in 1.2–2.1 s on 2 cores, 460 MB of v2 batches in
+/// 0.24–0.5 s, Spark's fixed cost included).
 const LEGACY_WORK: u64 = 64;
 
 /// The most bytes of legacy message sets one piece of [`aggregate_pieces`] holds.
