@@ -515,18 +515,13 @@ fn row_partial(
 }
 
 /// How much more a legacy message set's byte costs [`split_aggregates`]
-/// than a v2 batch's: inflated and walked message by message, against a
-/// header walk and a checksum (measured on `kb.generate`'s folders: 78 MiB
-/// of gzip wrappers counted in 1.2–2.1 s on 2 cores, 460 MB of v2 batches in
-/// 0.24–0.5 s, Spark's fixed cost included).
-const LEGACY_WORK: u64 = 64;
-
-/// The most bytes of legacy message sets one piece of [`aggregate_pieces`] holds.
-const LEGACY_PIECE_BYTES: u64 = 4 << 20;
+/// than a v2 batch's: decompressed and walked record by record, against a
+/// header walk and a checksum.
+const LEGACY_WORK: u64 = 16;
 
 /// What a split costs [`split_aggregates`], as [`super::tasks::pack`] takes
 /// work: a v2 split its bytes (headers walked, CRCs checked), a legacy one
-/// 64 times (`LEGACY_WORK`) its bytes (its wrappers inflated), judged by
+/// 16 times (`LEGACY_WORK`) its bytes (its wrappers decompressed), judged by
 /// the split's first batch; a remote or tiered split its bytes (a read per
 /// split would cost a request each).
 pub fn aggregate_work(split: &Split) -> u64 {
@@ -544,23 +539,6 @@ pub fn aggregate_work(split: &Split) -> u64 {
     match read {
         Ok(()) if magic[0] < 2 => wire.saturating_mul(LEGACY_WORK),
         _ => wire,
-    }
-}
-
-/// `split` in the pieces [`split_aggregates`]' tasks take: a legacy one
-/// (weighing more than its bytes, [`aggregate_work`]) cut at wrapper
-/// boundaries into pieces of at most 4 MiB, so that tasks share its
-/// inflating evenly ([`super::tasks::cut_split`]); any other whole.
-pub fn aggregate_pieces(split: &Split) -> Vec<Split> {
-    pieces_of(split, LEGACY_PIECE_BYTES)
-}
-
-/// [`aggregate_pieces`] with legacy pieces of at most `max_bytes`.
-fn pieces_of(split: &Split, max_bytes: u64) -> Vec<Split> {
-    if aggregate_work(split) > split.end.saturating_sub(split.start) {
-        super::tasks::cut_split(split, max_bytes)
-    } else {
-        vec![split.clone()]
     }
 }
 
@@ -803,14 +781,6 @@ mod tests {
                 for split in splits.iter().filter(|s| s.topic == "audit") {
                     assert!(header_partial(split, &context, &all).unwrap().is_some(), "{split:?}");
                 }
-                // cut at wrapper boundaries for tasks: the same partials
-                let pieces: Vec<Split> = splits.iter().flat_map(|s| pieces_of(s, 4 << 10)).collect();
-                assert!(pieces.len() > splits.len() + 4, "{} pieces", pieces.len());
-                assert!(pieces.iter().all(|p| p.topic == "audit" || splits.contains(p)));
-                assert_eq!(
-                    split_aggregates(&pieces, &context, &all, GroupBy::TopicPartition).unwrap(),
-                    split_aggregates(&splits, &context, &all, GroupBy::TopicPartition).unwrap()
-                );
             }
             // two tasks' partials, folded as an engine's final aggregation does
             let (a, b) = splits.split_at(splits.len() / 2);

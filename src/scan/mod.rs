@@ -27,9 +27,7 @@ pub mod stream;
 pub mod tasks;
 pub mod walk;
 
-pub use aggregate::{
-    aggregate_pieces, aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy, Unanswerable,
-};
+pub use aggregate::{aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy, Unanswerable};
 pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
 pub use pushdown::{filter_of, translate, Literal, NotPushable, Op, Predicate, RecordFilter};

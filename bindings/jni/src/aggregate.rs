@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use jni::sys::jint;
 
-use kafkabatch::scan::{aggregate_pieces, aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy};
+use kafkabatch::scan::{aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy};
 
 use crate::pushdown::Spec;
 use crate::tasks::{java_tasks, plan_tasks_by};
@@ -125,7 +125,7 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_splitAggregates<'l
 
 /// `byte[][][] planAggregateTasks(String spec, int defaultMinPartitions)`:
 /// as `planTasks`, the tasks balanced by what `splitAggregates` costs (legacy
-/// message sets inflated, in pieces of a few MiB; v2 batches' headers walked), not by decoding.
+/// message sets decompressed, v2 batches' headers walked), not by decoding.
 #[no_mangle]
 pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planAggregateTasks<'local>(
     mut env: EnvUnowned<'local>,
@@ -137,7 +137,6 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_planAggregateTasks
         let tasks = plan_tasks_by(
             &spec.try_to_string(env)?,
             i64::from(default_min_partitions),
-            aggregate_pieces,
             aggregate_work,
         )?;
         java_tasks(env, &tasks)

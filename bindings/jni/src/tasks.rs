@@ -17,15 +17,13 @@ use crate::{entry, Failure};
 /// into tasks; `default_min_partitions` (Spark's default parallelism)
 /// stands in for an unset `minPartitions`.
 fn plan_tasks(spec: &str, default_min_partitions: i64) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
-    plan_tasks_by(spec, default_min_partitions, |s| vec![s.clone()], split_work)
+    plan_tasks_by(spec, default_min_partitions, split_work)
 }
 
-/// As `plan_tasks`, each split first in `pieces`, the tasks balanced by
-/// `work` (a split's estimated cost).
+/// As `plan_tasks`, the tasks balanced by `work` (a split's estimated cost).
 pub(crate) fn plan_tasks_by(
     spec: &str,
     default_min_partitions: i64,
-    pieces: fn(&Split) -> Vec<Split>,
     work: fn(&Split) -> u64,
 ) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
     let spec = Spec::parse(spec)?;
@@ -37,8 +35,7 @@ pub(crate) fn plan_tasks_by(
     spec.options
         .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
         .map_err(|e| Failure::Options(e.0))?;
-    let splits: Vec<Split> = plan.splits().flat_map(pieces).collect();
-    Ok(packed(&splits, &spec.options, default_min_partitions, work))
+    Ok(packed(plan.splits(), &spec.options, default_min_partitions, work))
 }
 
 /// `splits` cut at `maxBytesPerPartition` and packed into tasks (`minPartitions`, else
