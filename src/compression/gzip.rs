@@ -180,53 +180,6 @@ fn read_members(payload: &[u8], sink: &mut Sink<'_>) -> Result<(), CodecError> {
     }
 }
 
-/// Decompress every gzip member of `payload` as [`decompress`] does (the
-/// same members read, the same end after a complete member, the same cap),
-/// but through `buf`, reused: each piece of output is handed to `each` as it
-/// inflates and no buffer is sized by the output. `each` returning false
-/// stops the inflating (`Ok(false)`); `Ok(true)` when every byte was handed over.
-pub fn inflate_through(
-    payload: &[u8],
-    limit: usize,
-    buf: &mut [u8],
-    mut each: impl FnMut(&[u8]) -> bool,
-) -> Result<bool, CodecError> {
-    if buf.is_empty() {
-        return Err(invalid("no buffer to inflate into"));
-    }
-    let mut total = 0usize;
-    let mut decoder = GzDecoder::new(payload);
-    let mut first = true;
-    loop {
-        loop {
-            let n = match read_some(&mut decoder, buf) {
-                Ok(n) => n,
-                // Not a gzip header after a complete member: the end, as in Java.
-                Err(Stop::Io(_)) if !first && decoder.header().is_none() => return Ok(true),
-                Err(Stop::Io(e)) => return Err(invalid(e.to_string())),
-                Err(Stop::TooLarge) => return Err(CodecError::TooLarge { codec: CODEC, limit }),
-            };
-            if n == 0 {
-                break;
-            }
-            total = total.saturating_add(n);
-            if total > limit {
-                return Err(CodecError::TooLarge { codec: CODEC, limit });
-            }
-            if !each(&buf[..n]) {
-                return Ok(false);
-            }
-        }
-        // The member is complete (CRC and length checked).
-        let rest = *decoder.get_ref();
-        if rest.is_empty() {
-            return Ok(true);
-        }
-        decoder.reset(rest);
-        first = false;
-    }
-}
-
 /// Compress `input` as one gzip member, appending to `out`.
 pub fn compress(input: &[u8], level: Option<i32>, out: &mut Vec<u8>) -> Result<(), CodecError> {
     let level = match level {

@@ -26,13 +26,9 @@
 //!
 //! Where the headers don't answer a whole query, [`split_aggregates`] gives
 //! each task's partial aggregates of its splits, which an engine adds up: a
-//! split from its headers where they answer every aggregate exactly (a
-//! legacy message set's rows counted there too, where no bound applies to
-//! the split: each wrapper's CRC checked and its inner messages walked as
-//! they inflate, as a read checks them, none built:
-//! [`crate::legacy::count_legacy`]), else from the rows a read of it returns
-//! (the read's rules: bounds, errors, skips), with only the offset and
-//! timestamp columns asked for built (none for a count).
+//! split from its headers where they answer every aggregate exactly, else
+//! from the rows a read of it returns (the read's rules), with only the
+//! offset and timestamp columns asked for built (none for a count).
 
 use std::collections::BTreeMap;
 
@@ -43,7 +39,6 @@ use super::plan::{Plan, Scan, ScanError, Split, Transaction};
 use super::read::ScanReader;
 use crate::arrow_out::Columns;
 use crate::batch::{parse_v2_header, BatchWalker, WalkEnd, CREATE_TIME, LOG_APPEND_TIME};
-use crate::legacy::{count_legacy, LegacyCount};
 use crate::prune::HeaderBounds;
 
 /// An aggregate of the rows a scan returns.
@@ -155,24 +150,6 @@ impl Tally {
         }
     }
 
-    /// A legacy batch's rows, counted exactly (offsets without gaps, each row's timestamp).
-    fn add_legacy(&mut self, counted: &LegacyCount, path: &str, at: u64) {
-        self.count += counted.records;
-        if self.min_offset.as_ref().is_none_or(|m| counted.min_offset < m.0) {
-            self.min_offset = Some((counted.min_offset, true, path.to_string(), at));
-        }
-        if self.max_offset.as_ref().is_none_or(|m| counted.max_offset > m.0) {
-            self.max_offset = Some((counted.max_offset, true, path.to_string(), at));
-        }
-        // the timestamp column's microseconds
-        let (min_us, max_us) = (
-            counted.min_timestamp.saturating_mul(1000),
-            counted.max_timestamp.saturating_mul(1000),
-        );
-        self.max_ts_us = self.max_ts_us.max(Some(max_us));
-        self.min_ts_us = Some(self.min_ts_us.map_or(min_us, |m| m.min(min_us)));
-    }
-
     fn value(&self, aggregate: Aggregate) -> Result<Option<i64>, Unanswerable> {
         let offset = |m: &Option<(i64, bool, String, u64)>| match m {
             None => Ok(None),
@@ -226,25 +203,14 @@ fn side(first: i64, last: i64, start: Option<i64>, end: Option<i64>) -> Side {
     }
 }
 
-/// The tally of one split's batches. With `legacy`, a legacy message set's
-/// rows are counted too (its wrappers inflated, see [`count_legacy`]) where
-/// no bound applies to the split; else it is [`Unanswerable::LegacyMessageSet`].
-fn tally_split(
-    split: &Split,
-    context: &super::ReadContext,
-    legacy: bool,
-) -> Result<Result<Tally, Unanswerable>, ScanError> {
+/// The tally of one split's batches.
+fn tally_split(split: &Split, context: &super::ReadContext) -> Result<Result<Tally, Unanswerable>, ScanError> {
     let bounds: HeaderBounds = split.bounds();
-    let unbounded = bounds.start_offset.is_none()
-        && bounds.end_offset.is_none()
-        && bounds.start_ts_us.is_none()
-        && bounds.end_ts_us.is_none();
     let path = &split.path;
     let mut source = context.open(path, split.layout(), split.manifest.as_deref())?;
     let end = split.end.min(source.size());
     let mut pos = split.start;
     let mut tally = Tally::default();
-    let mut scratch = Vec::new();
     while pos < end {
         let piece = source.piece(pos, end, context.max_chunk_bytes)?;
         let data = &piece.data[..piece.to];
@@ -252,24 +218,10 @@ fn tally_split(
         for raw in walker.by_ref() {
             let at = piece.base + raw.position as u64;
             if raw.magic() < 2 {
-                if !(legacy && unbounded) {
-                    return Ok(Err(Unanswerable::LegacyMessageSet {
-                        path: path.clone(),
-                        position: at,
-                    }));
-                }
-                let options = &context.options;
-                let Some(counted) =
-                    count_legacy(&raw, options.validate_crc, options.max_decompressed_size, &mut scratch)
-                else {
-                    // the read fails or skips it, in its words
-                    return Ok(Err(Unanswerable::Corrupt {
-                        path: path.clone(),
-                        position: at,
-                    }));
-                };
-                tally.add_legacy(&counted, path, at);
-                continue;
+                return Ok(Err(Unanswerable::LegacyMessageSet {
+                    path: path.clone(),
+                    position: at,
+                }));
             }
             let corrupt = || Unanswerable::Corrupt {
                 path: path.clone(),
@@ -377,7 +329,7 @@ impl Plan {
         for partition in &self.partitions {
             let mut tally = Tally::default();
             for split in &partition.splits {
-                match tally_split(split, &context, false)? {
+                match tally_split(split, &context)? {
                     Ok(t) => tally.merge(t),
                     Err(why) => return Ok(Err(why)),
                 }
@@ -437,14 +389,13 @@ struct SplitPartial {
     values: Vec<Option<i64>>,
 }
 
-/// A split's aggregates from its batch headers (and its legacy wrappers' inner messages,
-/// counted), where they answer every one exactly.
+/// A split's aggregates from its batch headers, where they answer every one exactly.
 fn header_partial(
     split: &Split,
     context: &super::ReadContext,
     aggregates: &[Aggregate],
 ) -> Result<Option<SplitPartial>, ScanError> {
-    let Ok(tally) = tally_split(split, context, true)? else {
+    let Ok(tally) = tally_split(split, context)? else {
         return Ok(None);
     };
     let mut values = Vec::with_capacity(aggregates.len());
@@ -547,10 +498,10 @@ pub fn aggregate_work(split: &Split) -> u64 {
 /// these splits (one group of all, even of no rows), which an engine's final
 /// aggregation combines with other tasks' (counts summed, minimums and
 /// maximums of the partials). Each split is answered from its batch headers
-/// where they answer every aggregate exactly (see the module notes; a
-/// legacy message set's wrappers inflated and their inner messages walked
-/// and counted, never inferred from offsets), else from the rows a read of
-/// it returns, building no column the aggregates don't need.
+/// where they answer every aggregate exactly (see the module notes), else
+/// from the rows a read of it returns, building no column the aggregates
+/// don't need: a legacy message set's wrappers are decompressed and their
+/// records counted, never inferred from offsets.
 pub fn split_aggregates(
     splits: &[Split],
     context: &super::ReadContext,
@@ -725,16 +676,7 @@ mod tests {
         let mut old = PartitionConfig::new(dir.join("audit-3"), "audit", 3, Kind::Audit);
         old.magic = 0;
         old.target_bytes = 20 << 10;
-        // wrappers of the other legacy codecs
-        let mut lz4 = PartitionConfig::new(dir.join("audit-5"), "audit", 5, Kind::Audit);
-        lz4.magic = 1;
-        lz4.codec = Codec::Lz4;
-        lz4.target_bytes = 30 << 10;
-        let mut snappy = PartitionConfig::new(dir.join("audit-6"), "audit", 6, Kind::Audit);
-        snappy.magic = 0;
-        snappy.codec = Codec::Snappy;
-        snappy.target_bytes = 30 << 10;
-        for cfg in [orders, audit, old, lz4, snappy] {
+        for cfg in [orders, audit, old] {
             let mut g = PartitionGenerator::new(cfg).unwrap();
             g.step(u64::MAX).unwrap();
             g.finish().unwrap();
@@ -776,12 +718,6 @@ mod tests {
             let plan = scan.plan().unwrap();
             let context = scan.context().unwrap();
             let splits: Vec<Split> = plan.splits().cloned().collect();
-            if n == 0 {
-                // legacy wrappers are counted as they inflate, not read as rows
-                for split in splits.iter().filter(|s| s.topic == "audit") {
-                    assert!(header_partial(split, &context, &all).unwrap().is_some(), "{split:?}");
-                }
-            }
             // two tasks' partials, folded as an engine's final aggregation does
             let (a, b) = splits.split_at(splits.len() / 2);
             let mut folded: BTreeMap<(String, i64), Vec<Option<i64>>> = BTreeMap::new();
