@@ -25,19 +25,11 @@ pytest.importorskip("pyspark")
 
 from test_spark import corrupt, read_in_process  # noqa: E402, F401 - corrupt: the fixture, bad-0's batch flipped
 
-import kafkabatch.spark as kbs  # noqa: E402
-
 if shutil.which("javac") is None:
     pytest.skip("no javac on PATH: the JVM data source's jar can't be built here", allow_module_level=True)
 
 SOURCE = "kafka-log-jvm"
 TRANSFER = "spark.kafkabatch.arrowTransfer"
-
-
-@pytest.fixture(scope="module")
-def jvm_spark(spark):
-    kbs.jar_path()  # with a JDK the jar is part of the build: missing is a failure
-    return spark
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,6 @@ from sparkver import requires_spark41  # noqa: E402
 from test_stream import CODECS, Writer, assert_exactly_once, input_rows, sink  # noqa: E402
 from test_stream import run as stream_run  # noqa: E402
 
-import kafkabatch.spark as kbs  # noqa: E402
-
 if shutil.which("javac") is None:
     pytest.skip("no javac on PATH: the JVM data source's jar can't be built here", allow_module_level=True)
 
@@ -33,12 +31,6 @@ pytestmark = [requires_spark41, pytest.mark.spark]
 
 JVM = "kafka-log-jvm"
 PYTHON = "kafka-log-python"
-
-
-@pytest.fixture(scope="module")
-def jvm_spark(spark):
-    kbs.jar_path()  # with a JDK the jar is part of the build: missing is a failure
-    return spark
 
 
 def run(spark, path: Path, ck: Path, out: Path, *, source: str = JVM, **options):

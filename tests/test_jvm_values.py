@@ -24,7 +24,6 @@ import kafkabatch as kb
 pytest.importorskip("pyspark")
 tv = pytest.importorskip("test_values")
 
-import kafkabatch.spark as kbs  # noqa: E402
 
 if shutil.which("javac") is None:
     pytest.skip("no javac on PATH: the JVM data source's jar can't be built here", allow_module_level=True)
@@ -36,12 +35,6 @@ registry_server = tv.registry_server
 
 #: ORDER_V1 without its union of three types (Spark has no union type).
 READER = {**tv.ORDER_V1, "fields": [f for f in tv.ORDER_V1["fields"] if f["name"] != "score"]}
-
-
-@pytest.fixture(scope="module")
-def jvm_spark(spark):
-    kbs.jar_path()  # with a JDK the jar is part of the build: missing is a failure
-    return spark
 
 
 @pytest.fixture()
