@@ -91,6 +91,9 @@ pub enum Unanswerable {
     CreateTimeMinimum { path: String, position: u64 },
     /// `MIN`/`MAX(offset)` from a batch with gaps (compacted).
     OffsetGap { path: String, position: u64 },
+    /// Bytes that could not be read (a damaged tiered chunk, an object gone):
+    /// a read fails, skips them or reads a twin, as its options say.
+    Unreadable { path: String, reason: String },
 }
 
 impl std::fmt::Display for Unanswerable {
@@ -110,6 +113,7 @@ impl std::fmt::Display for Unanswerable {
             Unanswerable::OffsetGap { path, position } => {
                 write!(f, "{path}: the batch at byte {position} has offset gaps")
             }
+            Unanswerable::Unreadable { path, reason } => write!(f, "{path}: not readable ({reason})"),
         }
     }
 }
@@ -207,12 +211,22 @@ fn side(first: i64, last: i64, start: Option<i64>, end: Option<i64>) -> Side {
 fn tally_split(split: &Split, context: &super::ReadContext) -> Result<Result<Tally, Unanswerable>, ScanError> {
     let bounds: HeaderBounds = split.bounds();
     let path = &split.path;
-    let mut source = context.open(path, split.layout(), split.manifest.as_deref())?;
+    let unreadable = |e: ScanError| Unanswerable::Unreadable {
+        path: path.clone(),
+        reason: e.to_string(),
+    };
+    let mut source = match context.open(path, split.layout(), split.manifest.as_deref()) {
+        Ok(source) => source,
+        Err(e) => return Ok(Err(unreadable(e))),
+    };
     let end = split.end.min(source.size());
     let mut pos = split.start;
     let mut tally = Tally::default();
     while pos < end {
-        let piece = source.piece(pos, end, context.max_chunk_bytes)?;
+        let piece = match source.piece(pos, end, context.max_chunk_bytes) {
+            Ok(piece) => piece,
+            Err(e) => return Ok(Err(unreadable(e))),
+        };
         let data = &piece.data[..piece.to];
         let mut walker = BatchWalker::starting_at(data, piece.from);
         for raw in walker.by_ref() {
