@@ -558,6 +558,42 @@ def test_schema_ids_in_headers_for_avro_json_and_protobuf(protos, registry):
     assert AvroDeserializer(registry)(value, SerializationContext("t", MessageField.VALUE)) == {"x": 7}
 
 
+def test_header_frames_are_the_prefixes_confluent_kafka_writes(protos, registry):
+    """The core's header framing, bound for Python: a value whose GUID header is given the registry's id
+    becomes the bytes the prefix serializer writes; bad input is a clear error."""
+    from confluent_kafka.schema_registry import header_schema_id_serializer
+
+    from kafkabatch import _kafkabatch as native
+
+    items = [order(protos, i) for i in range(3)]
+    conf = {"use.deprecated.format": False}
+    by_header = ProtobufSerializer(protos.Order, registry, {**conf, "schema.id.serializer": header_schema_id_serializer})
+    by_prefix = ProtobufSerializer(protos.Order, registry, conf)
+    values, headers = [], []
+    for item in items:
+        found: list = []
+        values.append(by_header(item, SerializationContext("t-frames", MessageField.VALUE, found)))
+        headers.append(found)
+    prefixed = [by_prefix(item, SerializationContext("t-frames", MessageField.VALUE)) for item in items]
+    guid = str(uuid.UUID(bytes=headers[0][0][1][1:17]))
+    schema_id = int.from_bytes(prefixed[0][1:5], "big")
+    # one record without headers: left as it is
+    records = kb.decode(kb.encode([{"value": v, "headers": h} for v, h in zip(values, headers)] + [{"value": b"x"}]))
+    assert native.header_guids(records, "value") == [guid] and native.header_guids(records, "key") == []
+    framed = pa.table(native.header_frames(records, "value", {guid: schema_id})).column(0).to_pylist()
+    assert framed == [*prefixed, b"x"]
+    unknown = pa.table(native.header_frames(records, "value")).column(0).to_pylist()
+    assert unknown[0][:5] == b"\0\xff\xff\xff\xff" and unknown[0][5:] == prefixed[0][5:]
+    assert native.header_frames(records, "key") is None
+    with pytest.raises(ValueError, match="guid_ids: .nope. is not a schema GUID"):
+        native.header_frames(records, "value", {"nope": 1})
+    texts = records.set_column(records.schema.get_field_index("value"), "value", pa.array(["a"] * 4))
+    with pytest.raises(ValueError, match="value must be binary to take a schema id from the headers, not Utf8"):
+        native.header_frames(texts, "value")
+    with pytest.raises(ValueError, match="the records have no headers column"):
+        native.header_frames(records.drop_columns(["headers"]), "value")
+
+
 STORE_PROTO = """
 syntax = "proto3";
 package store;

@@ -70,6 +70,21 @@ def protobuf_message(
     frames: list[tuple[int, list[int]]] | None = None,
 ) -> str: ...
 def protobuf_frames(column: object) -> list[tuple[int, list[int]]]: ...
+def header_guids(records: object, column: str) -> list[str]:
+    """The distinct schema GUIDs (UUID text) in the ``__value_schema_id`` (``column="value"``) or
+    ``__key_schema_id`` (``"key"``) headers of ``records``' ``headers`` column, magic byte 1."""
+
+def header_frames(records: object, column: str, guid_ids: Mapping[str, int] | None = None) -> ParsedColumn | None:
+    """``records``' ``column`` (binary) with the Confluent prefix (magic 0, schema id, message indexes)
+    each row's schema-id header stands for put in front; a GUID gets its id in ``guid_ids`` (UUID text
+    to local id), else ``0xFFFFFFFF``, which no schema has. None when no row has such a header.
+
+    >>> headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    >>> records = pa.table({"value": pa.array([b"bare"]),
+    ...                     "headers": pa.array([[("__value_schema_id", b"\\0\\0\\0\\0\\x07\\0")]], headers)})
+    >>> pa.table(header_frames(records, "value")).column(0).to_pylist()
+    [b'\\x00\\x00\\x00\\x00\\x07\\x00bare']
+    """
 
 @final
 class ArrowSchema:

@@ -46,18 +46,30 @@ pub fn header_prefix(header: &[u8], guid_ids: &BTreeMap<[u8; 16], u32>) -> Optio
     }
 }
 
-/// `values` (a binary column) with the prefix of each row's schema-id header for `column` put in front
-/// (`headers`: the Kafka source's `list<struct<key: string, value: binary>>` column); rows without
-/// one, and null values, are left as they are. `None` when no row has such a header (nothing copied).
-pub fn with_header_frames(
-    values: &dyn Array,
+/// `values` as a `Binary` column (binary views and large binary are copied; other types are refused).
+pub fn binary_column(values: &dyn Array, column: &str) -> Result<ArrayRef, String> {
+    match values.data_type() {
+        DataType::Binary => Ok(arrow_array::make_array(values.to_data())),
+        DataType::BinaryView | DataType::LargeBinary => {
+            arrow_cast::cast(&arrow_array::make_array(values.to_data()), &DataType::Binary).map_err(|e| e.to_string())
+        }
+        other => Err(format!(
+            "{column} must be binary to take a schema id from the headers, not {other}"
+        )),
+    }
+}
+
+/// The key and value columns of a `headers` column (see [`with_header_frames`]).
+fn header_entries(
     headers: &dyn Array,
-    column: &str,
-    guid_ids: &BTreeMap<[u8; 16], u32>,
-) -> Result<Option<ArrayRef>, String> {
-    let Some(key) = header_key(column) else {
-        return Ok(None);
-    };
+) -> Result<
+    (
+        &arrow_array::ListArray,
+        &arrow_array::StringArray,
+        &arrow_array::BinaryArray,
+    ),
+    String,
+> {
     let Some(lists) = headers.as_list_opt::<i32>() else {
         return Err(format!(
             "headers must be a list of key, value structs, not {}",
@@ -74,15 +86,49 @@ pub fn with_header_frames(
     ) else {
         return Err("headers must be a list of (key string, value binary) structs".into());
     };
+    Ok((lists, keys, header_values))
+}
+
+/// The distinct schema GUIDs in `column`'s schema-id headers (magic byte 1), in byte order:
+/// the schemas a caller fetches by GUID and gives local ids for [`with_header_frames`].
+pub fn header_guids(headers: &dyn Array, column: &str) -> Result<Vec<[u8; 16]>, String> {
+    let Some(key) = header_key(column) else {
+        return Ok(Vec::new());
+    };
+    let (lists, keys, header_values) = header_entries(headers)?;
+    let offsets = lists.value_offsets();
+    let (start, end) = (offsets[0] as usize, offsets[lists.len()] as usize);
+    let mut guids = std::collections::BTreeSet::new();
+    for entry in start..end {
+        if keys.is_valid(entry) && keys.value(entry) == key && header_values.is_valid(entry) {
+            if let [1, rest @ ..] = header_values.value(entry) {
+                if let Some(guid) = rest.get(..16).and_then(|g| <[u8; 16]>::try_from(g).ok()) {
+                    guids.insert(guid);
+                }
+            }
+        }
+    }
+    Ok(guids.into_iter().collect())
+}
+
+/// `values` (a binary column) with the prefix of each row's schema-id header for `column` put in front
+/// (`headers`: the Kafka source's `list<struct<key: string, value: binary>>` column); rows without
+/// one, and null values, are left as they are. `None` when no row has such a header (nothing copied).
+pub fn with_header_frames(
+    values: &dyn Array,
+    headers: &dyn Array,
+    column: &str,
+    guid_ids: &BTreeMap<[u8; 16], u32>,
+) -> Result<Option<ArrayRef>, String> {
+    let Some(key) = header_key(column) else {
+        return Ok(None);
+    };
+    let (lists, keys, header_values) = header_entries(headers)?;
     if !keys.iter().any(|k| k == Some(key)) {
         return Ok(None);
     }
-    let Some(values) = values.as_binary_opt::<i32>() else {
-        return Err(format!(
-            "{column} must be binary to take a schema id from the headers, not {}",
-            values.data_type()
-        ));
-    };
+    let values = binary_column(values, column)?;
+    let values = values.as_binary::<i32>();
     let offsets = lists.value_offsets();
     let mut out = BinaryBuilder::with_capacity(values.len(), values.value_data().len());
     let mut framed: Vec<u8> = Vec::new();
@@ -169,5 +215,30 @@ mod tests {
         // too short to be a schema id: left alone
         assert_eq!(header_prefix(&[0, 0, 1], &known), None);
         assert_eq!(header_prefix(&[2, 0, 0, 0, 1], &known), None);
+    }
+
+    #[test]
+    fn guids_are_listed_once_and_views_are_framed() {
+        let (a, b) = ([7u8; 16], [3u8; 16]);
+        let header = |guid: &[u8; 16]| [&[1u8][..], guid, &[0]].concat();
+        let (ha, hb) = (header(&a), header(&b));
+        let hs = headers(&[
+            &[("__value_schema_id", &ha)],
+            &[("__value_schema_id", &hb), ("__key_schema_id", &header(&[9; 16]))],
+            &[("__value_schema_id", &ha)],
+            &[("__value_schema_id", &[1, 2, 3])],
+        ]);
+        assert_eq!(header_guids(hs.as_ref(), "value").unwrap(), vec![b, a]);
+        assert_eq!(header_guids(hs.as_ref(), "key").unwrap(), vec![[9; 16]]);
+        assert!(header_guids(hs.as_ref(), "offset").unwrap().is_empty());
+        let views = arrow_array::BinaryViewArray::from(vec![&b"a"[..], b"b", b"c", b"d"]);
+        let out = with_header_frames(&views, hs.as_ref(), "value", &BTreeMap::from([(a, 5)]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(out.as_binary::<i32>().value(0), b"\0\0\0\0\x05\0a");
+        assert_eq!(out.as_binary::<i32>().value(3), b"d");
+        let strings = arrow_array::StringArray::from(vec!["a", "b", "c", "d"]);
+        let refused = with_header_frames(&strings, hs.as_ref(), "value", &BTreeMap::new()).unwrap_err();
+        assert!(refused.contains("value must be binary"), "{refused}");
     }
 }

@@ -1,6 +1,7 @@
 //! `value_parser()`: a binary column in, a typed column out (see
 //! `kafkabatch.parse_values`), or each chunk of a decode parsed as it is cut.
 
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -16,6 +17,7 @@ use pyo3::types::PyCapsule;
 use super::arrow::{stream_capsule, take_once};
 use super::encode::import_stream;
 use super::errors::KafkaBatchError;
+use kafkabatch::values::headers;
 use kafkabatch::values::protobuf::{frames_of, ProtoSource, Protobuf, SchemaFiles, MAX_RECURSION};
 use kafkabatch::values::{parse_column, OnValueError, ValueFormat};
 
@@ -83,6 +85,117 @@ fn protobuf_frames(py: Python<'_>, column: &Bound<'_, PyAny>) -> PyResult<Vec<(u
         Ok::<_, String>(seen)
     })
     .map_err(PyValueError::new_err)
+}
+
+/// A schema GUID as UUID text (`8-4-4-4-12` hex digits), as the registry names it.
+fn guid_text(guid: &[u8; 16]) -> String {
+    let hex: String = guid.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// The 16 bytes of a GUID given as UUID text (hyphens optional).
+fn guid_bytes(text: &str) -> PyResult<[u8; 16]> {
+    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'-').collect();
+    let bad = || PyValueError::new_err(format!("guid_ids: {text:?} is not a schema GUID (UUID text)"));
+    if digits.len() != 32 {
+        return Err(bad());
+    }
+    let mut guid = [0u8; 16];
+    for (byte, pair) in guid.iter_mut().zip(digits.chunks(2)) {
+        let pair = std::str::from_utf8(pair).map_err(|_| bad())?;
+        *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
+    }
+    Ok(guid)
+}
+
+/// `column` and `headers` of each batch of `records` (an object with `__arrow_c_stream__`).
+fn column_and_headers(records: &Bound<'_, PyAny>, column: &str) -> PyResult<Vec<(ArrayRef, ArrayRef)>> {
+    import_stream(records)?
+        .iter()
+        .map(|batch| {
+            let get = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .cloned()
+                    .ok_or_else(|| PyValueError::new_err(format!("the records have no {name} column")))
+            };
+            Ok((get(column)?, get("headers")?))
+        })
+        .collect()
+}
+
+/// The distinct schema GUIDs (UUID text) in the `column` schema-id headers of
+/// `records`' `headers` column (see `kafkabatch::values::headers`).
+#[pyfunction]
+fn header_guids(py: Python<'_>, records: &Bound<'_, PyAny>, column: &str) -> PyResult<Vec<String>> {
+    let batches = column_and_headers(records, "headers")?; // the headers column alone
+    py.detach(|| {
+        let mut guids = std::collections::BTreeSet::new();
+        for (headers, _) in &batches {
+            guids.extend(headers::header_guids(headers.as_ref(), column)?);
+        }
+        Ok::<_, String>(guids.iter().map(guid_text).collect())
+    })
+    .map_err(PyValueError::new_err)
+}
+
+/// `records`' `column` with the Confluent prefix of each row's schema-id
+/// header put in front (`guid_ids`: the local ids of GUIDs, as UUID text);
+/// `None` when no row has such a header.
+#[pyfunction]
+#[pyo3(signature = (records, column, guid_ids=None))]
+fn header_frames(
+    py: Python<'_>,
+    records: &Bound<'_, PyAny>,
+    column: &str,
+    guid_ids: Option<BTreeMap<String, u32>>,
+) -> PyResult<Option<ParsedColumn>> {
+    let guid_ids = guid_ids
+        .unwrap_or_default()
+        .iter()
+        .map(|(guid, id)| Ok((guid_bytes(guid)?, *id)))
+        .collect::<PyResult<BTreeMap<_, _>>>()?;
+    let batches = column_and_headers(records, column)?;
+    let framed = py
+        .detach(|| {
+            let framed = batches
+                .iter()
+                .map(|(values, headers)| {
+                    headers::with_header_frames(values.as_ref(), headers.as_ref(), column, &guid_ids)
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            if framed.iter().all(Option::is_none) {
+                return Ok(None);
+            }
+            // batches without such a header keep their values, as binary like the framed ones
+            batches
+                .iter()
+                .zip(framed)
+                .map(|((values, _), framed)| framed.map_or_else(|| headers::binary_column(values.as_ref(), column), Ok))
+                .collect::<Result<Vec<_>, String>>()
+                .map(Some)
+        })
+        .map_err(PyValueError::new_err)?;
+    let Some(arrays) = framed else {
+        return Ok(None);
+    };
+    let schema = std::sync::Arc::new(Schema::new(vec![Field::new("value", DataType::Binary, true)]));
+    let chunks = arrays
+        .into_iter()
+        .map(|array| RecordBatch::try_new(schema.clone(), vec![array]))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| PyRuntimeError::new_err(format!("framed values do not fit their type: {e}")))?;
+    Ok(Some(ParsedColumn {
+        chunks: Mutex::new(Some(chunks)),
+        data_type: DataType::Binary,
+    }))
 }
 
 create_exception!(
@@ -287,5 +400,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(value_parser, m)?)?;
     m.add_function(wrap_pyfunction!(protobuf_message, m)?)?;
     m.add_function(wrap_pyfunction!(protobuf_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(header_guids, m)?)?;
+    m.add_function(wrap_pyfunction!(header_frames, m)?)?;
     Ok(())
 }

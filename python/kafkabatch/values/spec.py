@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkabatch import _kafkabatch as _native
-from kafkabatch.values.headers import GUID_IDS, header_guids, with_header_frames
+from kafkabatch.values.headers import guid_ids as header_guid_ids
+from kafkabatch.values.headers import with_header_frames
 from kafkabatch.values.protobuf import ProtoFile, protobuf_schema, registered_file, registry_files
 from kafkabatch.values.registry import SchemaRegistry, SchemaRegistryError, registry_file, registry_of
 from kafkabatch.values.schemas import avro_text, is_json_schema, json_schema_to_arrow
@@ -96,8 +97,8 @@ class ValueSpec:
         :class:`ValueDecodeError` naming its topic, partition and offset."""
         index = table.schema.get_field_index(self.column)
         values = table.column(index)
-        if self.confluent and "headers" in table.schema.names:
-            values = with_header_frames(values, table.column("headers"), self.column, dict(self.guid_ids))
+        if self.confluent:
+            values = with_header_frames(table, self.column, dict(self.guid_ids))
         try:
             parsed = self.parse(values, threads)
         except ValueDecodeError as error:
@@ -435,15 +436,14 @@ def specs(
     registry URL which schemas to fetch (see :func:`resolve`), and without a
     table ``sample(column)`` gives a few of the values to follow their frames."""
     out = []
-    headers = table.column("headers") if table is not None and "headers" in table.schema.names else None
     registry = registry_of(options.get("schema_registry"))
     for column in ("value", "key"):
         values = table.column(column) if table is not None else None
         guid_ids: dict[str, int] = {}
-        if values is not None and headers is not None and registry is not None:
+        if table is not None and "headers" in table.schema.names and registry is not None:
             # Schema ids in headers: GUIDs get local ids, and values the prefix they stand for.
-            guid_ids = {g: GUID_IDS + i for i, g in enumerate(header_guids(headers, column))}
-            values = with_header_frames(values, headers, column, guid_ids)
+            guid_ids = header_guid_ids(table, column)
+            values = with_header_frames(table, column, guid_ids)
         spec = resolve(
             column,
             options.get(f"{column}_format", "binary"),
