@@ -654,6 +654,12 @@ def test_framed_protobuf_follows_the_frames_in_python_and_the_cli(store, tmp_pat
     for table in (decoded, scanned, converted):
         assert [f.name for f in table.schema.field("value").type] == ["order_id", "items"]
         assert table.column("value").to_pylist() == want
+    # every value framed in its headers alone: the sampled values are framed by them to find the message
+    bare = tmp_path / "bare"
+    framed = kb.read_segment(segment).column("value").to_pylist()
+    records = [{"value": v[7:], "headers": [("__value_schema_id", v[:7])]} for v in framed]
+    kb.write_segment(bare / "orders-0" / "00000000000000000000.log", records)
+    assert kb.scan_log(bare, **options).read_all().column("value").to_pylist() == want
 
 
 @pytest.mark.spark
@@ -712,13 +718,12 @@ def test_schema_ids_in_headers_in_spark(store, tmp_path, spark, kafka_log):
     )
     rows = typed.load(str(keyed)).orderBy("offset").collect()
     assert [r.key.asDict(recursive=True) for r in rows] == [r.value.asDict(recursive=True) for r in rows] == want
-    if kafka_log == "kafka-log-jvm":
-        # every value framed in its headers alone: the JVM source samples them framed to find their message
-        bare = tmp_path / "bare"
-        records = [{"value": v[7:], "headers": [("__value_schema_id", v[:7])]} for v in framed]
-        kb.write_segment(bare / "orders-0" / "00000000000000000000.log", records)
-        read = spark.read.format(kafka_log).options(valueFormat="protobuf", schemaRegistry=str(registry_file))
-        assert [r.value.asDict(recursive=True) for r in read.load(str(bare)).orderBy("offset").collect()] == want
+    # every value framed in its headers alone: both sources sample them framed to find their message
+    bare = tmp_path / "bare"
+    records = [{"value": v[7:], "headers": [("__value_schema_id", v[:7])]} for v in framed]
+    kb.write_segment(bare / "orders-0" / "00000000000000000000.log", records)
+    read = spark.read.format(kafka_log).options(valueFormat="protobuf", schemaRegistry=str(registry_file))
+    assert [r.value.asDict(recursive=True) for r in read.load(str(bare)).orderBy("offset").collect()] == want
     # a GUID (magic 1) is not looked up in Spark: no schema has it
     guid = tmp_path / "guid"
     header = b"\x01" + uuid.uuid4().bytes + b"\x02\x02"

@@ -1,5 +1,6 @@
 """A few values read from the start of a log, before a scan: what the
-Confluent frames of framed Protobuf values name, so a read that names no
+Confluent frames of framed Protobuf values name (a schema id in a record's
+header frames its value as a prefix would), so a read that names no
 message follows them (as :func:`kafkabatch.decode` does on the values it has).
 
 >>> first_values(list_segments("/data/orders-0"), "value").num_chunks  # doctest: +SKIP
@@ -16,6 +17,7 @@ import pyarrow as pa
 from kafkabatch._decode import DEFAULT_MAX_DECOMPRESSED_SIZE, decode
 from kafkabatch._kafkabatch import KafkaBatchError
 from kafkabatch.log.listing import Segment, open_segment
+from kafkabatch.values.headers import with_header_frames
 
 log = logging.getLogger(__name__)
 
@@ -53,5 +55,6 @@ def first_values(
             log.debug("not sampled: %s", error)
             continue
         topics.add(seg.topic)
-        chunks.extend(c for c in table.column(column).chunks if len(c))
+        # values whose schema ids are in their headers get the prefix they stand for (GUIDs: an id no schema has)
+        chunks.extend(c for c in with_header_frames(table, column, {}).chunks if len(c))
     return pa.chunked_array(chunks, pa.binary())
