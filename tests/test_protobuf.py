@@ -567,7 +567,9 @@ def test_header_frames_are_the_prefixes_confluent_kafka_writes(protos, registry)
 
     items = [order(protos, i) for i in range(3)]
     conf = {"use.deprecated.format": False}
-    by_header = ProtobufSerializer(protos.Order, registry, {**conf, "schema.id.serializer": header_schema_id_serializer})
+    by_header = ProtobufSerializer(
+        protos.Order, registry, {**conf, "schema.id.serializer": header_schema_id_serializer}
+    )
     by_prefix = ProtobufSerializer(protos.Order, registry, conf)
     values, headers = [], []
     for item in items:
