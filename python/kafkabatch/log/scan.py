@@ -480,6 +480,9 @@ def scan_log(
             bound_for(spec, "", 0, what)  # type check now, not halfway through the stream
 
     warned: Warned = set()  # topics whose JSON values match no field of the schema, warned once
+    # Local segments are read by the core's reader, but for values parsed as each window is decoded (the value
+    # alone typed): those stay with decode_range.
+    local_in_core = "aborted_transactions" not in options and value_only(value_specs) is None
 
     def record_batches() -> Iterator[pa.RecordBatch]:
         for seg, error in problems or ():  # segments that could not even be listed: counted, named
@@ -502,7 +505,9 @@ def scan_log(
                 result = SegmentResult(seg)
                 if how == BYTES and a >= b:  # its headers rule out every batch: left unread
                     result.start = result.end = result.position = a
-                elif (seg.layout == "aiven" or how == BYTES) and "aborted_transactions" not in options:
+                elif (seg.layout == "aiven" and "aborted_transactions" not in options) or (
+                    how == BYTES and local_in_core
+                ):
                     yield from read_in_core(
                         seg,
                         next_start(group, i),
