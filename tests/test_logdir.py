@@ -308,19 +308,20 @@ def test_scan_log_offset_bounds(log, chunk):
     assert scan_log(log, start_offset=10, end_offset=10).read_all().num_rows == 0
 
 
-def test_scan_log_skips_segments_by_name_and_batches_by_header(log, monkeypatch):
-    decoded = []
-    real = kb.decode_report
-
-    def spy(data, **kw):
-        decoded.append(len(data))
-        return real(data, **kw)
-
-    monkeypatch.setattr(scan, "decode_report", spy)  # the module that calls it
-    got = scan_log(log / "orders-0", start_offset=41, end_offset=49, max_chunk_bytes=100).read_all()
+def test_scan_log_skips_segments_by_name_and_batches_by_header(log):
+    results: list[scan.SegmentResult] = []
+    got = scan_log(
+        log / "orders-0", start_offset=41, end_offset=49, max_chunk_bytes=100, on_segment=results.append
+    ).read_all()
     assert got.column("offset").to_pylist() == list(range(41, 49))
-    one_batch = len(decoded) == 1
-    assert one_batch, decoded  # the 40-49 batch only: segments 0 and 60 skipped by name, 30-39 by header
+    decoded = {Path(r.segment.path).stem: r.batches for r in results}
+    # the 40-49 batch only: segments 0, 60 and 70 skipped by name, 30-39 by header
+    assert decoded == {
+        "00000000000000000000": 0,
+        "00000000000000000030": 1,
+        "00000000000000000060": 0,
+        "00000000000000000070": 0,
+    }
 
 
 def test_scan_log_timestamp_bounds(log):
@@ -508,3 +509,15 @@ def test_read_committed_across_segments(tmp_path):
         assert got.column("offset").to_pylist() == want, chunk
     everything = [r["offset"] for r in fx.records()]
     assert scan_log(tmp_path).read_all().column("offset").to_pylist() == everything
+
+
+def test_scan_log_names_a_text_file_posing_as_a_segment(tmp_path):
+    folder = tmp_path / "notes-0"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_text("plain text, not a Kafka batch at all\n" * 20)
+    with pytest.raises(kb.CorruptBatchError) as raised:
+        scan_log(folder).read_all()
+    text = str(raised.value)
+    assert text.startswith(f"{folder / '00000000000000000000.log'}: batch at byte 0, at byte 16: not a Kafka batch")
+    assert text.endswith("this looks like a text file, not a Kafka segment")
+    assert raised.value.batch_position == 0

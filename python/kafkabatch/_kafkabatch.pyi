@@ -747,6 +747,7 @@ def _read_segment(
     segment: Any,
     *,
     following: int | None = None,
+    byte_range: tuple[int, int] | None = None,
     start_offset: int | None = None,
     end_offset: int | None = None,
     start_ts_us: int | None = None,
@@ -763,7 +764,8 @@ def _read_segment(
     core's reader: Aiven segments sought with their ``.indexes`` object, twins read
     instead of a damaged copy (up to ``following``), chunks that can't be undone
     skipped under ``on_error="skip"``; rows in the bounds only (timestamps in µs);
-    ``transactions``: the partition's read_committed pre-pass."""
+    ``transactions``: the partition's read_committed pre-pass; ``byte_range``: the
+    bytes of a local file to read, as planned (else the whole segment)."""
 
 @final
 class ObjectStorage:

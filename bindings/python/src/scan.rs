@@ -434,13 +434,16 @@ impl SegmentRead {
 /// segments are sought with their `.indexes` object, chunks that can't be
 /// undone skipped under `on_error="skip"`; rows in the bounds only
 /// (timestamps in µs); `transactions` (`(producer_id, first_offset,
-/// marker offset or None)`): the partition's pre-pass, for read_committed.
+/// marker offset or None)`): the partition's pre-pass, for read_committed;
+/// `byte_range` (`(start, end)`): the bytes of a local file to read, as
+/// planned (`plan_partition`), else the whole segment.
 #[pyfunction]
-#[pyo3(signature = (segment, *, following=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[pyo3(signature = (segment, *, following=None, byte_range=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
 #[allow(clippy::too_many_arguments)]
 fn _read_segment(
     segment: &Bound<'_, PyAny>,
     following: Option<i64>,
+    byte_range: Option<(u64, u64)>,
     start_offset: Option<i64>,
     end_offset: Option<i64>,
     start_ts_us: Option<i64>,
@@ -481,7 +484,14 @@ fn _read_segment(
             })
             .collect()
     });
-    let split = Split::of_segment(&seg, (0, seg.size), &bounds, following, transactions);
+    let range = byte_range.unwrap_or((0, seg.size));
+    if range.0 > range.1 {
+        return Err(PyValueError::new_err(format!(
+            "byte_range {}..{} ends before it starts",
+            range.0, range.1
+        )));
+    }
+    let split = Split::of_segment(&seg, range, &bounds, following, transactions);
     Ok(SegmentRead {
         reader: Some(ScanReader::new(vec![split], context)),
         fallback,

@@ -480,6 +480,9 @@ def scan_log(
             bound_for(spec, "", 0, what)  # type check now, not halfway through the stream
 
     warned: Warned = set()  # topics whose JSON values match no field of the schema, warned once
+    # Local segments are read by the core's reader, but for values parsed as each window is decoded (the value
+    # alone typed): those stay with decode_range.
+    local_in_core = "aborted_transactions" not in options and value_only(value_specs) is None
 
     def record_batches() -> Iterator[pa.RecordBatch]:
         for seg, error in problems or ():  # segments that could not even be listed: counted, named
@@ -502,7 +505,9 @@ def scan_log(
                 result = SegmentResult(seg)
                 if how == BYTES and a >= b:  # its headers rule out every batch: left unread
                     result.start = result.end = result.position = a
-                elif seg.layout == "aiven" and "aborted_transactions" not in options:
+                elif (seg.layout == "aiven" and "aborted_transactions" not in options) or (
+                    how == BYTES and local_in_core
+                ):
                     yield from read_in_core(
                         seg,
                         next_start(group, i),
@@ -515,6 +520,7 @@ def scan_log(
                         options,
                         on_segment=on_segment,
                         warned=warned,
+                        byte_range=(a, b) if how == BYTES else None,
                     )
                 else:
                     yield from read_with_twins(
@@ -560,9 +566,11 @@ def read_in_core(
     options: Mapping[str, Any],
     on_segment: Callable[[SegmentResult], None] | None = None,
     warned: Warned | None = None,
+    byte_range: tuple[int, int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Read a remote (Aiven) segment with the core's reader: sought with
-    its ``.indexes`` object, its twins read instead when it turns out damaged
+    """Read a segment with the core's reader: ``byte_range`` of a local file
+    (as planned), a remote (Aiven) segment sought with
+    its ``.indexes`` object; its twins read instead when it turns out damaged
     (up to ``following``, where the partition's next segment takes over),
     chunks that can't be undone skipped under ``on_error="skip"``, rows in
     ``bounds`` only (those the overlap rule leaves it), ``transactions``: the
@@ -576,6 +584,7 @@ def read_in_core(
     read = _native_read_segment(
         seg,
         following=following,
+        byte_range=byte_range,
         start_offset=bounds.start_offset,
         end_offset=bounds.end_offset,
         start_ts_us=bounds.start_ts,
@@ -596,7 +605,7 @@ def read_in_core(
         except TieredStorageError:
             raise
         except KafkaBatchError as error:  # its positions are the file's
-            raise in_file(error, seg.path) from None
+            raise in_file(error, seg.path, head=_head(seg, error)) from None
         if one is None:
             break
         for batch in pa.RecordBatchReader.from_stream(one).read_all().to_batches(max_chunksize=max_records_per_batch):
@@ -647,6 +656,19 @@ def read_in_core(
     for damage in lost:
         result.skipped.append(damage)
         log.warning("skipped %s", damage, extra=REPORTED)
+
+
+def _head(seg: Segment, error: Exception) -> bytes | None:
+    """The first bytes of a local segment when ``error`` is at its first byte
+    (for :func:`~kafkabatch.log.errors.in_file`'s guess of what the file is)."""
+    if seg.layout == "aiven" or getattr(error, "batch_position", None) != 0:
+        return None
+    source = fs.open_source(seg.path)
+    try:
+        return bytes(source.read(0, min(512, source.size)))
+    finally:
+        source.release()
+        source.close()
 
 
 def read_segment_range(
