@@ -25,6 +25,7 @@ pub mod read;
 pub mod seek;
 pub mod stream;
 pub mod tasks;
+pub mod typed;
 pub mod walk;
 
 pub use aggregate::{aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy, Unanswerable};
@@ -32,3 +33,4 @@ pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
 pub use pushdown::{filter_of, translate, Literal, NotPushable, Op, Predicate, RecordFilter};
 pub use read::{ReadContext, ReadStats, ScanReader, SplitReport};
+pub use typed::{BadValue, TypedColumn};
