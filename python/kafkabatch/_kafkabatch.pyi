@@ -737,7 +737,8 @@ class SegmentRead:
         ``skipped_bytes``, ``pruned_bytes``, ``trailing_bytes``, ``status``,
         ``end_error``, ``lost`` (what damage cost, as :class:`TieredStorageError` s),
         ``twin``, ``twin_from``, ``last_offset``, ``fetched`` (bytes of remote objects),
-        ``index_warnings``; None before the end."""
+        ``index_warnings``, ``transactions`` (with ``fetch_aborted``: the list, marker
+        offsets learnt); None before the end."""
 
 def _read_segment(
     segment: Any,
@@ -756,6 +757,7 @@ def _read_segment(
     max_decompressed_size: int = ...,
     max_chunk_bytes: int = ...,
     typed: list[tuple[str, ValueParser, dict[str, int] | None]] | None = None,
+    fetch_aborted: bool | None = None,
 ) -> SegmentRead:
     """Internal: read one segment (a :class:`kafkabatch.log.listing.Segment`) with the
     core's reader: Aiven segments sought with their ``.indexes`` object, twins read
@@ -764,7 +766,9 @@ def _read_segment(
     ``transactions``: the partition's read_committed pre-pass; ``byte_range``: the
     bytes of a local file to read, as planned (else the whole segment); ``typed``:
     ``(column, parser, guid_ids or None)`` of the columns parsed as each chunk is
-    decoded (a bad value raises :class:`ValueDecodeError` naming its offset)."""
+    decoded (a bad value raises :class:`ValueDecodeError` naming its offset);
+    ``fetch_aborted`` (``hide_open``): ``transactions`` are a Fetch response's aborted
+    list, ended by the ABORT markers read (the report's ``transactions``)."""
 
 @final
 class ObjectStorage:

@@ -586,6 +586,7 @@ impl Scan {
             columns: self.columns,
             limit: self.limit,
             typed: Arc::new(Vec::new()),
+            fetch_aborted: None,
         })
     }
 
@@ -714,6 +715,7 @@ pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<V
         columns: Columns::default(),
         limit: None,
         typed: Arc::new(Vec::new()),
+        fetch_aborted: None,
     };
     read::partition_transactions(group, &context)
 }

@@ -66,6 +66,9 @@ pub struct ReadContext {
     pub(crate) limit: Option<u64>,
     /// The columns parsed into types (see [`super::typed`]).
     pub(crate) typed: Arc<Vec<TypedColumn>>,
+    /// `Some(hide_open)`: the splits' transactions are a Fetch response's
+    /// aborted list (see [`ReadContext::with_fetch_aborted`]).
+    pub(crate) fetch_aborted: Option<bool>,
 }
 
 impl std::fmt::Debug for ReadContext {
@@ -80,6 +83,20 @@ impl std::fmt::Debug for ReadContext {
 }
 
 impl ReadContext {
+    /// This context reading the splits' transactions as a Fetch response's
+    /// aborted list (`(producer id, first offset)`, no marker offsets known)
+    /// instead of a pre-pass: as Kafka's consumer does, a listed transaction
+    /// hides its producer's transactional batches from its first offset on
+    /// until the producer's ABORT marker, which the read learns as it goes
+    /// (its offset becomes the transaction's last offset, see
+    /// [`SplitReport::transactions`]; the plan keeps the markers).
+    /// `hide_open`: transactional batches of a producer no entry or marker
+    /// explains stay hidden too.
+    pub fn with_fetch_aborted(mut self, hide_open: bool) -> Self {
+        self.fetch_aborted = Some(hide_open);
+        self
+    }
+
     /// This context with `typed` columns parsed as each chunk is decoded
     /// (rows a bounded read filters out are never parsed).
     pub fn with_typed(mut self, typed: Vec<TypedColumn>) -> Self {
@@ -258,6 +275,39 @@ impl Source {
     }
 }
 
+/// The ABORT markers of `data[range]` (walked in `walk`) ending
+/// `transactions` (a Fetch response's aborted list): a marker of a producer
+/// ends its listed transactions that begin at or before it, as Kafka's
+/// consumer drops the producer from its aborted set there.
+fn learn_aborts(
+    walk: &Walk,
+    data: &[u8],
+    range: std::ops::Range<usize>,
+    transactions: &mut [Transaction],
+    options: &DecodeOptions,
+) {
+    // every listed producer open, so each of their ABORT markers is reported
+    let mut open: BTreeMap<i64, i64> = transactions
+        .iter()
+        .filter(|t| t.last_offset.is_none())
+        .map(|t| (t.producer_id, t.first_offset))
+        .collect();
+    if open.is_empty() {
+        return;
+    }
+    let Some(ended) = walk.transaction_pass(data, range, &mut open, None, None, options) else {
+        return;
+    };
+    for marker in ended {
+        for t in transactions.iter_mut() {
+            if t.producer_id == marker.producer_id && t.first_offset <= marker.marker_offset && t.last_offset.is_none()
+            {
+                t.last_offset = Some(marker.marker_offset);
+            }
+        }
+    }
+}
+
 /// `error` with its positions counted from the start of the file.
 fn relocate(error: DecodeError, base: u64, path: &str) -> ScanError {
     ScanError::Decode {
@@ -418,6 +468,10 @@ pub struct SplitReport {
     pub twin_from: Option<i64>,
     /// Bytes of remote (Aiven) objects fetched: chunks and index slices.
     pub fetched: u64,
+    /// A read of a Fetch response's aborted list (see
+    /// [`ReadContext::with_fetch_aborted`]): the list with the marker offsets
+    /// learnt, for the read of the partition's next segment.
+    pub transactions: Option<Vec<Transaction>>,
 }
 
 /// A piece of a remote segment that could not be read (see [`SplitReport::lost`]).
@@ -546,6 +600,10 @@ impl SplitRead {
             copy.start_offset = Some(copy.start_offset.map_or(last + 1, |s| s.max(last + 1)));
         }
         self.report.fetched += self.source.as_ref().map_or(0, Source::fetched);
+        if self.split.transactions.is_some() {
+            // the same partition's: what was learnt of them so far goes on
+            copy.transactions = self.split.transactions.take();
+        }
         self.report.twin = Some(copy.path.clone());
         self.report.twin_from = copy.start_offset;
         self.pos = copy.start;
@@ -728,6 +786,9 @@ impl ScanReader {
             if read.done || (read.source.is_some() && read.pos >= read.end) {
                 if let Some(mut done) = self.current.take() {
                     done.report.fetched += done.source.as_ref().map_or(0, Source::fetched);
+                    if self.context.fetch_aborted.is_some() {
+                        done.report.transactions = done.split.transactions.take();
+                    }
                     self.stats.finished.push(done.report);
                 }
                 continue;
@@ -880,7 +941,8 @@ fn read_window(
     };
     let bounds = read.split.bounds();
     let ranges = if bounds.start_ts_us.is_some() || bounds.end_ts_us.is_some() {
-        match piece.walk.kept_ranges(a, b, &bounds, false) {
+        // a Fetch response's aborted list ends at markers: those stay to be learnt
+        match piece.walk.kept_ranges(a, b, &bounds, context.fetch_aborted.is_some()) {
             Some((ranges, pruned)) => {
                 stats.pruned_bytes += pruned;
                 read.report.pruned_bytes += pruned;
@@ -908,7 +970,7 @@ fn read_window(
                 .map_or(0, |b| i64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
             options.isolation = Isolation::ReadCommitted {
                 aborted: Some(aborted_for(transactions, first)),
-                hide_open: false,
+                hide_open: context.fetch_aborted.unwrap_or(false),
             };
         }
         // typed values of a read that keeps every row: parsed as each chunk is cut
@@ -937,6 +999,9 @@ fn read_window(
             // a value failed: decoded again and parsed after, which names it
             step = None;
             decoded = decode(None)?;
+        }
+        if let (Some(_), Some(transactions)) = (context.fetch_aborted, read.split.transactions.as_mut()) {
+            learn_aborts(&piece.walk, &piece.data, x..y, transactions, &context.options);
         }
         stats.batches += decoded.batches;
         read.report.batches += decoded.batches;

@@ -343,7 +343,8 @@ impl SegmentRead {
     /// exceptions), `skipped_bytes`, `pruned_bytes`, `trailing_bytes`,
     /// `status`, `end_error` (an exception or None), `lost` (what damage
     /// cost, as `TieredStorageError`s), `twin`, `twin_from`, `last_offset`,
-    /// `fetched` (bytes of remote objects), `index_warnings`; None before the end.
+    /// `fetched` (bytes of remote objects), `index_warnings`, `transactions`
+    /// (with `fetch_aborted`: the aborted list, marker offsets learnt); None before the end.
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Some(r) = &self.report else {
             return Ok(None);
@@ -383,6 +384,13 @@ impl SegmentRead {
         d.set_item("last_offset", r.last_offset)?;
         d.set_item("fetched", r.fetched)?;
         d.set_item("index_warnings", self.index_warnings.clone())?;
+        let learnt: Option<Vec<(i64, i64, Option<i64>)>> = r.transactions.as_ref().map(|found| {
+            found
+                .iter()
+                .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+                .collect()
+        });
+        d.set_item("transactions", learnt)?;
         Ok(Some(d))
     }
 }
@@ -398,9 +406,11 @@ impl SegmentRead {
 /// planned (`plan_partition`), else the whole segment; `typed` (`(column,
 /// value_parser, guid_ids or None)`): the columns parsed into types as each
 /// chunk is decoded (`guid_ids`: Confluent-framed values, schema ids in the
-/// headers read too; see `ValueSpec.apply`).
+/// headers read too; see `ValueSpec.apply`); `fetch_aborted` (`hide_open`):
+/// `transactions` are a Fetch response's aborted list, ended by the ABORT
+/// markers read (the report's `transactions`: the list with what was learnt).
 #[pyfunction]
-#[pyo3(signature = (segment, *, following=None, byte_range=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES, typed=None))]
+#[pyo3(signature = (segment, *, following=None, byte_range=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES, typed=None, fetch_aborted=None))]
 #[allow(clippy::too_many_arguments)]
 fn _read_segment(
     segment: &Bound<'_, PyAny>,
@@ -418,6 +428,7 @@ fn _read_segment(
     max_decompressed_size: usize,
     max_chunk_bytes: usize,
     typed: Option<Vec<TypedSpec<'_>>>,
+    fetch_aborted: Option<bool>,
 ) -> PyResult<SegmentRead> {
     let seg = segment_from_py(segment)?;
     let typed = typed
@@ -437,6 +448,10 @@ fn _read_segment(
         .context()
         .map_err(scan_error)?
         .with_typed(typed);
+    let context = match fetch_aborted {
+        Some(hide_open) => context.with_fetch_aborted(hide_open),
+        None => context,
+    };
     let bounds = HeaderBounds {
         start_offset,
         end_offset,

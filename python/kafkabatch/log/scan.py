@@ -19,7 +19,7 @@ import pyarrow as pa
 
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
-from kafkabatch._decode import SCHEMA, decode_parsing, decode_report, native_kwargs, report_of
+from kafkabatch._decode import SCHEMA, aborted_pairs, decode_parsing, decode_report, native_kwargs, report_of
 from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
 from kafkabatch._kafkabatch import _read_segment as _native_read_segment
 from kafkabatch._kafkabatch import plan_partition as _native_plan_partition
@@ -412,9 +412,13 @@ def scan_log(
     """
     skip = decode_options.get("on_error", "raise") != "raise"
     problems: list[tuple[Segment, Exception]] | None = [] if skip else None
+    if "aborted_transactions" in decode_options and decode_options["aborted_transactions"] is None:
+        del decode_options["aborted_transactions"]  # none given: the pre-pass finds them (as read_segment does)
     read_committed = decode_options.get("isolation") == "read_committed"
     # read_committed learns from markers (kept by the plan) when given the aborted list instead of a pre-pass
-    pre_pass = read_committed and "aborted_transactions" not in decode_options
+    listed = "aborted_transactions" in decode_options
+    # hide_open_transactions with a list: the open ones are those no marker in the partition ends (the pre-pass's)
+    pre_pass = read_committed and (not listed or bool(decode_options.get("hide_open_transactions")))
     times = functools.cache(
         lambda: tuple(None if t is None else parse_timestamp(t) for t in (start_timestamp, end_timestamp))
     )
@@ -442,7 +446,7 @@ def scan_log(
         tiered_keys,
         problems,
         bounds_of=bounds_of,
-        keep_control=read_committed and not pre_pass,
+        keep_control=read_committed and listed,
         transactions=pre_pass,
     )
     for text in index_warnings:
@@ -488,8 +492,14 @@ def scan_log(
             bound_for(spec, "", 0, what)  # type check now, not halfway through the stream
 
     warned: Warned = set()  # topics whose JSON values match no field of the schema, warned once
-    local_in_core = "aborted_transactions" not in options
     typed = typed_columns(value_specs)  # the parsers, made once for every segment
+    # A Fetch response's aborted list instead of the pre-pass: each listed transaction ends at its producer's
+    # ABORT marker, learnt as the partition is read (the plan keeps the markers).
+    fetched: list[Transaction] | None = None
+    if listed:
+        if not read_committed:
+            raise ValueError("aborted_transactions needs isolation='read_committed'")
+        fetched = [Transaction(pid, first, None) for pid, first in aborted_pairs(options["aborted_transactions"]) or ()]
 
     def record_batches() -> Iterator[pa.RecordBatch]:
         for seg, error in problems or ():  # segments that could not even be listed: counted, named
@@ -503,7 +513,9 @@ def scan_log(
                 transactions = (
                     [Transaction(*t) for t in found] if found is not None else partition_transactions(group, skip=skip)
                 )
-            keep_control = read_committed and not pre_pass
+            if fetched is not None:  # learnt per partition (with the open ones of the pre-pass)
+                transactions = sorted([*(transactions or ()), *fetched], key=lambda t: (t.first_offset, t.producer_id))
+            keep_control = read_committed and listed
             for i, (seg, (how, a, b)) in enumerate(zip(group, plans)):
                 if how == SKIPPED:  # its name shows it holds no offset in the bounds
                     if on_segment is not None:
@@ -512,9 +524,7 @@ def scan_log(
                 result = SegmentResult(seg)
                 if how == BYTES and a >= b:  # its headers rule out every batch: left unread
                     result.start = result.end = result.position = a
-                elif (seg.layout == "aiven" and "aborted_transactions" not in options) or (
-                    how == BYTES and local_in_core
-                ):
+                elif seg.layout == "aiven" or how == BYTES:
                     yield from read_in_core(
                         seg,
                         next_start(group, i),
@@ -529,6 +539,7 @@ def scan_log(
                         warned=warned,
                         byte_range=(a, b) if how == BYTES else None,
                         typed=typed,
+                        fetch_aborted=None if fetched is None else False,
                     )
                 else:
                     yield from read_with_twins(
@@ -576,6 +587,7 @@ def read_in_core(
     warned: Warned | None = None,
     byte_range: tuple[int, int] | None = None,
     typed: list[TypedColumn] | None = None,
+    fetch_aborted: bool | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Read a segment with the core's reader: ``byte_range`` of a local file
     (as planned), a remote (Aiven) segment sought with
@@ -585,7 +597,10 @@ def read_in_core(
     ``bounds`` only (those the overlap rule leaves it), ``transactions``: the
     partition's pre-pass under read_committed; the columns of
     ``value_specs`` parsed by the core as each chunk is decoded (``typed``:
-    their parsers, made already). What it found goes into
+    their parsers, made already); ``fetch_aborted`` (``hide_open``):
+    ``transactions`` are a Fetch response's aborted list, each ended at its
+    producer's ABORT marker as the read learns them (the list is updated in
+    place, for the partition's next segment). What it found goes into
     ``result``, as :func:`read_with_twins` counts it."""
     native = {
         k: options[k]
@@ -606,6 +621,7 @@ def read_in_core(
         tiered_keys=dict(seg.keys),
         max_chunk_bytes=chunk,
         typed=typed_columns(value_specs) if typed is None else typed,
+        fetch_aborted=fetch_aborted,
         **native,
     )
     json_columns = [spec.column for spec in value_specs if spec.format == "json"]
@@ -646,6 +662,8 @@ def read_in_core(
         result.last_offset = report["last_offset"]
     for text in report["index_warnings"]:
         warnings.warn(text, IndexFileWarning, stacklevel=3)
+    if fetch_aborted is not None and transactions is not None and report["transactions"] is not None:
+        transactions[:] = [Transaction(*t) for t in report["transactions"]]
     lost = report["lost"]
     if report["twin"] is not None:  # one segment, reported once: the twin's rows and losses are its
         result.twin = report["twin"]
