@@ -515,7 +515,6 @@ def scan_log(
                 )
             if fetched is not None:  # learnt per partition (with the open ones of the pre-pass)
                 transactions = sorted([*(transactions or ()), *fetched], key=lambda t: (t.first_offset, t.producer_id))
-            keep_control = read_committed and listed
             for i, (seg, (how, a, b)) in enumerate(zip(group, plans)):
                 if how == SKIPPED:  # its name shows it holds no offset in the bounds
                     if on_segment is not None:
@@ -524,7 +523,7 @@ def scan_log(
                 result = SegmentResult(seg)
                 if how == BYTES and a >= b:  # its headers rule out every batch: left unread
                     result.start = result.end = result.position = a
-                elif seg.layout == "aiven" or how == BYTES:
+                else:  # the bytes planned of a local file; else the core's reader seeks (Aiven) or reads it whole
                     yield from read_in_core(
                         seg,
                         next_start(group, i),
@@ -540,22 +539,6 @@ def scan_log(
                         byte_range=(a, b) if how == BYTES else None,
                         typed=typed,
                         fetch_aborted=None if fetched is None else False,
-                    )
-                else:
-                    yield from read_with_twins(
-                        seg,
-                        next_start(group, i),
-                        segment_bounds(seg, bounds),
-                        chunk,
-                        transactions,
-                        max_records_per_batch,
-                        result,
-                        value_specs,
-                        options,
-                        keep_control=keep_control,
-                        on_segment=on_segment,
-                        warned=warned,
-                        seek=(a, b) if how == BYTES else None,
                     )
                 if on_segment is not None:
                     on_segment(result)
