@@ -26,6 +26,7 @@ pub mod read;
 pub mod seek;
 pub mod stream;
 pub mod tasks;
+pub mod typed;
 pub mod walk;
 
 pub use aggregate::{
@@ -35,3 +36,4 @@ pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
 pub use pushdown::{filter_of, translate, Literal, NotPushable, Op, Predicate, RecordFilter};
 pub use read::{ReadContext, ReadStats, ScanReader, SplitReport};
+pub use typed::{BadValue, TypedColumn};
