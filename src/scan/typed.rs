@@ -204,3 +204,64 @@ fn bad_value(typed: &TypedColumn, batch: &RecordBatch, values: &ArrayRef, row: u
         hint,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{decode_range, ChunkStep, DecodeOptions};
+    use crate::encode::{encode, EncodeOptions, RecordRef};
+
+    fn records(values: &[&[u8]]) -> Vec<u8> {
+        let records: Vec<RecordRef> = values.iter().map(|v| RecordRef::new(None, Some(v), 1_000)).collect();
+        let mut out = Vec::new();
+        let options = EncodeOptions {
+            base_offset: 40,
+            ..EncodeOptions::default()
+        };
+        encode(&records, &options, &mut out).unwrap();
+        out
+    }
+
+    fn utf8(on_error: OnValueError) -> Vec<TypedColumn> {
+        vec![TypedColumn::new("value", Arc::new(ValueFormat::Utf8), on_error, None).unwrap()]
+    }
+
+    #[test]
+    fn a_bad_value_is_named_by_its_offset_and_a_failed_chunk_is_left_raw() {
+        let data = records(&[b"one", b"\xff\xfe", b"three"]);
+        let decoded = decode_range(
+            &data,
+            0,
+            data.len(),
+            Some("t"),
+            Some(3),
+            &DecodeOptions::default(),
+            None,
+        )
+        .unwrap();
+        let batch = decoded.chunks.into_iter().next().unwrap();
+        let typed = utf8(OnValueError::Raise);
+        let Err(ScanError::Value(bad)) = parse_batch(&typed, batch.clone(), 1) else {
+            panic!("no error")
+        };
+        assert_eq!((bad.offset, bad.row, bad.partition), (Some(41), 1, Some(3)));
+        assert!(bad.to_string().starts_with("value at offset 41 of t-3: "), "{bad}");
+        // while decoding: the chunk comes back as it was, and the failure is told
+        let failed = AtomicBool::new(false);
+        let parse = |chunk| parse_while_decoding(&typed, chunk, &failed);
+        let step = ChunkStep {
+            chunk_bytes: 1 << 20,
+            apply: &parse,
+        };
+        let stepped = decode_range(&data, 0, data.len(), None, None, &DecodeOptions::default(), Some(&step)).unwrap();
+        assert!(failed.load(Relaxed));
+        assert_eq!(
+            stepped.chunks[0].schema().field_with_name("value").unwrap().data_type(),
+            &DataType::Binary
+        );
+        // null on error: parsed, the bad value null
+        let nulls = parse_batch(&utf8(OnValueError::Null), batch, 1).unwrap();
+        let values = nulls.column_by_name("value").unwrap();
+        assert_eq!((values.data_type(), values.null_count()), (&DataType::Utf8, 1));
+    }
+}
