@@ -287,8 +287,9 @@ fn kafkabatch_decode_views(data: &arrow_buffer::Buffer, threads: usize) -> usize
 
 /// Only `columns` built (a `count()` builds none, a read of `offset` one).
 fn kafkabatch_decode_columns(data: &[u8], columns: Columns) -> usize {
-    let out = kafkabatch::decode::decode_range_columns(data, 0, data.len(), Some("bench"), Some(0), &opts(1), columns)
-        .expect("decodes");
+    let out =
+        kafkabatch::decode::decode_range_columns(data, 0, data.len(), Some("bench"), Some(0), &opts(1), columns, None)
+            .expect("decodes");
     black_box(&out.chunks);
     out.records
 }

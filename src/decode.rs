@@ -187,6 +187,7 @@ pub fn decode_range(
 
 /// As [`decode_range`], building only `columns` (batches of
 /// [`Columns::schema`]): the other columns are never written.
+#[allow(clippy::too_many_arguments)]
 pub fn decode_range_columns(
     data: &[u8],
     start: usize,
@@ -195,8 +196,9 @@ pub fn decode_range_columns(
     partition: Option<i32>,
     options: &DecodeOptions,
     columns: Columns,
+    step: Option<&ChunkStep>,
 ) -> Result<Decoded, DecodeError> {
-    decode_into(data, None, start, end, topic, partition, options, None, columns)
+    decode_into(data, None, start, end, topic, partition, options, step, columns)
 }
 
 /// As [`decode_range`] over `input`, with `binary_view` key and value

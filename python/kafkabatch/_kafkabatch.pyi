@@ -765,20 +765,16 @@ def _pushdown_filter(column: str, op: str, literals: builtins.list[tuple[str, An
     ``ValueError`` when it is not pushable."""
 
 @final
-class ScanStream:
-    """Internal: the core reader's Arrow C stream, read once by ``_scan_read``."""
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
-
-@final
-class OneBatch:
-    """Internal: one record batch of a :class:`SegmentRead`, as an Arrow C stream (read once)."""
+class ArrowStream:
+    """Internal: an Arrow C stream handed to one consumer (the core reader's
+    batches, one batch of a :class:`SegmentRead`); a second take raises ``RuntimeError``."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 @final
 class SegmentRead:
     """Internal: the read of one segment by the core's reader (see :func:`_read_segment`)."""
     def __iter__(self) -> SegmentRead: ...
-    def __next__(self) -> OneBatch: ...
+    def __next__(self) -> ArrowStream: ...
     def report(self) -> dict[str, Any] | None:
         """What the read found, once done: ``start``, ``end``, ``batches``, ``records``,
         ``rows``, ``skipped`` (the corrupt batches dropped, as exceptions),
@@ -803,13 +799,16 @@ def _read_segment(
     on_error: str = "raise",
     max_decompressed_size: int = ...,
     max_chunk_bytes: int = ...,
+    typed: list[tuple[str, ValueParser, dict[str, int] | None]] | None = None,
 ) -> SegmentRead:
     """Internal: read one segment (a :class:`kafkabatch.log.listing.Segment`) with the
     core's reader: Aiven segments sought with their ``.indexes`` object, twins read
     instead of a damaged copy (up to ``following``), chunks that can't be undone
     skipped under ``on_error="skip"``; rows in the bounds only (timestamps in µs);
     ``transactions``: the partition's read_committed pre-pass; ``byte_range``: the
-    bytes of a local file to read, as planned (else the whole segment)."""
+    bytes of a local file to read, as planned (else the whole segment); ``typed``:
+    ``(column, parser, guid_ids or None)`` of the columns parsed as each chunk is
+    decoded (a bad value raises :class:`ValueDecodeError` naming its offset)."""
 
 @final
 class ObjectStorage:

@@ -15,6 +15,7 @@
 pub mod aggregate;
 pub mod index;
 pub mod layouts;
+pub mod legacy_tallies;
 pub mod listing;
 pub mod naming;
 pub mod options;
@@ -25,10 +26,14 @@ pub mod read;
 pub mod seek;
 pub mod stream;
 pub mod tasks;
+pub mod typed;
 pub mod walk;
 
-pub use aggregate::{aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy, Unanswerable};
+pub use aggregate::{
+    aggregate_work, split_aggregates, Aggregate, AggregateRow, GroupBy, Unanswerable, DRIVER_LEGACY_BYTES,
+};
 pub use options::{Mode, OffsetsSpec, OptionError, ScanOptions};
 pub use plan::{OffsetBound, PartitionPlan, Plan, Resolver, Scan, ScanError, ScanIsolation, Split, Transaction};
 pub use pushdown::{filter_of, translate, Literal, NotPushable, Op, Predicate, RecordFilter};
 pub use read::{ReadContext, ReadStats, ScanReader, SplitReport};
+pub use typed::{BadValue, TypedColumn};

@@ -277,6 +277,9 @@ pub enum ScanError {
     /// A serialised split that can't be read back.
     #[error("bad split: {0}")]
     Split(String),
+    /// A value (or key) that can't be parsed in its column's format.
+    #[error("{0}")]
+    Value(Box<super::typed::BadValue>),
 }
 
 impl From<SourceError> for ScanError {
@@ -582,6 +585,7 @@ impl Scan {
             max_chunk_bytes: self.max_chunk_bytes,
             columns: self.columns,
             limit: self.limit,
+            typed: Arc::new(Vec::new()),
         })
     }
 
@@ -709,6 +713,7 @@ pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<V
         max_chunk_bytes: max_chunk_bytes.max(1),
         columns: Columns::default(),
         limit: None,
+        typed: Arc::new(Vec::new()),
     };
     read::partition_transactions(group, &context)
 }

@@ -20,6 +20,7 @@
 //! [`SplitReport`]. Otherwise the error ends the read.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -34,16 +35,18 @@ use super::listing::{segment_bounds, HeldOffsets, Segment};
 use super::naming::{is_remote, text};
 use super::plan::{ScanError, Split, Transaction};
 use super::seek::{seek_tiered, SeekBounds};
+use super::typed::{parse_batch, parse_while_decoding, TypedColumn};
 use super::walk::{walk, Walk, Window};
 use crate::arrow_out::Columns;
 use crate::batch::WalkEnd;
-use crate::decode::{decode_range_columns, DecodeOptions, Isolation, OnError};
+use crate::decode::{decode_range_columns, ChunkStep, DecodeOptions, Isolation, OnError};
 use crate::error::{DecodeError, ErrorKind};
 use crate::prune::{row_mask, HeaderBounds};
 use crate::storage::{LocalStorage, Location, Storage};
 use crate::tiered::source::TieredSource;
 use crate::tiered::{parse_manifest, transform_for, IndexKind, Manifest, TieredError, Transform};
 use crate::txn::AbortedTxn;
+use crate::values::PARSE_CHUNK_BYTES;
 
 /// Size of the fixed prefix every batch and legacy message starts with: offset (8) and length (4).
 const LOG_OVERHEAD: usize = 12;
@@ -61,6 +64,8 @@ pub struct ReadContext {
     pub(crate) columns: Columns,
     /// A reader stops after this many rows.
     pub(crate) limit: Option<u64>,
+    /// The columns parsed into types (see [`super::typed`]).
+    pub(crate) typed: Arc<Vec<TypedColumn>>,
 }
 
 impl std::fmt::Debug for ReadContext {
@@ -75,6 +80,13 @@ impl std::fmt::Debug for ReadContext {
 }
 
 impl ReadContext {
+    /// This context with `typed` columns parsed as each chunk is decoded
+    /// (rows a bounded read filters out are never parsed).
+    pub fn with_typed(mut self, typed: Vec<TypedColumn>) -> Self {
+        self.typed = Arc::new(typed);
+        self
+    }
+
     /// The storage holding `path`: local files, or the resolver's for URIs.
     pub fn storage_for(&self, path: &str) -> Result<Arc<dyn Storage>, ScanError> {
         if !is_remote(path) {
@@ -899,16 +911,33 @@ fn read_window(
                 hide_open: false,
             };
         }
-        let decoded = decode_range_columns(
-            &piece.data,
-            x,
-            y,
-            Some(&read.split.topic),
-            Some(partition),
-            &options,
-            built,
-        )
-        .map_err(|e| relocate(e, piece.base, &read.split.path))?;
+        // typed values of a read that keeps every row: parsed as each chunk is cut
+        let typed = context.typed.as_slice();
+        let failed = AtomicBool::new(false);
+        let parse = |chunk| parse_while_decoding(typed, chunk, &failed);
+        let mut step = (!typed.is_empty() && !bounded(&bounds)).then_some(ChunkStep {
+            chunk_bytes: PARSE_CHUNK_BYTES,
+            apply: &parse,
+        });
+        let decode = |step: Option<&ChunkStep>| {
+            decode_range_columns(
+                &piece.data,
+                x,
+                y,
+                Some(&read.split.topic),
+                Some(partition),
+                &options,
+                built,
+                step,
+            )
+            .map_err(|e| relocate(e, piece.base, &read.split.path))
+        };
+        let mut decoded = decode(step.as_ref())?;
+        if failed.load(Relaxed) {
+            // a value failed: decoded again and parsed after, which names it
+            step = None;
+            decoded = decode(None)?;
+        }
         stats.batches += decoded.batches;
         read.report.batches += decoded.batches;
         stats.records += decoded.records;
@@ -948,6 +977,11 @@ fn read_window(
         }
         for batch in decoded.chunks {
             if let Some(batch) = filter_rows(batch, &bounds, built, context.columns)? {
+                let batch = if typed.is_empty() || step.is_some() {
+                    batch
+                } else {
+                    parse_batch(typed, batch, options.threads)?
+                };
                 stats.rows += batch.num_rows();
                 report.rows += batch.num_rows();
                 let offsets = batch

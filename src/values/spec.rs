@@ -168,12 +168,7 @@ impl ColumnSpec {
         if !matches!(self.kind, Kind::Avro { writers: None, .. }) {
             return None;
         }
-        let value = value.filter(|v| v.len() >= 6 && v[0] == 0)?;
-        let schema_id = u32::from_be_bytes([value[1], value[2], value[3], value[4]]);
-        // registries count ids up from 1
-        (1..1 << 24).contains(&schema_id).then(|| {
-            format!("; these values look Schema Registry framed (magic 0, schema id {schema_id}); pass schema_registry")
-        })
+        registry_framing_hint(value)
     }
 
     /// The Arrow type Spark gets for the column ([`spark_ready`]), or `None`
@@ -184,6 +179,17 @@ impl ColumnSpec {
         }
         spark_ready(&self.value_format(None)?.data_type()?).map(Some)
     }
+}
+
+/// The hint added to a failure of plain Avro on `value` when it looks Schema
+/// Registry framed (magic byte 0, then a plausible schema id), in Python's words.
+pub fn registry_framing_hint(value: Option<&[u8]>) -> Option<String> {
+    let value = value.filter(|v| v.len() >= 6 && v[0] == 0)?;
+    let schema_id = u32::from_be_bytes([value[1], value[2], value[3], value[4]]);
+    // registries count ids up from 1
+    (1..1 << 24).contains(&schema_id).then(|| {
+        format!("; these values look Schema Registry framed (magic 0, schema id {schema_id}); pass schema_registry")
+    })
 }
 
 fn schema_files(files: &[ProtoFile]) -> Result<SchemaFiles, String> {

@@ -5,8 +5,9 @@ use std::sync::Mutex;
 
 use arrow_array::ffi::FFI_ArrowArray;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{Array, RecordBatch, RecordBatchIterator, StructArray};
+use arrow_array::{Array, RecordBatch, RecordBatchIterator, RecordBatchReader, StructArray};
 use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::SchemaRef;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -124,23 +125,73 @@ impl DecodedStream {
     }
 }
 
+/// What taking a one-shot stream (or its chunks) a second time raises.
+fn already_consumed() -> PyErr {
+    PyRuntimeError::new_err("this stream was already consumed")
+}
+
 /// Chunks that may be handed out once (Arrow consumers move them out).
 pub(crate) fn take_once(chunks: &Mutex<Option<Vec<RecordBatch>>>) -> PyResult<Vec<RecordBatch>> {
     chunks
         .lock()
         .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
         .take()
-        .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))
+        .ok_or_else(already_consumed)
+}
+
+/// An Arrow C stream handed to one consumer through `__arrow_c_stream__`
+/// (`pyarrow.RecordBatchReader.from_stream`, `pyarrow.table`, polars...);
+/// a second take raises `RuntimeError`.
+#[pyclass(frozen, module = "kafkabatch._kafkabatch")]
+pub struct ArrowStream {
+    stream: Mutex<Option<FFI_ArrowArrayStream>>,
+}
+
+impl ArrowStream {
+    /// The batches of `reader`, read as the consumer pulls them.
+    pub(crate) fn new(reader: Box<dyn RecordBatchReader + Send>) -> Self {
+        ArrowStream {
+            stream: Mutex::new(Some(FFI_ArrowArrayStream::new(reader))),
+        }
+    }
+
+    /// `chunks`, of `schema`.
+    pub(crate) fn of_batches(chunks: Vec<RecordBatch>, schema: SchemaRef) -> Self {
+        ArrowStream::new(Box::new(RecordBatchIterator::new(chunks.into_iter().map(Ok), schema)))
+    }
+
+    /// The stream as an `arrow_array_stream` capsule, once.
+    pub(crate) fn capsule<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let stream = self
+            .stream
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
+            .take()
+            .ok_or_else(already_consumed)?;
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // the schema is fixed
+        self.capsule(py)
+    }
 }
 
 /// Record batches handed out as an Arrow C stream (`__arrow_c_stream__`).
 pub(crate) fn stream_capsule(
     py: Python<'_>,
     chunks: Vec<RecordBatch>,
-    schema: arrow_schema::SchemaRef,
+    schema: SchemaRef,
 ) -> PyResult<Bound<'_, PyCapsule>> {
-    let reader = RecordBatchIterator::new(chunks.into_iter().map(Ok), schema);
-    PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(reader)), c"arrow_array_stream")
+    ArrowStream::of_batches(chunks, schema).capsule(py)
 }
 
 /// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).
@@ -267,6 +318,7 @@ fn valid_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrowSchema>()?;
+    m.add_class::<ArrowStream>()?;
     m.add_class::<DecodedStream>()?;
     m.add_function(wrap_pyfunction!(decode_py, m)?)?;
     m.add_function(wrap_pyfunction!(valid_bytes, m)?)?;

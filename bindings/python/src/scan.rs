@@ -5,15 +5,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
+use super::arrow::ArrowStream;
 use super::listing::{list_with, segment_fields, segment_from_py, warnings_and_problems, PyFileSystemStorage};
 use super::storage::python_resolver;
+use super::values::ValueParser;
 use kafkabatch::arrow_out::Columns;
 use kafkabatch::decode::{OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
 use kafkabatch::prune::HeaderBounds;
@@ -40,33 +41,6 @@ impl Iterator for Stream {
 impl RecordBatchReader for Stream {
     fn schema(&self) -> SchemaRef {
         self.0.schema()
-    }
-}
-
-/// A one-shot holder of the stream for `pyarrow.RecordBatchReader.from_stream`.
-#[pyclass(module = "kafkabatch._kafkabatch")]
-struct ScanStream {
-    reader: Option<ScanReader>,
-}
-
-#[pymethods]
-impl ScanStream {
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &mut self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema; // the schema is fixed
-        let reader = self
-            .reader
-            .take()
-            .ok_or_else(|| PyValueError::new_err("this stream was already consumed"))?;
-        PyCapsule::new_with_value(
-            py,
-            FFI_ArrowArrayStream::new(Box::new(Stream(reader))),
-            c"arrow_array_stream",
-        )
     }
 }
 
@@ -188,6 +162,7 @@ fn scan_error(e: ScanError) -> PyErr {
         ScanError::List(ListError::Tiered(problem, _)) => super::listing::tiered_error(&problem),
         ScanError::Tiered { object, error } => Python::attach(|py| super::tiered::to_py(py, &object, &error)),
         ScanError::Storage(e) => super::storage::to_py(e),
+        ScanError::Value(bad) => Python::attach(|py| super::values::bad_value_error(py, &bad)),
         e => PyValueError::new_err(e.to_string()),
     }
 }
@@ -237,7 +212,7 @@ fn _scan_read<'py>(
         columns,
     )?;
     let reader = py.detach(|| scan.reader()).map_err(scan_error)?;
-    let stream = Bound::new(py, ScanStream { reader: Some(reader) })?;
+    let stream = Bound::new(py, ArrowStream::new(Box::new(Stream(reader))))?;
     py.import("pyarrow")?
         .getattr("RecordBatchReader")?
         .call_method1("from_stream", (stream,))
@@ -315,29 +290,9 @@ fn partition_transactions(
         .collect())
 }
 
-/// One record batch handed to pyarrow as a C stream (`pyarrow.table(...)`).
-#[pyclass(module = "kafkabatch._kafkabatch")]
-struct OneBatch {
-    batch: Option<RecordBatch>,
-}
-
-#[pymethods]
-impl OneBatch {
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &mut self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema; // the schema is fixed
-        let batch = self
-            .batch
-            .take()
-            .ok_or_else(|| PyValueError::new_err("this batch was already consumed"))?;
-        let schema = batch.schema();
-        super::arrow::stream_capsule(py, vec![batch], schema)
-    }
-}
+/// A typed column as `_read_segment` takes it: the column, its parser, and
+/// the local ids of schema GUIDs when its values are Confluent-framed.
+type TypedSpec<'py> = (String, Bound<'py, ValueParser>, Option<BTreeMap<String, u32>>);
 
 /// The read of one segment by the core's reader (see `_read_segment`):
 /// iterated, one record batch at a time; `report()` once it is done.
@@ -355,18 +310,22 @@ impl SegmentRead {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<OneBatch>> {
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowStream>> {
         let Some(reader) = self.reader.as_mut() else {
             return Ok(None);
         };
         match py.detach(|| reader.next()) {
-            Some(Ok(batch)) => Ok(Some(OneBatch { batch: Some(batch) })),
+            Some(Ok(batch)) => {
+                let schema = batch.schema();
+                Ok(Some(ArrowStream::of_batches(vec![batch], schema)))
+            }
             Some(Err(e)) => {
                 self.reader = None;
                 Err(match (e, self.fallback.take_error()) {
                     (ScanError::Storage(_), Some(raised)) => raised,
                     // positions in the file; Python names it (`kafkabatch.log.errors.in_file`)
                     (ScanError::Decode { error, .. }, _) => super::errors::to_py(py, &error),
+                    (ScanError::Value(bad), _) => super::values::bad_value_error(py, &bad),
                     (e, _) => scan_error(e),
                 })
             }
@@ -436,9 +395,12 @@ impl SegmentRead {
 /// (timestamps in µs); `transactions` (`(producer_id, first_offset,
 /// marker offset or None)`): the partition's pre-pass, for read_committed;
 /// `byte_range` (`(start, end)`): the bytes of a local file to read, as
-/// planned (`plan_partition`), else the whole segment.
+/// planned (`plan_partition`), else the whole segment; `typed` (`(column,
+/// value_parser, guid_ids or None)`): the columns parsed into types as each
+/// chunk is decoded (`guid_ids`: Confluent-framed values, schema ids in the
+/// headers read too; see `ValueSpec.apply`).
 #[pyfunction]
-#[pyo3(signature = (segment, *, following=None, byte_range=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[pyo3(signature = (segment, *, following=None, byte_range=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES, typed=None))]
 #[allow(clippy::too_many_arguments)]
 fn _read_segment(
     segment: &Bound<'_, PyAny>,
@@ -455,8 +417,14 @@ fn _read_segment(
     on_error: &str,
     max_decompressed_size: usize,
     max_chunk_bytes: usize,
+    typed: Option<Vec<TypedSpec<'_>>>,
 ) -> PyResult<SegmentRead> {
     let seg = segment_from_py(segment)?;
+    let typed = typed
+        .unwrap_or_default()
+        .iter()
+        .map(|(column, parser, guid_ids)| parser.get().typed_column(column, guid_ids.clone()))
+        .collect::<PyResult<Vec<_>>>()?;
     let fallback = Arc::new(PyFileSystemStorage::resolving());
     let context = Scan::new(["."])
         .tiered_keys(tiered_keys.unwrap_or_default())
@@ -467,7 +435,8 @@ fn _read_segment(
         .max_chunk_bytes(max_chunk_bytes)
         .resolver(python_resolver(fallback.clone()))
         .context()
-        .map_err(scan_error)?;
+        .map_err(scan_error)?
+        .with_typed(typed);
     let bounds = HeaderBounds {
         start_offset,
         end_offset,
@@ -721,8 +690,6 @@ fn _scan_header_aggregates<'py>(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<ScanStream>()?;
-    m.add_class::<OneBatch>()?;
     m.add_class::<SegmentRead>()?;
     m.add_function(wrap_pyfunction!(_read_segment, m)?)?;
     m.add_function(wrap_pyfunction!(plan_partition, m)?)?;

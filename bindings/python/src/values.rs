@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::ffi::FFI_ArrowSchema;
@@ -14,9 +14,10 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use super::arrow::{stream_capsule, take_once};
+use super::arrow::ArrowStream;
 use super::encode::import_stream;
 use super::errors::KafkaBatchError;
+use kafkabatch::scan::{BadValue, TypedColumn};
 use kafkabatch::values::headers;
 use kafkabatch::values::protobuf::{frames_of, ProtoSource, Protobuf, SchemaFiles, MAX_RECURSION};
 use kafkabatch::values::{parse_column, OnValueError, ValueFormat};
@@ -101,7 +102,7 @@ fn guid_text(guid: &[u8; 16]) -> String {
 }
 
 /// The 16 bytes of a GUID given as UUID text (hyphens optional).
-fn guid_bytes(text: &str) -> PyResult<[u8; 16]> {
+pub(crate) fn guid_bytes(text: &str) -> PyResult<[u8; 16]> {
     let digits: Vec<u8> = text.bytes().filter(|&c| c != b'-').collect();
     let bad = || PyValueError::new_err(format!("guid_ids: {text:?} is not a schema GUID (UUID text)"));
     if digits.len() != 32 {
@@ -192,10 +193,7 @@ fn header_frames(
         .map(|array| RecordBatch::try_new(schema.clone(), vec![array]))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| PyRuntimeError::new_err(format!("framed values do not fit their type: {e}")))?;
-    Ok(Some(ParsedColumn {
-        chunks: Mutex::new(Some(chunks)),
-        data_type: DataType::Binary,
-    }))
+    Ok(Some(ParsedColumn::new(chunks, DataType::Binary)))
 }
 
 create_exception!(
@@ -205,11 +203,34 @@ create_exception!(
     "A record's value (or key) could not be parsed in the requested format."
 );
 
+/// The `ValueDecodeError` of a value the core's reader could not parse, with
+/// `row`, `reason`, `column`, `topic`, `partition` and `offset` set.
+pub(crate) fn bad_value_error(py: Python<'_>, bad: &BadValue) -> PyErr {
+    let err = ValueDecodeError::new_err(bad.to_string());
+    let value = err.value(py);
+    let _ = value.setattr("row", bad.row);
+    let _ = value.setattr("reason", bad.reason.as_str());
+    let _ = value.setattr("column", bad.column.as_str());
+    let _ = value.setattr("topic", bad.topic.as_deref());
+    let _ = value.setattr("partition", bad.partition);
+    let _ = value.setattr("offset", bad.offset);
+    err
+}
+
 /// Parsed columns, handed to Arrow consumers once through `__arrow_c_stream__`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
 pub struct ParsedColumn {
-    chunks: Mutex<Option<Vec<RecordBatch>>>,
-    data_type: DataType,
+    stream: ArrowStream,
+}
+
+impl ParsedColumn {
+    /// `chunks`, each a one-column batch named `value` of `data_type`.
+    fn new(chunks: Vec<RecordBatch>, data_type: DataType) -> Self {
+        let schema = Arc::new(Schema::new(vec![Field::new("value", data_type, true)]));
+        ParsedColumn {
+            stream: ArrowStream::of_batches(chunks, schema),
+        }
+    }
 }
 
 #[pymethods]
@@ -221,9 +242,7 @@ impl ParsedColumn {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let chunks = take_once(&self.chunks)?;
-        let schema = std::sync::Arc::new(Schema::new(vec![Field::new("value", self.data_type.clone(), true)]));
-        stream_capsule(py, chunks, schema)
+        self.stream.capsule(py)
     }
 }
 
@@ -248,7 +267,7 @@ fn import_type(obj: &Bound<'_, PyAny>) -> PyResult<DataType> {
 /// decoded.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
 pub struct ValueParser {
-    format: ValueFormat,
+    format: Arc<ValueFormat>,
     on_error: OnValueError,
     data_type: DataType,
 }
@@ -318,7 +337,7 @@ fn value_parser(
     .map_err(PyValueError::new_err)?;
     let data_type = format.data_type().map_err(PyValueError::new_err)?;
     Ok(ValueParser {
-        format,
+        format: Arc::new(format),
         on_error,
         data_type,
     })
@@ -354,14 +373,26 @@ impl ValueParser {
             .map(|array| RecordBatch::try_new(schema.clone(), vec![array]))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| PyRuntimeError::new_err(format!("parsed values do not fit their type: {e}")))?;
-        Ok(ParsedColumn {
-            chunks: Mutex::new(Some(chunks)),
-            data_type: self.data_type.clone(),
-        })
+        Ok(ParsedColumn::new(chunks, self.data_type.clone()))
     }
 }
 
 impl ValueParser {
+    /// The core reader's parser of `column` with this format; `guid_ids`
+    /// (Confluent-framed values: the local ids of schema GUIDs in the
+    /// records' headers, as UUID text) makes it read the schema ids of the
+    /// records' headers.
+    pub(crate) fn typed_column(&self, column: &str, guid_ids: Option<BTreeMap<String, u32>>) -> PyResult<TypedColumn> {
+        let header_frames = guid_ids
+            .map(|ids| {
+                ids.iter()
+                    .map(|(guid, id)| Ok((guid_bytes(guid)?, *id)))
+                    .collect::<PyResult<BTreeMap<_, _>>>()
+            })
+            .transpose()?;
+        TypedColumn::new(column, self.format.clone(), self.on_error, header_frames).map_err(PyValueError::new_err)
+    }
+
     /// `chunk` (decoded records) with its `value` column parsed. A chunk
     /// whose values fail to parse (under `on_value_error="raise"`), or whose
     /// parse panics, comes back as it was and sets `failed`: the caller then

@@ -37,7 +37,15 @@ from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
 from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows, remember_path
 from kafkabatch.values.mismatch import Warned, warn_unmatched
-from kafkabatch.values.spec import VALUE_OPTIONS, ValueSpec, apply_all, specs, typed_options, value_only
+from kafkabatch.values.spec import (
+    VALUE_OPTIONS,
+    ValueDecodeError,
+    ValueSpec,
+    apply_all,
+    specs,
+    typed_options,
+    value_only,
+)
 
 log = logging.getLogger("kafkabatch.log")
 #: ``extra`` of a logged skip that a :class:`SegmentResult` also counts: a caller
@@ -480,9 +488,8 @@ def scan_log(
             bound_for(spec, "", 0, what)  # type check now, not halfway through the stream
 
     warned: Warned = set()  # topics whose JSON values match no field of the schema, warned once
-    # Local segments are read by the core's reader, but for values parsed as each window is decoded (the value
-    # alone typed): those stay with decode_range.
-    local_in_core = "aborted_transactions" not in options and value_only(value_specs) is None
+    local_in_core = "aborted_transactions" not in options
+    typed = typed_columns(value_specs)  # the parsers, made once for every segment
 
     def record_batches() -> Iterator[pa.RecordBatch]:
         for seg, error in problems or ():  # segments that could not even be listed: counted, named
@@ -521,6 +528,7 @@ def scan_log(
                         on_segment=on_segment,
                         warned=warned,
                         byte_range=(a, b) if how == BYTES else None,
+                        typed=typed,
                     )
                 else:
                     yield from read_with_twins(
@@ -567,6 +575,7 @@ def read_in_core(
     on_segment: Callable[[SegmentResult], None] | None = None,
     warned: Warned | None = None,
     byte_range: tuple[int, int] | None = None,
+    typed: list[TypedColumn] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Read a segment with the core's reader: ``byte_range`` of a local file
     (as planned), a remote (Aiven) segment sought with
@@ -574,7 +583,9 @@ def read_in_core(
     (up to ``following``, where the partition's next segment takes over),
     chunks that can't be undone skipped under ``on_error="skip"``, rows in
     ``bounds`` only (those the overlap rule leaves it), ``transactions``: the
-    partition's pre-pass under read_committed. What it found goes into
+    partition's pre-pass under read_committed; the columns of
+    ``value_specs`` parsed by the core as each chunk is decoded (``typed``:
+    their parsers, made already). What it found goes into
     ``result``, as :func:`read_with_twins` counts it."""
     native = {
         k: options[k]
@@ -594,6 +605,7 @@ def read_in_core(
         else [(t.producer_id, t.first_offset, t.last_offset) for t in transactions],
         tiered_keys=dict(seg.keys),
         max_chunk_bytes=chunk,
+        typed=typed_columns(value_specs) if typed is None else typed,
         **native,
     )
     json_columns = [spec.column for spec in value_specs if spec.format == "json"]
@@ -604,20 +616,16 @@ def read_in_core(
             one = next(pieces, None)
         except TieredStorageError:
             raise
+        except ValueDecodeError:  # named by its offset already
+            raise
         except KafkaBatchError as error:  # its positions are the file's
             raise in_file(error, seg.path, head=_head(seg, error)) from None
         if one is None:
             break
         for batch in pa.RecordBatchReader.from_stream(one).read_all().to_batches(max_chunksize=max_records_per_batch):
-            out = (
-                apply_all(pa.Table.from_batches([batch]), value_specs, options.get("threads")).to_batches()
-                if value_specs
-                else [batch]
-            )
-            for piece in out:
-                if json_columns:
-                    warn_unmatched(piece, json_columns, seg.topic, warned)
-                yield piece
+            if json_columns:
+                warn_unmatched(batch, json_columns, seg.topic, warned)
+            yield batch
     report = read.report()
     assert report is not None  # the read went to its end
     result.start, result.end = report["start"], report["end"]
@@ -656,6 +664,16 @@ def read_in_core(
     for damage in lost:
         result.skipped.append(damage)
         log.warning("skipped %s", damage, extra=REPORTED)
+
+
+#: A typed column as the core's reader takes it: the column, its parser, and
+#: the local ids of schema GUIDs when its values are Confluent-framed.
+TypedColumn = tuple[str, Any, "dict[str, int] | None"]
+
+
+def typed_columns(value_specs: Sequence[ValueSpec]) -> list[TypedColumn]:
+    """The parsers of ``value_specs`` for the core's reader (see :meth:`ValueSpec.apply`)."""
+    return [(spec.column, spec.parser(), dict(spec.guid_ids) if spec.confluent else None) for spec in value_specs]
 
 
 def _head(seg: Segment, error: Exception) -> bytes | None:
