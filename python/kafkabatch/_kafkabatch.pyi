@@ -723,15 +723,10 @@ def _spark_stream_tasks(
     read's are: the ``tasks`` of :func:`_spark_plan_tasks`."""
 
 @final
-class TaskBatch:
-    """Internal: one record batch of a :class:`SplitRead`, as an Arrow C stream (read once)."""
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
-
-@final
 class SplitRead:
     """Internal: the core's read of one split (see :func:`_spark_read_split`)."""
     def __iter__(self) -> SplitRead: ...
-    def __next__(self) -> TaskBatch: ...
+    def __next__(self) -> ArrowStream: ...
     def report(self) -> tuple[bool, str, builtins.list[str]] | None:
         """Once read to its end: whether the split lost batches or bytes, the
         line saying what it found, the texts of the index warnings; None before."""
@@ -767,7 +762,7 @@ def _pushdown_filter(column: str, op: str, literals: builtins.list[tuple[str, An
 @final
 class ArrowStream:
     """Internal: an Arrow C stream handed to one consumer (the core reader's
-    batches, one batch of a :class:`SegmentRead`); a second take raises ``RuntimeError``."""
+    batches, one batch of a :class:`SegmentRead` or a :class:`SplitRead`); a second take raises ``RuntimeError``."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 @final

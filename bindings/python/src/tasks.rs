@@ -9,11 +9,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
+use super::arrow::ArrowStream;
 use super::listing::PyFileSystemStorage;
 use super::spark_options::predicate_of;
 use super::storage::python_resolver;
@@ -183,30 +183,6 @@ fn read_context(py: Python<'_>, options: &ScanOptions, fallback: &Arc<PyFileSyst
         .map_err(|e| to_py(py, e, fallback))
 }
 
-/// One record batch handed to pyarrow as a C stream (`pyarrow.RecordBatchReader.from_stream`).
-#[pyclass(module = "kafkabatch._kafkabatch")]
-struct TaskBatch {
-    batch: Option<RecordBatch>,
-}
-
-#[pymethods]
-impl TaskBatch {
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &mut self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema; // the schema is fixed
-        let batch = self
-            .batch
-            .take()
-            .ok_or_else(|| PyValueError::new_err("this batch was already consumed"))?;
-        let schema = batch.schema();
-        super::arrow::stream_capsule(py, vec![batch], schema)
-    }
-}
-
 /// The core's read of one planned split (see `_spark_read_split`).
 #[pyclass(module = "kafkabatch._kafkabatch")]
 struct SplitRead {
@@ -222,12 +198,15 @@ impl SplitRead {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<TaskBatch>> {
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowStream>> {
         let Some(reader) = self.reader.as_mut() else {
             return Ok(None);
         };
         match py.detach(|| reader.next()) {
-            Some(Ok(batch)) => Ok(Some(TaskBatch { batch: Some(batch) })),
+            Some(Ok(batch)) => {
+                let schema = batch.schema();
+                Ok(Some(ArrowStream::of_batches(vec![batch], schema)))
+            }
             Some(Err(e)) => {
                 self.reader = None;
                 Err(to_py(py, e, &self.fallback))
@@ -267,7 +246,6 @@ fn _spark_read_split(py: Python<'_>, split: &[u8], options: Vec<(String, String)
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SplitRead>()?;
-    m.add_class::<TaskBatch>()?;
     m.add_function(wrap_pyfunction!(_spark_plan_tasks, m)?)?;
     m.add_function(wrap_pyfunction!(_spark_stream_tasks, m)?)?;
     m.add_function(wrap_pyfunction!(_spark_read_split, m)?)
