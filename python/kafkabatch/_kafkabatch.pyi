@@ -731,9 +731,9 @@ class SplitRead:
         """Once read to its end: whether the split lost batches or bytes, the
         line saying what it found, the texts of the index warnings; None before."""
 
-def _spark_read_split(split: bytes, options: builtins.list[tuple[str, str]]) -> SplitRead:
+def _spark_read_split(split: bytes, options: builtins.list[tuple[str, str]], threads: int) -> SplitRead:
     """Internal: read one split of :func:`_spark_plan_tasks` (its bytes) with the
-    core's reader, under the source's ``options``."""
+    core's reader, under the source's ``options``, decoding on ``threads`` threads (0: one per core)."""
 
 def _spark_options(options: builtins.list[tuple[str, str]]) -> dict[str, Any]:
     """Internal: the ``kafka-log`` source's options (``(name, value)`` pairs, names

@@ -148,7 +148,7 @@ fn _spark_stream_tasks<'py>(
     let planned = state.core.micro_batch(&begin, &until);
     let splits = planned.map_err(|e| state.error(py, e))?;
     let fallback = Arc::new(PyFileSystemStorage::resolving());
-    let context = read_context(py, &options, &fallback)?;
+    let context = read_context(py, &options, &fallback, 1)?;
     let mut from_index: HashSet<(String, u64)> = HashSet::new();
     let tasks = py.detach(|| {
         packed(
@@ -173,12 +173,19 @@ fn offsets_of(text: &str) -> PyResult<Offsets> {
     offsets_from_json(text).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// What readers of a planned split need under these options (decoding,
-/// keys, storage): the bounds come with the split, so the options' offset
-/// and time bounds (a stream's `startingOffsets` latest among them) play no part.
-fn read_context(py: Python<'_>, options: &ScanOptions, fallback: &Arc<PyFileSystemStorage>) -> PyResult<ReadContext> {
+/// What readers of a planned split need under these options (decoding on
+/// `threads` threads, keys, storage): the bounds come with the split, so the
+/// options' offset and time bounds (a stream's `startingOffsets` latest
+/// among them) play no part.
+fn read_context(
+    py: Python<'_>,
+    options: &ScanOptions,
+    fallback: &Arc<PyFileSystemStorage>,
+    threads: usize,
+) -> PyResult<ReadContext> {
     let scan = options.split_scan().map_err(|e| PyValueError::new_err(e.0))?;
-    scan.resolver(python_resolver(fallback.clone()))
+    scan.threads(threads)
+        .resolver(python_resolver(fallback.clone()))
         .context()
         .map_err(|e| to_py(py, e, fallback))
 }
@@ -231,11 +238,16 @@ impl SplitRead {
 
 /// Read one split planned by `_spark_plan_tasks` with the source's options (see the stub).
 #[pyfunction]
-fn _spark_read_split(py: Python<'_>, split: &[u8], options: Vec<(String, String)>) -> PyResult<SplitRead> {
+fn _spark_read_split(
+    py: Python<'_>,
+    split: &[u8],
+    options: Vec<(String, String)>,
+    threads: usize,
+) -> PyResult<SplitRead> {
     let split = Split::from_bytes(split).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let options = options_of(options)?;
     let fallback = Arc::new(PyFileSystemStorage::resolving());
-    let context = read_context(py, &options, &fallback)?;
+    let context = read_context(py, &options, &fallback, threads)?;
     Ok(SplitRead {
         reader: Some(ScanReader::new(vec![split], context)),
         fallback,

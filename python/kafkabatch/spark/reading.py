@@ -42,7 +42,7 @@ def read_planned(
     json_columns = [spec.column for spec in specs if spec.format == "json"]
     threads = task_threads(opts.threads)
     warned = set() if warned is None else warned
-    read = _native._spark_read_split(split.split, opts._given)
+    read = _native._spark_read_split(split.split, opts._given, threads)
     pieces = iter(read)
     while True:
         try:
