@@ -77,6 +77,8 @@ fuzz-smoke:
 lint: install
 	cargo fmt --all --check
 	cargo clippy --locked --workspace --all-targets -- -D warnings
+	# the core as the fuzz targets build it (no remote storage)
+	cargo clippy --locked -p kafkabatch --no-default-features --lib -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

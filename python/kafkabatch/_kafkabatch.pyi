@@ -680,8 +680,9 @@ def _scan_header_aggregates(
     """Internal, not part of the API: ``aggregates`` (``count``, ``min_offset``,
     ``max_offset``, ``min_timestamp``, ``max_timestamp``; timestamps in µs) of
     the rows ``_scan_read(roots, **options)`` returns, grouped by ``group_by``
-    (``all``, ``topic``, ``partition``), from batch headers alone: ``(rows, None)``,
-    or ``(None, why)`` when the headers can't answer exactly."""
+    (``all``, ``topic``, ``partition``), from batch headers and, for legacy
+    message sets, their files' tallies (read once, remembered while the files
+    are unchanged): ``(rows, None)``, or ``(None, why)`` when that can't answer exactly."""
 
 def _in_words(message: str, words: str) -> str:
     """Internal: ``message`` with the option names in Python's keyword names

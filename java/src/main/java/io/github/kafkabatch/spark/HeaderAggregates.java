@@ -27,10 +27,11 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * Spark's pushed aggregation as the core's header aggregates ({@code COUNT(*)}, {@code COUNT} of a column
  * that is never null, {@code MIN}/{@code MAX} of {@code offset} and {@code timestamp}; grouped by nothing,
- * by {@code topic}, or by {@code topic} and {@code partition}), answered on the driver from batch headers.
- * The rows are a {@link LocalScan}: Spark runs no task for them. Where the headers don't answer all of it (a
- * legacy message set, a bound inside a batch, ...), Spark pushes it partially: tasks aggregate their splits
- * ({@link PartialAggregates}).
+ * by {@code topic}, or by {@code topic} and {@code partition}), answered on the driver from batch headers
+ * (legacy message sets from their files' tallies, which the core reads once per process and remembers while
+ * the files are unchanged). The rows are a {@link LocalScan}: Spark runs no task for them. Where that doesn't
+ * answer all of it (a bound inside a batch, more legacy segments not remembered yet than the core reads on
+ * the driver, ...), Spark pushes it partially: tasks aggregate their splits ({@link PartialAggregates}).
  */
 final class HeaderAggregates {
     private static final ObjectMapper JSON = new ObjectMapper();
