@@ -1,6 +1,6 @@
 """One ``.index`` parser, with Kafka's rules, behind both readers that use
 offset indexes: seeking (``read_segment``/``scan_log`` with offset bounds)
-and Spark's task planning (``kafkabatch.spark.planning.index_cuts``). Both must
+and Spark's task planning (the core's cuts of a remote segment at its ``.index``). Both must
 agree on zero-tailed, stale and garbage indexes: use the same entries, or
 both ignore the index (a warning, never lost rows).
 
@@ -18,7 +18,6 @@ import pytest
 import realclients as rc
 
 import kafkabatch as kb
-from kafkabatch.log import list_segments
 from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
 
 BASE = 5_000
@@ -95,14 +94,28 @@ def seek_uses_index(path: Path, start_offset: int) -> tuple[bool, list[int]]:
 
 
 def planning_uses_index(path: Path, max_bytes: int) -> tuple[bool, list[int]]:
-    """(cuts made without a warning, the cuts) of Spark's planner for a remote-style segment."""
+    """(cuts made without a warning, the cuts) of the Spark source's plan for
+    the segment read as a remote object (a local folder read through
+    pyarrow.fs stands in for S3): tasks cut at its ``.index`` entries."""
     pytest.importorskip("kafkabatch.spark")
-    from kafkabatch.spark import planning
+    from pyarrow import fs as pafs
 
-    (seg,) = list_segments(path.parent)
-    with warnings.catch_warnings(record=True) as caught:
+    import kafkabatch.spark as kbs
+    from kafkabatch.log import fs
+    from kafkabatch.spark.planning import splits_of
+
+    local = pafs.LocalFileSystem()
+    options = {
+        "path": f"mock://{path.parent.as_posix()}",
+        "maxbytesperpartition": str(max_bytes),
+        "minpartitions": "1000",
+    }
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings(record=True) as caught:
+        patch.setattr(fs, "resolve_remote", lambda uri: (local, uri.split("://", 1)[1].split("?")[0]))
         warnings.simplefilter("always")
-        cuts = planning.index_cuts(seg, 0, max_bytes)
+        source = kbs.KafkaLogDataSource(options)
+        tasks = source.reader(source.schema()).partitions()
+    cuts = [s.start for task in tasks for s in splits_of(task) if s.start > 0]
     warned = any(issubclass(w.category, IndexFileWarning) for w in caught)
     return bool(cuts) and not warned, cuts
 

@@ -43,7 +43,7 @@ from pyspark.sql.types import (  # noqa: E402
 )
 
 import kafkabatch.spark as kbs  # noqa: E402
-from kafkabatch.spark import planning, udf  # noqa: E402
+from kafkabatch.spark import udf  # noqa: E402
 
 # Spark's Kafka source schema with includeHeaders=true, spelled out here
 # independently of kafkabatch.spark (KafkaRecordToRowConverter in Spark).
@@ -173,89 +173,82 @@ def test_in_process_read_equals_decode(log):
     assert rows_of(table) == rows_of(expected_table(log))
 
 
-def test_pack_balances_tasks_in_multiples_of_min_partitions():
-    from kafkabatch.log.bounds import Bounds
-    from kafkabatch.log.listing import Segment
+def _pack(sizes: list[int], max_bytes: int, min_partitions: int, work: list[int] | None = None) -> list[list[int]]:
+    """The core's packing of splits of ``sizes`` bytes (and estimated ``work``,
+    by default their sizes) into tasks, as the source plans them: each task's split indices."""
+    from kafkabatch import _kafkabatch
 
+    groups = _kafkabatch._spark_pack(sizes, sizes if work is None else work, max_bytes, min_partitions)
+    return [list(range(a, b)) for a, b in groups]
+
+
+def test_pack_balances_tasks_in_multiples_of_min_partitions():
     mib = 1 << 20
 
-    def splits(*sizes: int) -> list:
-        out = []
-        for i, size in enumerate(sizes):
-            seg = Segment(f"/d/t-0/{i:020d}.log", "t", 0, i, size * mib)
-            out.append(planning.LogSplit(seg, 0, size * mib, Bounds(), None))
-        return out
+    def pack(sizes: list[int], max_bytes: int, min_partitions: int) -> list[list[int]]:
+        return _pack([size * mib for size in sizes], max_bytes, min_partitions)
 
-    def sizes(tasks: list) -> list[int]:
-        return [sum(s.end - s.start for s in getattr(t, "splits", [t])) // mib for t in tasks]
+    def sizes(seg_sizes: list[int], tasks: list[list[int]]) -> list[int]:
+        return [sum(seg_sizes[i] for i in task) for task in tasks]
 
     # 35 segments of about 6 MiB (201 MB), 2 cores, 128 MiB cap: Spark's greedy
     # packing (4 MiB open cost a file) gives 3 tasks, the third running alone;
     # here 2 even ones (the open cost doesn't count against the cap).
     seg_sizes = [6] * 30 + [4] * 5
-    tasks = planning.pack(splits(*seg_sizes), 128 * mib, 2)
-    assert len(tasks) == 2 and max(sizes(tasks)) - min(sizes(tasks)) <= 6
+    tasks = pack(seg_sizes, 128 * mib, 2)
+    assert len(tasks) == 2 and max(sizes(seg_sizes, tasks)) - min(sizes(seg_sizes, tasks)) <= 6
     # 300 MiB: 3 tasks of at most 128 MiB would do, 4 even ones keep both cores busy
-    bigger = planning.pack(splits(*[6] * 50), 128 * mib, 2)
-    assert len(bigger) == 4 and max(sizes(bigger)) - min(sizes(bigger)) <= 6
+    bigger = pack([6] * 50, 128 * mib, 2)
+    assert len(bigger) == 4 and max(sizes([6] * 50, bigger)) - min(sizes([6] * 50, bigger)) <= 6
     # consecutive, in order, all there
-    flat = [s.segment.base_offset for t in tasks for s in getattr(t, "splits", [t])]
+    flat = [i for t in tasks for i in t]
     assert flat == list(range(35))
     # as many as asked when under the cap; one per split when more are asked for
-    assert len(planning.pack(splits(*seg_sizes), 128 * mib, 3)) == 3
-    assert len(planning.pack(splits(*seg_sizes), 0, 1)) == 1
-    assert len(planning.pack(splits(*seg_sizes), 128 * mib, 1000)) == 35
+    assert len(pack(seg_sizes, 128 * mib, 3)) == 3
+    assert len(pack(seg_sizes, 0, 1)) == 1
+    assert len(pack(seg_sizes, 128 * mib, 1000)) == 35
     # tiny splits: no task smaller than the open cost (4 MiB each, as Spark)
-    assert len(planning.pack(splits(0, 0, 0), 128 * mib, 100)) == 3
-    assert planning.pack([], 128 * mib, 2) == []
+    assert len(pack([0, 0, 0], 128 * mib, 100)) == 3
+    assert pack([], 128 * mib, 2) == []
     # a big split goes whole to the task its middle falls in
-    assert sizes(planning.pack(splits(1, 1, 100, 1, 1), 0, 2)) == [2, 102]
+    assert sizes([1, 1, 100, 1, 1], pack([1, 1, 100, 1, 1], 0, 2)) == [2, 102]
 
 
 def test_pack_balances_estimated_work_not_wire_bytes():
-    from kafkabatch.log.bounds import Bounds
-    from kafkabatch.log.listing import Segment
-
     mib = 1 << 20
-
-    def split(i: int, size: int, work: int):
-        seg = Segment(f"/d/t-0/{i:020d}.log", "t", 0, i, size * mib)
-        return planning.LogSplit(seg, 0, size * mib, Bounds(), None, work=work * mib)
-
     # Equal wire sizes, but the first split is 4x the work (compressed small
     # records): it gets a task of its own.
-    tasks = planning.pack([split(0, 10, 40), split(1, 10, 10), split(2, 10, 10), split(3, 10, 10)], 128 * mib, 2)
-    assert [[s.segment.base_offset for s in getattr(t, "splits", [t])] for t in tasks] == [[0], [1, 2, 3]]
-    # Without an estimate a split's work is its wire size.
-    assert planning.LogSplit(Segment("/d/t-0/0.log", "t", 0, 0, 5), 0, 5, Bounds(), None).work == 5
+    tasks = _pack([10 * mib] * 4, 128 * mib, 2, work=[40 * mib, 10 * mib, 10 * mib, 10 * mib])
+    assert tasks == [[0], [1, 2, 3]]
 
 
-def test_estimate_work_from_the_first_batch_header(tmp_path):
-    from kafkabatch.log.fs import open_source
+#: The weights of the core's work estimate (``kafkabatch::scan::tasks``), as
+#: the tests state them: a compressed batch counts this many times its wire
+#: size, and each record ``_RECORD_WORK`` bytes more.
+_COMPRESSED_WORK = 3
+_RECORD_WORK = 350
+
+
+def test_estimate_work_from_the_first_batch_header():
+    from kafkabatch import _kafkabatch
 
     def estimate(data: bytes, end: int | None = None) -> int:
-        path = tmp_path / "t-0.log"
-        path.write_bytes(data)
-        source = open_source(str(path))
-        try:
-            return planning.estimate_work(source, 0, len(data) if end is None else end)
-        finally:
-            source.close()
+        return _kafkabatch._spark_estimate_work(data, 0, len(data) if end is None else end)
 
     records = [{"key": b"k%d" % i, "value": b"v" * 200} for i in range(500)]
     plain = kb.encode(records, compression="none", records_per_batch=100)
     packed = kb.encode(records, compression="zstd", records_per_batch=100)
     for data in (plain, packed):
         work = estimate(data)
-        wire = len(data) * (planning._COMPRESSED_WORK if data is packed else 1)
+        wire = len(data) * (_COMPRESSED_WORK if data is packed else 1)
         # wire bytes (x3 compressed) plus 350 bytes a record
-        assert abs(work - (wire + 500 * planning._RECORD_WORK)) <= 2
+        assert abs(work - (wire + 500 * _RECORD_WORK)) <= 2
     # a transaction marker first says nothing of the data after it
     marker = kb.control_batch("commit", producer_id=7, producer_epoch=0, base_offset=0)
     data = marker + kb.encode(records, compression="zstd", records_per_batch=100, base_offset=1)
     work = estimate(data)
     data_bytes = len(data) - len(marker)
-    assert abs(work - len(data) * (planning._COMPRESSED_WORK + 500 * planning._RECORD_WORK / data_bytes)) <= 2
+    assert abs(work - len(data) * (_COMPRESSED_WORK + 500 * _RECORD_WORK / data_bytes)) <= 2
     # too short for a header, or not a v2 header: wire bytes
     assert estimate(b"\0" * 100, 40) == 40
     assert estimate(b"\0" * 100, 100) == 100
@@ -498,6 +491,37 @@ def test_bad_input_errors_name_the_culprit(spark, kafka_log, log, tmp_path):
     write_segment(tmp_path, "not_a_partition", 0, kafka_python_batch("none", 0, _records("t", 0, 0, 1)))
     with pytest.raises(Exception, match="not_a_partition"):
         spark.read.format(kafka_log).load(str(tmp_path))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("options", [{"minPartitions": "3"}, {"maxBytesPerPartition": "300", "minPartitions": "2"}])
+def test_python_and_jvm_sources_plan_the_same_tasks(jvm_spark, log, options):
+    """Both sources plan a folder through the core: the same tasks, of the same
+    splits (segment, byte range), in the same order."""
+    import json
+
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    from kafkabatch.spark.planning import splits_of
+
+    given = {"path": str(log), **options}
+    source = kbs.KafkaLogDataSource(CaseInsensitiveDict(given))
+    python = [[(s.path, s.start, s.end) for s in splits_of(t)] for t in source.reader(source.schema()).partitions()]
+    # the JVM driver's call (KafkaLogScan.planInputPartitions), reached by reflection: Native is package-private
+    jvm = jvm_spark._jvm
+    gateway = jvm_spark.sparkContext._gateway
+    loader = jvm.Thread.currentThread().getContextClassLoader()
+    native = jvm.java.lang.Class.forName("io.github.kafkabatch.spark.Native", True, loader)
+    types = gateway.new_array(jvm.java.lang.Class, 2)
+    types[0], types[1] = jvm.java.lang.String._java_lang_class, jvm.java.lang.Integer.TYPE
+    plan_tasks = native.getDeclaredMethod("planTasks", types)
+    plan_tasks.setAccessible(True)
+    args = gateway.new_array(jvm.java.lang.Object, 2)
+    args[0], args[1] = json.dumps({"options": given}), jvm.java.lang.Integer(source._options.min_partitions)
+    tasks = plan_tasks.invoke(None, args)
+    jvm_tasks = [[json.loads(bytes(split)) for split in task] for task in tasks]
+    assert python == [[(s["path"], s["start"], s["end"]) for s in task] for task in jvm_tasks]
+    assert len(python) >= 2 and sum(len(t) for t in python) >= 5
 
 
 @pytest.mark.spark

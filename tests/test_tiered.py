@@ -487,10 +487,19 @@ def test_stream_picks_up_segments_once_their_manifest_exists(spark, broker, keys
 
 def test_spark_plan_cuts_remote_segments_at_chunks(buckets, keys):
     pytest.importorskip("pyspark")
-    from kafkabatch.spark.planning import split_segment
+    import kafkabatch.spark as kbs
+    from kafkabatch.spark.planning import splits_of
 
     seg = max(list_segments(buckets["zstd+encrypted"], tiered_keys=_key_spec(keys[0])), key=lambda s: s.size)
-    ranges = split_segment(seg, 0, 3 * CHUNK)
+    options = {
+        "path": str(buckets["zstd+encrypted"]),
+        "tieredkeys": json.dumps(_key_spec(keys[0])),
+        "maxbytesperpartition": str(3 * CHUNK),
+        "minpartitions": "1000",
+    }
+    source = kbs.KafkaLogDataSource(options)
+    tasks = source.reader(source.schema()).partitions()
+    ranges = [(s.start, s.end, s.check_start) for task in tasks for s in splits_of(task) if s.path == seg.path]
     assert len(ranges) > 2 and ranges[0][0] == 0 and ranges[-1][1] == seg.size
     for (_, end, _), (start, _, from_index) in zip(ranges, ranges[1:]):
         assert end == start and from_index

@@ -697,6 +697,45 @@ def _spark_pack(
 ) -> builtins.list[tuple[int, int]]:
     """Consecutive splits packed into balanced tasks: ``(first, end)`` split indices of each task."""
 
+def _spark_plan_tasks(
+    options: builtins.list[tuple[str, str]],
+    filters: builtins.list[tuple[str, str, builtins.list[tuple[str, Any]], bool]],
+    default_min_partitions: int,
+) -> dict[str, Any]:
+    """Internal: a batch read of the ``kafka-log`` source planned by the core,
+    as the JVM source's is: ``options`` (``(name, value)`` pairs, checked
+    before), the pushed ``filters`` (column, operator, typed literals,
+    negated: what :func:`_pushdown_filter` takes), ``default_min_partitions``
+    for an unset ``minPartitions``. A dict: ``tasks`` (per task, its splits as
+    ``(split bytes, path, topic, partition, start, end, segment size,
+    start from the .index)``), ``partitions`` (topic-partitions the filters
+    kept), ``index_warnings`` (index files not trusted, texts)."""
+
+def _spark_stream_tasks(
+    state: StreamState,
+    start: str,
+    end: str,
+    options: builtins.list[tuple[str, str]],
+    default_min_partitions: int,
+) -> builtins.list[builtins.list[tuple[bytes, str, str, int, int, int, int, bool]]]:
+    """Internal: the micro-batch of a ``kafka-log`` stream from ``start`` to
+    ``end`` (offsets JSON) planned with the driver's ``state``, as the JVM
+    source plans its micro-batches, cut and packed into tasks as a batch
+    read's are: the ``tasks`` of :func:`_spark_plan_tasks`."""
+
+@final
+class SplitRead:
+    """Internal: the core's read of one split (see :func:`_spark_read_split`)."""
+    def __iter__(self) -> SplitRead: ...
+    def __next__(self) -> ArrowStream: ...
+    def report(self) -> tuple[bool, str, builtins.list[str]] | None:
+        """Once read to its end: whether the split lost batches or bytes, the
+        line saying what it found, the texts of the index warnings; None before."""
+
+def _spark_read_split(split: bytes, options: builtins.list[tuple[str, str]], threads: int) -> SplitRead:
+    """Internal: read one split of :func:`_spark_plan_tasks` (its bytes) with the
+    core's reader, under the source's ``options``, decoding on ``threads`` threads (0: one per core)."""
+
 def _spark_options(options: builtins.list[tuple[str, str]]) -> dict[str, Any]:
     """Internal: the ``kafka-log`` source's options (``(name, value)`` pairs, names
     in any case) parsed and checked by the core, as a dict of their values
@@ -724,7 +763,7 @@ def _pushdown_filter(column: str, op: str, literals: builtins.list[tuple[str, An
 @final
 class ArrowStream:
     """Internal: an Arrow C stream handed to one consumer (the core reader's
-    batches, one batch of a :class:`SegmentRead`); a second take raises ``RuntimeError``."""
+    batches, one batch of a :class:`SegmentRead` or a :class:`SplitRead`); a second take raises ``RuntimeError``."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 @final

@@ -1161,12 +1161,12 @@ impl ScanOptions {
         Ok(resolved)
     }
 
-    /// The [`Scan`] of a batch read with these options: roots, overrides,
-    /// bounds, isolation, CRC and control-batch settings, `mode`, the
-    /// decompression cap and the tiered keys. Refuses what only a stream takes.
-    pub fn scan(&self) -> Result<Scan, OptionError> {
-        self.check_batch()?;
-        let mut scan = Scan::new(self.paths.iter().cloned())
+    /// The [`Scan`] whose context reads splits planned with these options
+    /// (a batch read's or a micro-batch's): roots, overrides, isolation, CRC
+    /// and control-batch settings, `mode`, the decompression cap and the
+    /// tiered keys, without the offset and time bounds (each split carries its own).
+    pub fn split_scan(&self) -> Result<Scan, OptionError> {
+        Ok(Scan::new(self.paths.iter().cloned())
             .topic_override(self.topic.clone())
             .partition_override(self.partition)
             .isolation(self.isolation)
@@ -1174,9 +1174,18 @@ impl ScanOptions {
             .include_control(self.include_control)
             .on_error(self.mode.on_error())
             .max_decompressed_size(usize::try_from(self.max_decompressed_size).unwrap_or(usize::MAX))
-            .timestamp_range_us(self.starting_timestamp_us, self.ending_timestamp_us)
             .tiered_keys(self.tiered_key_pairs()?)
-            .path_glob_filter(self.path_glob_filter.clone());
+            .path_glob_filter(self.path_glob_filter.clone()))
+    }
+
+    /// The [`Scan`] of a batch read with these options: roots, overrides,
+    /// bounds, isolation, CRC and control-batch settings, `mode`, the
+    /// decompression cap and the tiered keys. Refuses what only a stream takes.
+    pub fn scan(&self) -> Result<Scan, OptionError> {
+        self.check_batch()?;
+        let mut scan = self
+            .split_scan()?
+            .timestamp_range_us(self.starting_timestamp_us, self.ending_timestamp_us);
         for ((topic, partition), offset) in &self.starting_offsets {
             scan = scan.partition_start_offset(topic, *partition, *offset);
         }

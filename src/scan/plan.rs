@@ -348,6 +348,8 @@ pub struct Scan {
     /// Spark's `pathGlobFilter`: only segments whose file names match.
     name_glob: Option<String>,
     limit: Option<u64>,
+    /// Decode threads per split read (0: one per core).
+    threads: usize,
 }
 
 impl fmt::Debug for Scan {
@@ -396,6 +398,7 @@ impl Scan {
             filter: None,
             name_glob: None,
             limit: None,
+            threads: 0,
         }
     }
 
@@ -541,6 +544,13 @@ impl Scan {
         self
     }
 
+    /// Decode threads for each split read (0, the default: one per core);
+    /// an engine running a task per core wants 1.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
     /// The storage of remote roots and files; without it, a remote root is an error.
     pub fn resolver(mut self, resolver: Resolver) -> Self {
         self.resolver = Some(resolver);
@@ -582,6 +592,7 @@ impl Scan {
                 include_control: self.include_control,
                 on_error: self.on_error,
                 max_decompressed_size: self.max_decompressed_size,
+                threads: self.threads,
                 ..DecodeOptions::default()
             },
             max_chunk_bytes: self.max_chunk_bytes,

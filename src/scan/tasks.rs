@@ -21,11 +21,16 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 
-use super::layouts::Layout;
-use super::naming::is_remote;
+use super::index::offset_index_entries;
+use super::layouts::{remote_name, sibling, Layout};
+use super::naming::{basename, is_remote, segment_base_offset, text};
+use super::options::ScanOptions;
 use super::plan::Split;
+use super::read::{ReadContext, Source};
 use super::walk::walk;
-use crate::storage::{LocalStorage, Location, Storage};
+use crate::batch::LOG_OVERHEAD;
+use crate::storage::{LocalStorage, Location, Storage, StorageError};
+use crate::tiered::IndexKind;
 
 /// Spark's `spark.sql.files.openCostInBytes`: what a split costs beyond its bytes when packing tasks.
 pub const OPEN_COST_BYTES: u64 = 4 << 20;
@@ -211,6 +216,205 @@ pub fn pack(wire: &[u64], work: &[u64], max_bytes: u64, min_partitions: u64) -> 
         }
     }
     groups
+}
+
+/// A remote broker segment's `split` cut at entries of its `.index` (a
+/// sibling object, parsed as the seeks parse it), so several tasks can read
+/// one object without walking its headers (which would read all of it):
+/// cuts at least `max_bytes` apart, each checked to be the header of a batch
+/// holding its entry's offset. A missing index gives no cuts; one that can't
+/// be read or parsed, or whose entry is not a batch there (a stale index),
+/// gives none either, and the returned warning says why. Local, tiered
+/// (Aiven), small splits and those with twins come back whole.
+pub fn cut_remote_split(split: &Split, max_bytes: u64, storage: &dyn Storage) -> (Vec<Split>, Option<String>) {
+    let whole = || (vec![split.clone()], None);
+    if max_bytes == 0
+        || split.end.saturating_sub(split.start) <= max_bytes
+        || local(split)
+        || split.layout() != Layout::Broker
+        || !split.twins.is_empty()
+    {
+        return whole();
+    }
+    let (base, query) = split
+        .path
+        .split_once('?')
+        .map_or((split.path.as_str(), None), |(b, q)| (b, Some(q)));
+    let (Some(stem), Some(base_offset)) = (base.strip_suffix(".log"), segment_base_offset(basename(base))) else {
+        return whole();
+    };
+    let index_path = match query {
+        Some(q) => format!("{stem}.index?{q}"),
+        None => format!("{stem}.index"),
+    };
+    let index = Location::new(&index_path);
+    let data = match storage.size(&index) {
+        Ok(None) | Err(StorageError::NotFound(_)) => return whole(),
+        Ok(Some(size)) => storage.read_range(&index, 0..size),
+        Err(e) => Err(e),
+    };
+    let said = |text: String| (vec![split.clone()], Some(text));
+    let entries = match data {
+        Err(StorageError::NotFound(_)) => return whole(),
+        Err(e) => return said(format!("{index_path}: {e}; reading {} in one task", split.path)),
+        Ok(data) => offset_index_entries(&data, base_offset),
+    };
+    let (offsets, positions) = match entries {
+        Ok(entries) => entries,
+        Err(e) => return said(format!("{index_path}: {e}; reading {} in one task", split.path)),
+    };
+    let mut cuts: Vec<(i64, u64)> = Vec::new();
+    let mut last = split.start;
+    for (offset, position) in offsets.into_iter().zip(positions) {
+        let position = u64::try_from(position).unwrap_or(u64::MAX);
+        if position >= split.end {
+            break;
+        }
+        if position > last && position - last >= max_bytes {
+            cuts.push((offset, position));
+            last = position;
+        }
+    }
+    if cuts.is_empty() {
+        return whole();
+    }
+    let log = Location::new(&split.path);
+    for &(offset, position) in &cuts {
+        let header = storage.read_range(&log, position..(position + V2_HEADER as u64).min(split.size));
+        let batch = header.ok().filter(|h| h.len() >= 17).and_then(|h| {
+            let length = i32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+            let first = i64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
+            let length = u64::try_from(length).ok()? + LOG_OVERHEAD as u64;
+            (position + length <= split.size && h[16] <= 2 && first <= offset).then_some(())
+        });
+        if batch.is_none() {
+            return said(format!(
+                "{index_path}: entry {offset} -> byte {position} is not a batch of that offset in {} \
+                 (a stale index?); reading the segment in one task",
+                split.path
+            ));
+        }
+    }
+    let mut edges = vec![split.start];
+    edges.extend(cuts.iter().map(|&(_, position)| position));
+    edges.push(split.end);
+    let pieces = edges
+        .windows(2)
+        .map(|w| Split {
+            start: w[0],
+            end: w[1],
+            ..split.clone()
+        })
+        .collect();
+    (pieces, None)
+}
+
+/// An Aiven segment's `split` cut for tasks of about `max_bytes`: at the
+/// first indexed batch of a chunk (from the offset index of its `.indexes`
+/// object, the only slice fetched), so a task fetches its own chunks and at
+/// most the one its last batch ends in. An index that can't be parsed gives
+/// no cuts, and the returned warning says why; a segment that can't be
+/// opened, or with other copies of its offsets (twins), comes back whole.
+pub fn cut_tiered_split(split: &Split, max_bytes: u64, context: &ReadContext) -> (Vec<Split>, Option<String>) {
+    let whole = || (vec![split.clone()], None);
+    if max_bytes == 0
+        || split.end.saturating_sub(split.start) <= max_bytes
+        || split.layout() != Layout::Aiven
+        || !split.twins.is_empty()
+    {
+        // a split with other copies is read whole: a damaged piece is read from a copy instead
+        return whole();
+    }
+    let Some(base_offset) = remote_name(&split.path).map(|n| n.base_offset) else {
+        return whole();
+    };
+    let Ok(Source::Tiered(mut source)) = context.open(&split.path, Layout::Aiven, split.manifest.as_deref()) else {
+        return whole();
+    };
+    let indexes = Location::new(sibling(&split.path, text::INDEXES));
+    let Ok(Some(raw)) = source.index(IndexKind::Offset, &indexes) else {
+        return whole();
+    };
+    let positions = match offset_index_entries(&raw, base_offset) {
+        Ok((_, positions)) => positions,
+        Err(e) => {
+            let text = format!("{}: {e}; reading {} in one task", indexes.as_str(), split.path);
+            return (vec![split.clone()], Some(text));
+        }
+    };
+    let chunk = source.manifest().chunk_index.original_chunk_size().max(1);
+    let mut edges = vec![split.start];
+    let mut last = split.start;
+    for position in positions {
+        let position = u64::try_from(position).unwrap_or(u64::MAX);
+        if position >= split.end.min(source.size()) {
+            break;
+        }
+        // the first indexed batch at or after the chunk boundary past last + max_bytes
+        if position < (last + max_bytes).div_ceil(chunk) * chunk {
+            continue;
+        }
+        edges.push(position);
+        last = position;
+    }
+    edges.push(split.end);
+    let pieces = edges
+        .windows(2)
+        .map(|w| Split {
+            start: w[0],
+            end: w[1],
+            ..split.clone()
+        })
+        .collect();
+    (pieces, None)
+}
+
+/// `split` cut for tasks of at most about `max_bytes` (0: no limit), as its
+/// storage allows: a local file at batch boundaries ([`cut_split`]), an Aiven
+/// segment at chunks ([`cut_tiered_split`]), another remote object at its
+/// `.index` entries ([`cut_remote_split`]); with a warning when an index
+/// could not be trusted (the split then stays whole).
+pub fn cut_split_in(split: &Split, max_bytes: u64, context: &ReadContext) -> (Vec<Split>, Option<String>) {
+    if local(split) {
+        return (cut_split(split, max_bytes), None);
+    }
+    if split.layout() == Layout::Aiven {
+        return cut_tiered_split(split, max_bytes, context);
+    }
+    match context.storage_for(&split.path) {
+        Ok(storage) => cut_remote_split(split, max_bytes, storage.as_ref()),
+        Err(_) => (vec![split.clone()], None), // the read says why
+    }
+}
+
+/// `splits` cut at `max_bytes_per_partition` ([`cut_split`] for local files,
+/// `cut` for the others, see [`cut_remote_split`]) and packed into tasks
+/// ([`pack`]: `min_partitions`, else `default_min_partitions`) balanced by
+/// `work` (a split's estimated cost, [`split_work`]): an engine's tasks, each
+/// the splits it reads in order. A batch read's and a micro-batch's.
+pub fn packed<'a>(
+    splits: impl IntoIterator<Item = &'a Split>,
+    options: &ScanOptions,
+    default_min_partitions: i64,
+    work: fn(&Split) -> u64,
+    mut cut: impl FnMut(&Split, u64) -> Vec<Split>,
+) -> Vec<Vec<Split>> {
+    let max_bytes = options.max_bytes_per_partition;
+    let splits: Vec<Split> = splits
+        .into_iter()
+        .flat_map(|s| {
+            if local(s) {
+                cut_split(s, max_bytes)
+            } else {
+                cut(s, max_bytes)
+            }
+        })
+        .collect();
+    let wire: Vec<u64> = splits.iter().map(|s| s.end.saturating_sub(s.start)).collect();
+    let work: Vec<u64> = splits.iter().map(work).collect();
+    let min_partitions = options.min_partitions.unwrap_or(default_min_partitions).max(1);
+    let groups = pack(&wire, &work, max_bytes, u64::try_from(min_partitions).unwrap_or(1));
+    groups.into_iter().map(|g| splits[g].to_vec()).collect()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use jni::sys::jint;
 use jni::EnvUnowned;
 
 use kafkabatch::scan::options::ScanOptions;
-use kafkabatch::scan::tasks::{cut_split, pack, split_work};
+use kafkabatch::scan::tasks::{self, split_work};
 use kafkabatch::scan::Split;
 
 use crate::pushdown::Spec;
@@ -38,23 +38,17 @@ pub(crate) fn plan_tasks_by(
     Ok(packed(plan.splits(), &spec.options, default_min_partitions, work))
 }
 
-/// `splits` cut at `maxBytesPerPartition` and packed into tasks (`minPartitions`, else
-/// `default_min_partitions`) balanced by `work`, serialised: a batch read's, and a micro-batch's.
+/// `splits` cut at `maxBytesPerPartition` and packed into tasks by the core
+/// ([`kafkabatch::scan::tasks::packed`]), serialised: a batch read's, and a micro-batch's.
 pub(crate) fn packed<'a>(
     splits: impl IntoIterator<Item = &'a Split>,
     options: &ScanOptions,
     default_min_partitions: i64,
     work: fn(&Split) -> u64,
 ) -> Vec<Vec<Vec<u8>>> {
-    let max_bytes = options.max_bytes_per_partition;
-    let splits: Vec<Split> = splits.into_iter().flat_map(|s| cut_split(s, max_bytes)).collect();
-    let wire: Vec<u64> = splits.iter().map(|s| s.end.saturating_sub(s.start)).collect();
-    let work: Vec<u64> = splits.iter().map(work).collect();
-    let min_partitions = options.min_partitions.unwrap_or(default_min_partitions).max(1);
-    let groups = pack(&wire, &work, max_bytes, u64::try_from(min_partitions).unwrap_or(1));
-    groups
+    tasks::packed(splits, options, default_min_partitions, work, |s, _| vec![s.clone()])
         .into_iter()
-        .map(|g| splits[g].iter().map(|s| s.to_bytes()).collect())
+        .map(|task| task.iter().map(Split::to_bytes).collect())
         .collect()
 }
 

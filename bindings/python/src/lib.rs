@@ -16,6 +16,7 @@ mod scan;
 mod spark_options;
 mod storage;
 mod stream;
+mod tasks;
 mod tiered;
 mod values;
 mod walk;
@@ -112,5 +113,6 @@ fn _kafkabatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     spark_options::register(m)?;
     storage::register(m)?;
     stream::register(m)?;
+    tasks::register(m)?;
     Ok(())
 }

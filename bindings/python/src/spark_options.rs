@@ -208,17 +208,13 @@ fn literal_of(kind: &str, value: &Bound<'_, PyAny>) -> PyResult<Literal> {
 }
 
 /// One Spark filter (`column`, `op` — a comparison, `isnull` or `isnotnull` —,
-/// typed literals, under a `NOT` or not) as the core's pushdown rules take
-/// it: a dict of the `RecordFilter` fields and `exact`; `ValueError` when it
-/// is not pushable (internal: see the stub).
-#[pyfunction]
-fn _pushdown_filter<'py>(
-    py: Python<'py>,
+/// typed literals, under a `NOT` or not) as the core's predicate.
+pub(crate) fn predicate_of(
     column: String,
     op: &str,
-    literals: Vec<(String, Bound<'py, PyAny>)>,
+    literals: &[(String, Bound<'_, PyAny>)],
     negated: bool,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Predicate> {
     let literals = literals
         .iter()
         .map(|(kind, value)| literal_of(kind, value))
@@ -239,13 +235,27 @@ fn _pushdown_filter<'py>(
             _ => Predicate::Other,
         },
     };
-    // the operator as pushed (NOT of a comparison on a never-null column is its opposite)
-    let pushed_op = op_of(op).and_then(|o| if negated { o.negated() } else { Some(o) });
-    let predicate = if negated {
+    Ok(if negated {
         Predicate::Not(Box::new(predicate))
     } else {
         predicate
-    };
+    })
+}
+
+/// One Spark filter (see [`predicate_of`]) as the core's pushdown rules take
+/// it: a dict of the `RecordFilter` fields and `exact`; `ValueError` when it
+/// is not pushable (internal: see the stub).
+#[pyfunction]
+fn _pushdown_filter<'py>(
+    py: Python<'py>,
+    column: String,
+    op: &str,
+    literals: Vec<(String, Bound<'py, PyAny>)>,
+    negated: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    // the operator as pushed (NOT of a comparison on a never-null column is its opposite)
+    let pushed_op = op_of(op).and_then(|o| if negated { o.negated() } else { Some(o) });
+    let predicate = predicate_of(column, op, &literals, negated)?;
     let (filter, exact) = filter_of(&predicate).map_err(|e| PyValueError::new_err(e.0))?;
     let d = PyDict::new(py);
     let mut names = Vec::new();

@@ -31,12 +31,12 @@ type Part = (
 /// The driver's state of one `kafka-log` stream (internal: see the stub).
 #[pyclass(module = "kafkabatch._kafkabatch")]
 pub struct StreamState {
-    core: Core,
+    pub(crate) core: Core,
     data_loss_error: Py<PyAny>,
 }
 
 impl StreamState {
-    fn error(&self, py: Python<'_>, e: StreamError) -> PyErr {
+    pub(crate) fn error(&self, py: Python<'_>, e: StreamError) -> PyErr {
         match e {
             StreamError::DataLoss(text) => match self.data_loss_error.bind(py).call1((text.clone(),)) {
                 Ok(instance) => PyErr::from_value(instance),

@@ -6,29 +6,30 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkabatch.log.listing import Segment
 from kafkabatch.log.prune import RecordFilter
-from kafkabatch.log.txn import partition_transactions
 from kafkabatch.spark.errors import headline_first
 from kafkabatch.spark.options import Options
-from kafkabatch.spark.planning import LogSplit, LogSplitGroup, pack, plan_partition
-from kafkabatch.spark.pushdown import translate
-from kafkabatch.spark.reading import read_split
+from kafkabatch.spark.planning import LogSplit, plan_tasks, splits_of
+from kafkabatch.spark.pushdown import pushed
+from kafkabatch.spark.reading import read_planned
 from kafkabatch.spark.values import SparkValueColumns
+from kafkabatch.values.mismatch import Warned
 from kafkabatch.values.vocabulary import SPARK, speaks
 
 log = logging.getLogger("kafkabatch.spark")
 
 
 class KafkaLogReader(DataSourceReader):
-    """Plans one input partition per segment (split when large) and decodes them."""
+    """Reads the tasks the core plans (segments split when large, small ones
+    sharing a task), each split with the core's reader."""
 
     def __init__(self, options: Options, segments: list[Segment], values: SparkValueColumns | None = None) -> None:
         self._options = options
@@ -38,52 +39,37 @@ class KafkaLogReader(DataSourceReader):
     #: The pushed filters (see :class:`KafkaLogPushdownReader`); none by default.
     record_filter: RecordFilter = RecordFilter()
 
+    #: The pushed filters as the core's predicates (see :func:`kafkabatch.spark.pushdown.pushed`).
+    predicates: list[Any] = []
+
     @headline_first
     @speaks(SPARK)  # a tiered segment's errors name tieredKeys
     def partitions(self) -> list[InputPartition]:
-        opts = self._options
         where = self.record_filter
-        splits: list[LogSplit] = []
-        # the segments come sorted by topic and partition (see planning.list_source_segments)
-        groups = [list(g) for _, g in itertools.groupby(self._segments, key=lambda s: (s.topic, s.partition))]
-        kept = 0
-        for group in groups:
-            if not where.keeps(group[0].topic, group[0].partition):
-                continue
-            kept += 1
-            bounds = where.bounds(opts.bounds(group[0].topic, group[0].partition))
-            if bounds.empty():
-                continue
-            transactions = None
-            if opts.isolation == "read_committed":
-                transactions = partition_transactions(group, skip=opts.mode != "FAILFAST")
-            splits.extend(plan_partition(opts, group, bounds, transactions))
+        tasks, kept = plan_tasks(self._options, self.predicates)
         if not where.empty or log.isEnabledFor(logging.DEBUG):
-            log_plan(where, groups, kept, splits)
-        return pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
+            log_plan(where, self._segments, kept, [split for task in tasks for split in splits_of(task)])
+        return tasks
 
     @headline_first
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if isinstance(partition, LogSplitGroup):
-            for split in partition.splits:
-                yield from read_split(self._options, self._values, split)
-        elif isinstance(partition, LogSplit):
-            yield from read_split(self._options, self._values, partition)
-        # else: Spark's placeholder when there is nothing to read
+        warned: Warned = set()
+        for split in splits_of(partition):  # none for Spark's placeholder when there is nothing to read
+            yield from read_planned(self._options, self._values, split, warned)
 
 
-def log_plan(where: RecordFilter, groups: list[list[Segment]], kept: int, splits: list[LogSplit]) -> None:
+def log_plan(where: RecordFilter, segments: list[Segment], kept: int, splits: list[LogSplit]) -> None:
     """One INFO line: the pushed filters and what they pruned."""
-    segments = [seg for group in groups for seg in group]
+    folders = len({(seg.topic, seg.partition) for seg in segments})
     total = sum(seg.size for seg in segments)
     read = sum(split.end - split.start for split in splits)
-    read_segments = len({split.segment.path for split in splits})
+    read_segments = len({split.path for split in splits})
     log.info(
         "kafka-log pushdown: %s; read %d of %d folders, %d of %d segments, %s of %s bytes (%s skipped by "
         "folder names, file names, indexes and batch headers)",
         where.describe(),
         kept,
-        len(groups),
+        folders,
         read_segments,
         len(segments),
         f"{read:,}",
@@ -105,7 +91,7 @@ else:
         (see :mod:`kafkabatch.spark.pushdown`)."""
 
         def pushFilters(self, filters: list[_Filter]) -> Iterable[_Filter]:  # noqa: N802 (Spark's name)
-            self.record_filter, rest = translate(filters)
+            self.record_filter, rest, self.predicates = pushed(filters)
             return rest
 
     KafkaLogPushdownReader = _PushdownReader

@@ -1,8 +1,9 @@
-"""Planning a ``kafka-log`` read: which byte ranges of which segments, cut and packed into Spark tasks.
+"""Planning a ``kafka-log`` read: the core plans it (listing, seeks, pruning,
+the read_committed pre-pass, cuts at ``maxBytesPerPartition``, packing into
+Spark tasks), as it plans the JVM source's; here are the input partitions that
+carry its serialised splits to the tasks.
 
-Shared by the batch reader and the stream reader's micro-batches.
-
->>> [len(p.value) for p in pack(splits, 128 << 20, 2)]  # doctest: +SKIP
+>>> [len(getattr(t, "splits", [t])) for t in plan_tasks(options, [])]  # doctest: +SKIP
 [17, 18]
 """
 
@@ -10,51 +11,52 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
 import kafkabatch._kafkabatch as _native
-import kafkabatch.log.fs as fs
-import kafkabatch.log.tiered as tiered
-from kafkabatch.log.bounds import Bounds
-from kafkabatch.log.index import IndexFileWarning, offset_index_entries
-from kafkabatch.log.listing import Segment, open_segment, segment_bounds
+from kafkabatch._util import segment_base_offset
+from kafkabatch.log.index import IndexFileWarning
+from kafkabatch.log.listing import Segment
 from kafkabatch.log.roots import list_roots
-from kafkabatch.log.scan import BYTES, SKIPPED, next_start, plan_segments, seek_position
-from kafkabatch.log.txn import Transaction
-from kafkabatch.log.windows import batch_length, batch_ranges
 from kafkabatch.spark.options import Options
 
 log = logging.getLogger("kafkabatch.spark")
 
 
 class LogSplit(InputPartition):
-    """One Spark task: bytes ``[start, end)`` of one segment (a batch-aligned range)."""
+    """One split of a Spark task: bytes ``[start, end)`` of one segment, as the
+    core planned it (``split``: its serialised form, which the task reads)."""
 
     def __init__(
         self,
-        segment: Segment,
+        split: bytes,
+        path: str,
+        topic: str,
+        partition: int,
         start: int,
         end: int,
-        bounds: Bounds,
-        transactions: list[Transaction] | None,
+        size: int,
         check_start: bool = False,
-        work: int | None = None,
-        twin_stop: int | None = None,
     ) -> None:
-        super().__init__((segment.path, start, end))
-        self.segment = segment
+        super().__init__((path, start, end))
+        self.split = split
+        self.path = path
+        self.topic = topic
+        self.partition = partition
         self.start = start
         self.end = end
-        self.bounds = bounds
-        self.transactions = transactions
-        self.check_start = check_start  # the start came from a .index file: make sure it's a batch
-        # Spark's work for these bytes, in bytes of wire data (see estimate_work).
-        self.work = end - start if work is None else work
-        # Where the partition's next segment takes over: a damaged segment's twin is read up to there.
-        self.twin_stop = twin_stop
+        self.size = size
+        # The start came from the segment's .index (checked to be a batch of its offset when planned).
+        self.check_start = check_start
+
+    @property
+    def segment(self) -> Segment:
+        """The segment it reads (name, partition, size), for logs."""
+        name = self.path.partition("?")[0].rsplit("/", 1)[-1]
+        return Segment(self.path, self.topic, self.partition, segment_base_offset(name), self.size)
 
 
 class LogSplitGroup(InputPartition):
@@ -65,63 +67,33 @@ class LogSplitGroup(InputPartition):
         self.splits = splits
 
 
-#: Spark's ``spark.sql.files.openCostInBytes``: what a split costs beyond its bytes when packing tasks.
-OPEN_COST_BYTES: int = _native.SPARK_OPEN_COST_BYTES
+def splits_of(partition: InputPartition) -> list[LogSplit]:
+    """The splits a task reads, in order (none for Spark's placeholder when there is nothing to read)."""
+    if isinstance(partition, LogSplitGroup):
+        return partition.splits
+    if isinstance(partition, LogSplit):
+        return [partition]
+    return []
 
 
-#: The weights of the core's work estimate (``kafkabatch::scan::tasks``), as the
-#: tests state them: a compressed batch counts this many times its wire size,
-#: and each record :data:`_RECORD_WORK` bytes more. Fitted on the JVM CPU time of
-#: ``kafka-log`` -> Parquet tasks (one segment each, every codec): about 2 ms
-#: per 1,000 rows plus 5.8 ms per MB of Arrow, so rows count about as much as
-#: 350 bytes; lz4/zstd/snappy batches of JSON-like values decode to 3.2-4x
-#: their wire size.
-_COMPRESSED_WORK = 3
+def tasks_of(planned: Sequence[Sequence[tuple[Any, ...]]]) -> list[InputPartition]:
+    """The core's tasks (each a list of splits, see ``_spark_plan_tasks``) as Spark's input partitions."""
+    tasks: list[InputPartition] = []
+    for task in planned:
+        splits = [LogSplit(*split) for split in task]
+        tasks.append(splits[0] if len(splits) == 1 else LogSplitGroup(splits))
+    return tasks
 
 
-_RECORD_WORK = 350
-
-
-def estimate_work(source: Any, start: int, end: int) -> int:
-    """What decoding ``[start, end)`` of a segment costs Spark downstream, in
-    bytes, judged by its first data batches (up to 16; control batches
-    skipped): their compression and records per byte, estimated in the core
-    (``kafkabatch::scan::tasks::estimate_work``, which the JVM source uses too).
-    The JVM's work (Arrow to rows, then the sink) follows rows and decoded
-    bytes, not wire bytes: a segment of compressed small records costs it
-    3x one of uncompressed large ones of the same size."""
-    view = source.read(start, end - start) if end > start else b""
-    try:
-        return int(_native._spark_estimate_work(view, start, end))
-    finally:
-        del view
-        release = getattr(source, "release", None)
-        if release is not None:
-            release()
-
-
-def pack(splits: list[LogSplit], max_bytes: int, min_partitions: int) -> list[InputPartition]:
-    """Consecutive splits packed into balanced tasks, so a task reads a
-    partition's segments in offset order (the core's rule,
-    ``kafkabatch::scan::tasks::pack``, which the JVM source uses too).
-
-    The number of tasks is ``min_partitions``, or, when that would make
-    tasks read more than ``max_bytes`` of segments, the next multiple of
-    ``min_partitions`` that doesn't, so the last wave of tasks keeps every
-    core busy. Each split also costs :data:`OPEN_COST_BYTES` (as in Spark's
-    ``FilePartition``) when placing cuts and in the smallest task allowed,
-    but not against ``max_bytes``. Never more tasks than splits. Cuts go
-    where the running estimated work (``split.work``, see
-    :func:`estimate_work`) is nearest to a multiple of ``total / tasks``,
-    so tasks take about the same time."""
-    if not splits:
-        return []
-    groups = _native._spark_pack(
-        [s.end - s.start for s in splits], [s.work for s in splits], max(max_bytes, 0), max(min_partitions, 0)
-    )
-    if len(groups) == len(splits):
-        return list(splits)
-    return [splits[a] if b - a == 1 else LogSplitGroup(splits[a:b]) for a, b in groups]
+def plan_tasks(options: Options, predicates: Iterable[Any] = ()) -> tuple[list[InputPartition], int]:
+    """A batch read's tasks, planned by the core from the source's options and
+    the pushed filters' ``predicates`` (see :func:`kafkabatch.spark.pushdown.pushed`),
+    and how many topic-partitions the filters kept. An index file that could not
+    be trusted is an :class:`~kafkabatch.IndexFileWarning` (its segment is read from its start)."""
+    planned = _native._spark_plan_tasks(options._given, list(predicates), options.min_partitions)
+    for text in planned["index_warnings"]:
+        warnings.warn(text, IndexFileWarning, stacklevel=3)
+    return tasks_of(planned["tasks"]), planned["partitions"]
 
 
 def list_source_segments(options: Options) -> list[Segment]:
@@ -143,159 +115,3 @@ def list_source_segments(options: Options) -> list[Segment]:
         log.warning("kafka-log %s: skipped %s", options.mode, error)
     # each partition's segments come in offset order: sorted by partition alone (a stable sort)
     return sorted(segments, key=lambda s: (s.topic, s.partition))
-
-
-def plan_partition(
-    opts: Options,
-    group: list[Segment],
-    bounds: Bounds,
-    transactions: list[Transaction] | None,
-    seek: Callable[[Segment, Bounds, Any], tuple[int, int | None]] = seek_position,
-) -> list[LogSplit]:
-    """The splits (byte ranges, at most ``maxBytesPerPartition`` each) that read
-    ``bounds`` of one topic-partition's segments ``group`` (in offset order);
-    shared by the batch reader and the stream reader's micro-batches (whose
-    ``seek`` knows batch positions from its own walk of the headers)."""
-    splits: list[LogSplit] = []
-    # The core's plan: segments skipped by their names; with the default seek, local
-    # files sought and narrowed there too (a segment whose headers rule out every batch is left out).
-    planned = plan_segments(group, bounds, open_files=seek is seek_position)
-    for i, (seg, (how, a, b)) in enumerate(zip(group, planned)):
-        if seg.size == 0 or how == SKIPPED or (how == BYTES and a >= b):
-            continue
-        seg_bounds = segment_bounds(seg, bounds)
-        txns = None if transactions is None else transactions_for(transactions, group, i)
-        twin_stop = next_start(group, i)
-        if seg.twins:
-            # Another copy of its offsets (a repeated upload, rare): one task reads the
-            # whole segment, so that a damaged piece is read from the copy (see reading._read_split).
-            splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, twin_stop=twin_stop))
-            continue
-        try:
-            source = open_segment(seg)
-        except tiered.TieredStorageError:
-            if opts.mode == "FAILFAST":
-                raise
-            # One task for the segment: the mode counts it (see reading.read_split).
-            splits.append(LogSplit(seg, 0, seg.size, seg_bounds, txns, twin_stop=twin_stop))
-            continue
-        try:
-            start, end = (a, b) if how == BYTES else seek(seg, seg_bounds, source)
-            # Remote objects: a read per split would cost a request each; count wire bytes.
-            local = not fs.is_remote(seg.path) and seg.layout != "aiven"
-            for a, b, from_index in split_segment(seg, start, opts.max_bytes_per_partition):
-                if end is not None:
-                    if a >= end:
-                        break
-                    b = min(b, end)
-                splits.append(
-                    LogSplit(
-                        seg,
-                        a,
-                        b,
-                        seg_bounds,
-                        txns,
-                        check_start=from_index and a > 0,
-                        work=estimate_work(source, a, b) if local else None,
-                        twin_stop=twin_stop,
-                    )
-                )
-        finally:
-            source.close()
-    return splits
-
-
-def transactions_for(transactions: list[Transaction], group: list[Segment], i: int) -> list[Transaction]:
-    """The transactions a task reading segment ``i`` of a partition may need."""
-    seg = group[i]
-    nxt = group[i + 1].base_offset if i + 1 < len(group) else None
-    out = []
-    for t in transactions:
-        if seg.base_offset is not None and t.last_offset is not None and t.last_offset < seg.base_offset:
-            continue
-        if nxt is not None and t.first_offset >= nxt:
-            continue
-        out.append(t)
-    return out
-
-
-def split_segment(seg: Segment, start: int, max_bytes: int) -> list[tuple[int, int, bool]]:
-    """Byte ranges of one segment for separate tasks: ``(start, end, from_index)``."""
-    if max_bytes <= 0 or seg.size - start <= max_bytes:
-        return [(start, seg.size, False)]
-    if seg.layout == "aiven" and seg.base_offset is not None:
-        # Cut at the first indexed batch of a chunk: each task fetches its own chunks.
-        source = open_segment(seg)
-        try:
-            indexes = tiered.sibling(seg.path, ".indexes")
-            cuts = tiered.chunk_cuts(source, indexes, seg.base_offset, start, max_bytes)
-        finally:
-            source.close()
-        edges = [start, *cuts, seg.size]
-        return [(a, b, bool(cuts) and a > start) for a, b in zip(edges, edges[1:])]
-    if fs.is_remote(seg.path):
-        # Walking batch headers would read the whole object: use the broker's
-        # offset index (an entry every index.interval.bytes, 4 KiB by default).
-        cuts = index_cuts(seg, start, max_bytes)
-        if not cuts:
-            return [(start, seg.size, False)]
-        edges = [start, *cuts, seg.size]
-        return [(a, b, True) for a, b in zip(edges, edges[1:])]
-    source = open_segment(seg)
-    try:
-        return [(a, b, False) for a, b in batch_ranges(source, start, seg.size, max_bytes)]
-    finally:
-        source.close()
-
-
-def index_cuts(seg: Segment, start: int, max_bytes: int) -> list[int]:
-    """Task cuts of a remote segment from its ``.index`` (parsed by
-    :func:`kafkabatch.log.index.offset_index_entries`, as the seek path does),
-    each checked to be a batch start that agrees with its entry. An index
-    that is missing, stale or garbage gives no cuts (one task for the
-    segment, with an :class:`~kafkabatch.IndexFileWarning`), never an error."""
-    base, _, query = seg.path.partition("?")
-    if not base.endswith(".log") or seg.base_offset is None:
-        return []
-    index_path = base[: -len(".log")] + ".index" + (f"?{query}" if query else "")
-    try:
-        filesystem, fs_path = fs.resolve_remote(index_path)
-        with filesystem.open_input_file(fs_path) as f:
-            offsets, positions = offset_index_entries(f.read(), seg.base_offset)
-    except (OSError, ValueError) as e:
-        if not isinstance(e, FileNotFoundError):
-            warnings.warn(f"{index_path}: {e}; reading {seg.path} in one task", IndexFileWarning, stacklevel=2)
-        return []
-    cuts = []
-    last = start
-    for offset, position in zip(offsets, positions):
-        if position >= seg.size:
-            break
-        if position - last >= max_bytes:
-            cuts.append((offset, position))
-            last = position
-    if not cuts:
-        return []
-    source = open_segment(seg)
-    try:
-        for offset, position in cuts:
-            header = bytes(source.read(position, 61))
-            length = batch_length(header) if len(header) >= 17 else None
-            base_offset = int.from_bytes(header[:8], "big", signed=True) if len(header) >= 8 else None
-            if (
-                length is None
-                or position + length > seg.size
-                or header[16] > 2
-                or base_offset is None
-                or (base_offset > offset)
-            ):
-                warnings.warn(
-                    f"{index_path}: entry {offset} -> byte {position} is not a batch of that offset in "
-                    f"{seg.path} (a stale index?); reading the segment in one task",
-                    IndexFileWarning,
-                    stacklevel=2,
-                )
-                return []
-    finally:
-        source.close()
-    return [position for _, position in cuts]

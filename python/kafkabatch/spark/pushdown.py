@@ -56,11 +56,14 @@ def _literal(column: str, value: Any) -> tuple[str, Any]:
     return ("other", None)
 
 
-def filter_of(spark_filter: Any) -> tuple[RecordFilter, bool]:
-    """One Spark filter as ``(RecordFilter, exact)``: ``exact`` when applying
-    the RecordFilter decides the filter by itself (Spark may drop it).
-    :class:`NotPushable` when it says nothing kafkabatch can use. The rules
-    are the core's (the JVM source takes the same)."""
+#: One Spark filter as the core takes it: column, operator, typed literals, negated.
+Predicate = tuple[str, str, list[tuple[str, Any]], bool]
+
+
+def predicate_of(spark_filter: Any) -> tuple[Predicate, Any]:
+    """One Spark filter as the core's predicate, and the filter's value as
+    given (for descriptions); :class:`NotPushable` when it is not a filter on
+    one column the core's rules take."""
     name = type(spark_filter).__name__
     negated = False
     if name == "Not":
@@ -84,8 +87,17 @@ def filter_of(spark_filter: Any) -> tuple[RecordFilter, bool]:
         if op == "in":
             value = tuple(value)
         literals = [_literal(column, v) for v in (value if op == "in" else [value])]
+    return (str(column), op, literals, negated), value
+
+
+def filter_of(spark_filter: Any) -> tuple[RecordFilter, bool]:
+    """One Spark filter as ``(RecordFilter, exact)``: ``exact`` when applying
+    the RecordFilter decides the filter by itself (Spark may drop it).
+    :class:`NotPushable` when it says nothing kafkabatch can use. The rules
+    are the core's (the JVM source takes the same)."""
+    (column, op, literals, negated), value = predicate_of(spark_filter)
     try:
-        parsed = _native._pushdown_filter(str(column), op, literals, negated)
+        parsed = _native._pushdown_filter(column, op, literals, negated)
     except ValueError:
         raise NotPushable(f"{spark_filter!r}") from None
     if op in ("isnull", "isnotnull"):
@@ -111,8 +123,16 @@ def filter_of(spark_filter: Any) -> tuple[RecordFilter, bool]:
 def translate(filters: Iterable[Any]) -> tuple[RecordFilter, list[Any]]:
     """The AND of Spark ``filters`` as one RecordFilter, and the filters Spark
     must still evaluate (those not decided exactly), as given."""
+    record_filter, rest, _ = pushed(filters)
+    return record_filter, rest
+
+
+def pushed(filters: Iterable[Any]) -> tuple[RecordFilter, list[Any], list[Predicate]]:
+    """:func:`translate`, and the core's predicates of the filters it takes
+    (what the core's planner prunes by, see :mod:`kafkabatch.spark.batch`)."""
     parts = []
     rest = []
+    predicates = []
     for spark_filter in filters:
         try:
             record_filter, exact = filter_of(spark_filter)
@@ -120,9 +140,10 @@ def translate(filters: Iterable[Any]) -> tuple[RecordFilter, list[Any]]:
             rest.append(spark_filter)
             continue
         parts.append(record_filter)
+        predicates.append(predicate_of(spark_filter)[0])
         if not exact:
             rest.append(spark_filter)
-    return RecordFilter.all_of(parts), rest
+    return RecordFilter.all_of(parts), rest, predicates
 
 
 #: The Spark planner module that plans a read whose filters were not pushed.

@@ -5,9 +5,9 @@ The stream reader behind :meth:`kafkabatch.spark.KafkaLogDataSource.streamReader
 ``{"orders": {"0": 1200, "1": 877}}``: per topic-partition the next offset to
 read (a batch's ``last_offset + 1``). A micro-batch from ``start`` to ``end``
 is exactly the batch source's read with ``startingOffsets=start`` and
-``endingOffsets=end`` (exclusive), planned by the same code
-(:func:`kafkabatch.spark.plan_partition`), so a replayed micro-batch after a
-restart reads the same records.
+``endingOffsets=end`` (exclusive), planned by the core into tasks as a batch
+read is (and as the JVM source plans its micro-batches), so a replayed
+micro-batch after a restart reads the same records.
 
 What the driver keeps between triggers, per topic-partition (the core's
 stream state, ``kafkabatch::scan::stream``, shared with the JVM source): the segment listing, and a walk of the batch
@@ -33,7 +33,6 @@ aborted ones never), as a read_committed Kafka consumer sees them.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import warnings
@@ -50,15 +49,14 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+import kafkabatch._kafkabatch as _native
 from kafkabatch._kafkabatch import KafkaBatchError, StreamState
-from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.listing import Segment
-from kafkabatch.log.scan import seek_position
-from kafkabatch.log.txn import Transaction
 from kafkabatch.spark.options import Options
-from kafkabatch.spark.planning import LogSplit, LogSplitGroup, list_source_segments, pack, plan_partition
-from kafkabatch.spark.reading import read_split
+from kafkabatch.spark.planning import list_source_segments, splits_of, tasks_of
+from kafkabatch.spark.reading import read_planned
 from kafkabatch.spark.values import SparkValueColumns
+from kafkabatch.values.mismatch import Warned
 
 __all__ = ["DataLossError", "KafkaLogStreamReader"]
 
@@ -115,11 +113,10 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._options = options
         self._values = values  # valueFormat/keyFormat, resolved at load()
         self._state: StreamState | None = None  # the core's, made on the driver's first call
-        self._groups: dict[TopicPartition, list[Segment]] = {}  # the last listing
 
     def __getstate__(self) -> dict[str, Any]:
         # Shipped to executors for read(): the options only.
-        return {"_options": self._options, "_values": self._values, "_state": None, "_groups": {}}
+        return {"_options": self._options, "_values": self._values, "_state": None}
 
     @property
     def _core(self) -> StreamState:
@@ -145,7 +142,6 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """List the folders again and walk what was added. ``wanted``: offsets
         JSON of where each partition's walk must start at or before (a checkpoint's)."""
         groups = self._list()
-        self._groups = groups
         listed = [
             (
                 s.path,
@@ -216,35 +212,14 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # a restart replaying the micro-batch in the checkpoint's offset log
             self._refresh(wanted)
         # else: plan with what latestOffset listed and walked, the state its end came from
+        opts = self._options
         try:
-            parts = self._core.micro_batch_parts(begin, until)
+            # the core's micro-batch (only the complete batches walked: the active segment's
+            # tail may be half-written), cut and packed into tasks as a batch read's are
+            planned = _native._spark_stream_tasks(self._core, begin, until, opts._given, opts.min_partitions)
         finally:
             self._warn_data_loss()
-        opts = self._options
-        splits: list[LogSplit] = []
-        for topic, partition, first, stop, sizes, txns in parts:
-            # Plan only the complete batches walked: the active segment's tail may be half-written.
-            group = [
-                dataclasses.replace(seg, size=sizes[seg.path]) if seg.path in sizes else seg
-                for seg in self._groups.get((topic, partition), [])
-            ]
-            transactions = None if txns is None else [Transaction(*t) for t in txns]
-            splits.extend(
-                plan_partition(opts, group, Bounds(first, stop), transactions, seek=self._seeker(topic, partition))
-            )
-        return pack(splits, opts.max_bytes_per_partition, opts.min_partitions)
-
-    def _seeker(self, topic: str, partition: int) -> Any:
-        """Where to start reading a segment for some bounds: the batch holding
-        their start offset, from the core's walk (no index file needed); what
-        :func:`kafkabatch.seek_position` says for a segment not walked."""
-        core = self._core
-
-        def seek(seg: Segment, bounds: Bounds, source: Any) -> tuple[int, int | None]:
-            position = core.seek(topic, partition, seg.path, bounds.start_offset)
-            return seek_position(seg, bounds, source) if position is None else (position, None)
-
-        return seek
+        return tasks_of(planned)
 
     def commit(self, end: dict) -> None:
         self._core.commit(_json(end))
@@ -256,18 +231,13 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ---- executors ----------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if isinstance(partition, LogSplitGroup):
-            splits = partition.splits
-        elif isinstance(partition, LogSplit):
-            splits = [partition]
-        else:  # Spark's placeholder when there is nothing to read
-            return
-        for split in splits:
+        warned: Warned = set()
+        for split in splits_of(partition):  # none for Spark's placeholder when there is nothing to read
             try:
-                yield from read_split(self._options, self._values, split)
+                yield from read_planned(self._options, self._values, split, warned)
             except FileNotFoundError as error:
                 message = (
-                    f"kafka-log stream: segment {split.segment.path} was deleted (retention?) before this "
+                    f"kafka-log stream: segment {split.path} was deleted (retention?) before this "
                     f"micro-batch read it ({error})"
                 )
                 if self._options.fail_on_data_loss:
