@@ -11,8 +11,8 @@ import functools
 import logging
 import struct
 import warnings
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -29,13 +29,13 @@ from kafkabatch.internal import INTERNAL_OPTIONS, Internal, decode_internal_colu
 from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
 from kafkabatch.log.index import IndexFileWarning
-from kafkabatch.log.listing import Segment, listed_roots, open_segment, segment_bounds
+from kafkabatch.log.listing import Segment, listed_roots
 from kafkabatch.log.prune import RecordFilter, narrow, prunes_batches, source_kept_ranges
 from kafkabatch.log.roots import Roots, root_list
 from kafkabatch.log.sample import first_values
 from kafkabatch.log.seek import seek_range
 from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows, remember_path
+from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
 from kafkabatch.values.mismatch import Warned, warn_unmatched
 from kafkabatch.values.spec import (
     VALUE_OPTIONS,
@@ -583,8 +583,8 @@ def read_in_core(
     their parsers, made already); ``fetch_aborted`` (``hide_open``):
     ``transactions`` are a Fetch response's aborted list, each ended at its
     producer's ABORT marker as the read learns them (the list is updated in
-    place, for the partition's next segment). What it found goes into
-    ``result``, as :func:`read_with_twins` counts it."""
+    place, for the partition's next segment). What it found (rows, skipped batches
+    and bytes, trailing bytes, a twin read instead) goes into ``result``."""
     native = {
         k: options[k]
         for k in ("validate_crc", "include_control", "on_error", "max_decompressed_size")
@@ -690,106 +690,6 @@ def _head(seg: Segment, error: Exception) -> bytes | None:
         source.close()
 
 
-def read_segment_range(
-    seg: Segment,
-    bounds: Bounds,
-    chunk: int,
-    transactions: list[Transaction] | None,
-    max_records_per_batch: int | None,
-    result: SegmentResult,
-    value_specs: Sequence[ValueSpec],
-    options: Mapping[str, Any],
-    keep_control: bool = False,
-    warned: Warned | None = None,
-    seek: tuple[int, int | None] | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """Open one segment, seek to ``bounds`` (or to the byte range ``seek`` planned
-    already) and decode it window by window
-    (``keep_control``: keep transaction markers that a header walk could prune,
-    when no pre-pass collected the partition's transactions).
-
-    With ``on_error="skip"``, a remote chunk that can't be undone (a GCM tag,
-    a frame) costs the batches that overlap it and no more: it is counted in
-    ``result.skipped`` and the read goes on at the first batch after it
-    (unless the segment has a twin to read instead, see :func:`read_with_twins`)."""
-    source = open_segment(seg, options.get("max_decompressed_size"))
-    remember_path(source, seg.path)
-    try:
-        seek_start, seek_end = (
-            seek if seek is not None else seek_position(seg, bounds, source, keep_control=keep_control)
-        )
-        yield from decode_around_bad_chunks(
-            source,
-            seg,
-            start=seek_start,
-            end=seek_end,
-            skip_chunks=options.get("on_error", "raise") != "raise" and not seg.twins,
-            max_chunk_bytes=chunk,
-            bounds=bounds,
-            transactions=transactions,
-            max_records_per_batch=max_records_per_batch,
-            result=result,
-            value_specs=value_specs,
-            warned=warned,
-            **options,
-        )
-    finally:
-        source.close()
-
-
-def decode_around_bad_chunks(
-    source: Any,
-    seg: Segment,
-    *,
-    start: int,
-    end: int | None,
-    skip_chunks: bool,
-    result: SegmentResult,
-    **decode_range_options: Any,
-) -> Iterator[pa.RecordBatch]:
-    """:func:`decode_range` over ``[start, end)``; with ``skip_chunks``, a
-    remote chunk that can't be undone (a GCM tag, a frame) costs the batches
-    that overlap it and no more: it is counted in ``result.skipped`` and the
-    read goes on at the first batch after it."""
-    position: int | None = start
-    while position is not None:
-        try:
-            yield from decode_range(source, seg, start=position, end=end, result=result, **decode_range_options)
-            break
-        except TieredStorageError as error:
-            if not skip_chunks or error.chunk is None or not isinstance(source, tiered.TieredSource):
-                raise
-            position = yield from _past_bad_chunk(source, seg, error, result, end, decode_range_options)
-    result.start, result.end = start, source.size if end is None else min(end, source.size)
-
-
-def _past_bad_chunk(
-    source: tiered.TieredSource,
-    seg: Segment,
-    error: TieredStorageError,
-    result: SegmentResult,
-    end: int | None,
-    decode_range_options: dict[str, Any],
-) -> Generator[pa.RecordBatch, None, int | None]:
-    """After ``error`` (a chunk that can't be undone): decode the whole
-    batches before the chunk not decoded yet, count the loss, and return
-    where to go on (None: nothing after it)."""
-    assert error.chunk is not None
-    bad_start, bad_end = source.chunk_range(error.chunk)
-    done = result.position
-    good_end = tiered.whole_batches_end(source, done, bad_start) if done < bad_start else done
-    if good_end > done:
-        yield from decode_range(source, seg, start=done, end=good_end, result=result, **decode_range_options)
-    resume = tiered.resume_after(source, max(bad_end, good_end), tiered.sibling(seg.path, ".indexes"), seg.base_offset)
-    stop = source.size if end is None else min(end, source.size)
-    result.skipped.append(error)
-    result.skipped_bytes += (stop if resume is None else min(resume, stop)) - good_end
-    log.warning("skipped %s", error, extra=REPORTED)
-    if resume is None or resume >= stop:
-        return None
-    return resume
-
-
 def next_start(group: list[Segment], i: int) -> int | None:
     """The first offset the segment after ``group[i]`` returns (None for the last)."""
     if i + 1 >= len(group) or group[i + 1].base_offset is None:
@@ -797,75 +697,6 @@ def next_start(group: list[Segment], i: int) -> int | None:
     following = group[i + 1]
     base = following.base_offset or 0
     return base if following.floor_offset is None else max(base, following.floor_offset)
-
-
-def read_with_twins(
-    seg: Segment,
-    following: int | None,
-    bounds: Bounds,
-    chunk: int,
-    transactions: list[Transaction] | None,
-    max_records_per_batch: int | None,
-    result: SegmentResult,
-    value_specs: Sequence[ValueSpec],
-    options: Mapping[str, Any],
-    keep_control: bool = False,
-    on_segment: Callable[[SegmentResult], None] | None = None,
-    warned: Warned | None = None,
-    seek: tuple[int, int | None] | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """:func:`read_segment_range` (from the byte range ``seek`` when planned already), and when ``seg`` turns out damaged (a
-    :class:`TieredStorageError`) and another copy of its offsets exists
-    (``seg.twins``: another upload, a broker folder), the offsets it did not
-    return are read from that copy instead, up to ``following`` (where the
-    partition's next segment takes over, see :func:`next_start`). The damaged segment is counted in
-    ``result.skipped`` whatever ``on_error`` says, the twin's rows in ``result`` too (``result.twin``
-    names it; without ``on_segment``, a :class:`TieredStorageWarning` says so): no row is lost. Without a twin, the error is raised, or skipped as ``on_error``
-    says."""
-    try:
-        yield from read_segment_range(
-            seg, bounds, chunk, transactions, max_records_per_batch, result, value_specs, options, keep_control, warned,
-            seek,
-        )  # fmt: skip
-        return
-    except TieredStorageError as error:
-        if not seg.twins:
-            if options.get("on_error", "raise") == "raise":
-                raise
-            result.skipped.append(error)
-            log.warning("skipped %s", error, extra=REPORTED)
-            return
-        result.skipped.append(error)
-        damaged = error
-    first = (seg.base_offset or 0) if seg.floor_offset is None else max(seg.base_offset or 0, seg.floor_offset)
-    start = first if result.last_offset is None else max(first, result.last_offset + 1)
-    stop = seg.stop_offset
-    if following is not None:
-        stop = following if stop is None else min(stop, following)
-    twin_bounds = segment_bounds(replace(seg, floor_offset=start, stop_offset=stop), bounds)
-    for twin in seg.twins:
-        twin_result = SegmentResult(twin)
-        try:
-            batches = list(
-                read_segment_range(
-                    twin, twin_bounds, chunk, transactions, max_records_per_batch, twin_result, value_specs, options,
-                    keep_control, warned,
-                )
-            )  # fmt: skip
-        except TieredStorageError as error:
-            result.skipped.append(error)  # this copy is damaged too: counted with the segment
-            continue
-        result.merge_twin(twin_result)  # one segment, reported once
-        if on_segment is None:  # (a caller taking SegmentResults finds it in the result)
-            warnings.warn(
-                f"{damaged}; read offsets {start}..{'' if stop is None else stop - 1} from {twin.path} instead",
-                tiered.TieredStorageWarning,
-                stacklevel=2,
-            )
-        yield from batches
-        return
-    if options.get("on_error", "raise") == "raise":
-        raise damaged
 
 
 def typed_schema(schema: pa.Schema, value_specs: Iterable[ValueSpec]) -> pa.Schema:
