@@ -1056,23 +1056,10 @@ mod tests {
         ];
         for (n, scan) in scans.into_iter().enumerate() {
             // per (topic, partition): count, min/max offset, min/max timestamp of the rows read
-            let mut expected: BTreeMap<(String, i64), Vec<i64>> = BTreeMap::new();
-            for batch in scan.reader().unwrap() {
-                let b = batch.unwrap();
-                let (t, p) = (b.column(2).as_string::<i32>(), b.column(3).as_primitive::<Int32Type>());
-                let o = b.column(4).as_primitive::<Int64Type>();
-                let ts = b.column(5).as_primitive::<TimestampMicrosecondType>();
-                for i in 0..b.num_rows() {
-                    let g = expected
-                        .entry((t.value(i).to_string(), i64::from(p.value(i))))
-                        .or_insert_with(|| vec![0, i64::MAX, i64::MIN, i64::MAX, i64::MIN]);
-                    g[0] += 1;
-                    g[1] = g[1].min(o.value(i));
-                    g[2] = g[2].max(o.value(i));
-                    g[3] = g[3].min(ts.value(i));
-                    g[4] = g[4].max(ts.value(i));
-                }
-            }
+            let expected: BTreeMap<(String, i64), Vec<Option<i64>>> = all_from_rows(&scan)
+                .into_iter()
+                .map(|r| ((r.topic.unwrap(), r.partition.unwrap()), r.values))
+                .collect();
             assert!(expected.keys().any(|k| k.0 == "audit"), "scan {n}");
             let plan = scan.plan().unwrap();
             let context = scan.context().unwrap();
@@ -1089,10 +1076,6 @@ mod tests {
                     }
                 }
             }
-            let expected: BTreeMap<(String, i64), Vec<Option<i64>>> = expected
-                .into_iter()
-                .map(|(k, v)| (k, v.into_iter().map(Some).collect()))
-                .collect();
             assert_eq!(folded, expected, "scan {n}");
             // one group of all, even from no splits
             let total = split_aggregates(&splits, &context, &[Aggregate::Count], GroupBy::All).unwrap();
