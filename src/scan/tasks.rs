@@ -298,15 +298,20 @@ pub fn cut_remote_split(split: &Split, max_bytes: u64, storage: &dyn Storage) ->
     let mut edges = vec![split.start];
     edges.extend(cuts.iter().map(|&(_, position)| position));
     edges.push(split.end);
-    let pieces = edges
+    (pieces_between(split, &edges), None)
+}
+
+/// `split` cut at `edges` (its start, the cuts in order, its end): a piece
+/// between each two.
+fn pieces_between(split: &Split, edges: &[u64]) -> Vec<Split> {
+    edges
         .windows(2)
         .map(|w| Split {
             start: w[0],
             end: w[1],
             ..split.clone()
         })
-        .collect();
-    (pieces, None)
+        .collect()
 }
 
 /// An Aiven segment's `split` cut for tasks of about `max_bytes`: at the
@@ -358,15 +363,7 @@ pub fn cut_tiered_split(split: &Split, max_bytes: u64, context: &ReadContext) ->
         last = position;
     }
     edges.push(split.end);
-    let pieces = edges
-        .windows(2)
-        .map(|w| Split {
-            start: w[0],
-            end: w[1],
-            ..split.clone()
-        })
-        .collect();
-    (pieces, None)
+    (pieces_between(split, &edges), None)
 }
 
 /// `split` cut for tasks of at most about `max_bytes` (0: no limit), as its
