@@ -493,18 +493,15 @@ def test_bad_input_errors_name_the_culprit(spark, kafka_log, log, tmp_path):
         spark.read.format(kafka_log).load(str(tmp_path))
 
 
-@pytest.mark.spark
-@pytest.mark.parametrize("options", [{"minPartitions": "3"}, {"maxBytesPerPartition": "300", "minPartitions": "2"}])
-def test_python_and_jvm_sources_plan_the_same_tasks(jvm_spark, log, options):
-    """Both sources plan a folder through the core: the same tasks, of the same
-    splits (segment, byte range), in the same order."""
+def planned_by_both(jvm_spark, given: dict[str, str]) -> tuple[list, list]:
+    """The tasks the Python source and the JVM source's driver plan for the
+    options ``given``: per task, its splits as ``(path, start, end)``."""
     import json
 
     from pyspark.sql.datasource import CaseInsensitiveDict
 
     from kafkabatch.spark.planning import splits_of
 
-    given = {"path": str(log), **options}
     source = kbs.KafkaLogDataSource(CaseInsensitiveDict(given))
     python = [[(s.path, s.start, s.end) for s in splits_of(t)] for t in source.reader(source.schema()).partitions()]
     # the JVM driver's call (KafkaLogScan.planInputPartitions), reached by reflection: Native is package-private
@@ -520,8 +517,77 @@ def test_python_and_jvm_sources_plan_the_same_tasks(jvm_spark, log, options):
     args[0], args[1] = json.dumps({"options": given}), jvm.java.lang.Integer(source._options.min_partitions)
     tasks = plan_tasks.invoke(None, args)
     jvm_tasks = [[json.loads(bytes(split)) for split in task] for task in tasks]
-    assert python == [[(s["path"], s["start"], s["end"]) for s in task] for task in jvm_tasks]
+    return python, [[(s["path"], s["start"], s["end"]) for s in task] for task in jvm_tasks]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("options", [{"minPartitions": "3"}, {"maxBytesPerPartition": "300", "minPartitions": "2"}])
+def test_python_and_jvm_sources_plan_the_same_tasks(jvm_spark, log, options):
+    """Both sources plan a folder through the core: the same tasks, of the same
+    splits (segment, byte range), in the same order."""
+    python, jvm = planned_by_both(jvm_spark, {"path": str(log), **options})
+    assert python == jvm
     assert len(python) >= 2 and sum(len(t) for t in python) >= 5
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("layout", ["broker", "aiven"])
+def test_python_and_jvm_sources_cut_remote_segments_the_same(jvm_spark, moto_s3, tmp_path, monkeypatch, layout):
+    """Segments on an S3 server (moto's) are cut for tasks by the core on both
+    sources (a broker folder's at its ``.index`` entries, an Aiven bucket's at
+    chunks): the same tasks, several per segment, and the JVM source reads the
+    rows ``kb.scan_log`` reads from the same URI."""
+    import json
+
+    from pyarrow import fs as pafs
+
+    from kafkabatch.log import fs
+
+    filesystem, endpoint, _ = moto_s3
+    # the keys travel in the URI (the session's JVM has no AWS_* environment); pyarrow's
+    # URIs take no keys, so the Python side lists through the fixture's filesystem
+    monkeypatch.setattr(fs, "resolve_remote", lambda uri: (filesystem, uri.split("://", 1)[1].split("?")[0]))
+    broker = tmp_path / "broker"
+    kb.generate(broker, size="600KB", topics=[kb.TopicSpec("orders", 2, codec="lz4")], segment_bytes="128KB", seed=38)
+    keys: dict[str, str] = {}
+    source = broker
+    if layout == "aiven":
+        pytest.importorskip("Crypto")
+        pytest.importorskip("cryptography")
+        import tiered_fixtures as tf
+
+        key = tf.make_key_pair("key-1")
+        keys = {key.key_id: key.private_pem}
+        source = tmp_path / "bucket"
+        uploader = tf.Uploader(source, "zstd+encrypted", 8 << 10, key, prefix="tiered/")
+        for partition in (0, 1):
+            for log in tf.broker_segments(broker / f"orders-{partition}"):
+                batches = list(kb.iter_batches(log.read_bytes()))
+                end, max_ts = batches[-1].last_offset, max(b.max_timestamp for b in batches)
+                uploader.upload(log, "orders", partition, end_offset=end, max_timestamp=max_ts)
+    pafs.copy_files(str(source), "tiered/data", destination_filesystem=filesystem)
+    uri = f"s3://tiered/data/?endpoint_override={endpoint}&scheme=http&access_key=test&secret_key=test&region=us-east-1"
+    given = {"path": uri, "maxBytesPerPartition": str(24 << 10), "minPartitions": "2"}
+    if keys:
+        given["tieredKeys"] = json.dumps(keys)
+    python, jvm = planned_by_both(jvm_spark, given)
+    assert python == jvm
+    pieces = [split for task in python for split in task]
+    segments = sorted({path for path, _, _ in pieces})
+    assert len(segments) == len(list(broker.glob("*/*.log"))) >= 4
+    assert len(python) > len(segments)
+    for path in segments:  # each segment's pieces follow each other, the first from its start
+        ranges = [(start, end) for p, start, end in pieces if p == path]
+        assert ranges[0][0] == 0 and all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+    assert sum(1 for _, start, _ in pieces if start > 0) >= len(segments)
+    df = jvm_spark.read.format("kafka-log-jvm").options(**given).load()
+    assert df.rdd.getNumPartitions() == len(python)
+    got = sorted(
+        (r.topic, r.partition, r.offset, r.value) for r in df.select("topic", "partition", "offset", "value").collect()
+    )
+    want = kb.scan_log(uri, tiered_keys=keys or None).read_all()
+    assert got == sorted(zip(*(want[c].to_pylist() for c in ("topic", "partition", "offset", "value"))))
+    assert len(got) == kb.scan_log(broker).read_all().num_rows
 
 
 @pytest.mark.spark

@@ -630,6 +630,12 @@ impl StreamState {
         Ok(StreamState::new(options.into(), scan.context()?))
     }
 
+    /// What this state reads through (storage, keys, decode options): its
+    /// micro-batches' splits are cut for tasks through it too.
+    pub fn context(&self) -> &ReadContext {
+        &self.context
+    }
+
     /// The segments under the `path`/`paths` options (remote ones through this
     /// state's storage), filtered by `pathGlobFilter`, in topic, partition, offset order.
     pub fn list(&self, options: &ScanOptions) -> Result<Vec<Segment>, StreamError> {

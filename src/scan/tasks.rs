@@ -18,6 +18,7 @@
 //! # let _ = OPEN_COST_BYTES;
 //! ```
 
+use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 
@@ -25,7 +26,7 @@ use super::index::offset_index_entries;
 use super::layouts::{remote_name, sibling, Layout};
 use super::naming::{basename, is_remote, segment_base_offset, text};
 use super::options::ScanOptions;
-use super::plan::Split;
+use super::plan::{Plan, Split};
 use super::read::{ReadContext, Source};
 use super::walk::walk;
 use crate::batch::LOG_OVERHEAD;
@@ -384,34 +385,78 @@ pub fn cut_split_in(split: &Split, max_bytes: u64, context: &ReadContext) -> (Ve
     }
 }
 
-/// `splits` cut at `max_bytes_per_partition` ([`cut_split`] for local files,
-/// `cut` for the others, see [`cut_remote_split`]) and packed into tasks
-/// ([`pack`]: `min_partitions`, else `default_min_partitions`) balanced by
-/// `work` (a split's estimated cost, [`split_work`]): an engine's tasks, each
-/// the splits it reads in order. A batch read's and a micro-batch's.
-pub fn packed<'a>(
+/// An engine's tasks of a read ([`tasks_of_plan`], [`tasks_of`]): each task
+/// the splits it reads, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Tasks {
+    /// Each task's splits, in the order it reads them; tasks in topic,
+    /// partition, offset order.
+    pub tasks: Vec<Vec<Split>>,
+    /// Index files that could not be trusted, naming them (each such
+    /// segment is read from its start, or whole): the plan's, then the cuts'.
+    pub index_warnings: Vec<String>,
+    /// `(path, start)` of the pieces of remote or tiered segments that start
+    /// at an index entry (a cut, not the segment's start).
+    from_index: HashSet<(String, u64)>,
+}
+
+impl Tasks {
+    /// Whether `split` starts where a remote or tiered segment was cut at an
+    /// entry of its index (checked to be a batch of that offset when planned).
+    pub fn starts_at_index(&self, split: &Split) -> bool {
+        split.start > 0 && self.from_index.contains(&(split.path.clone(), split.start))
+    }
+}
+
+/// A planned read's tasks: its splits cut and packed as [`tasks_of`] does,
+/// after the plan's own index warnings. What both engines' drivers run on a
+/// plan.
+pub fn tasks_of_plan(
+    plan: &Plan,
+    options: &ScanOptions,
+    default_min_partitions: i64,
+    work: fn(&Split) -> u64,
+    context: &ReadContext,
+) -> Tasks {
+    let mut tasks = tasks_of(plan.splits(), options, default_min_partitions, work, context);
+    tasks.index_warnings.splice(0..0, plan.index_warnings.iter().cloned());
+    tasks
+}
+
+/// `splits` cut at `max_bytes_per_partition` as their storage allows
+/// ([`cut_split_in`], through `context`: a local file at batch boundaries,
+/// an Aiven segment at chunks, another remote object at its `.index`) and
+/// packed into tasks ([`pack`]: `min_partitions`, else
+/// `default_min_partitions`) balanced by `work` (a split's estimated cost,
+/// [`split_work`]): an engine's tasks. A batch read's and a micro-batch's.
+pub fn tasks_of<'a>(
     splits: impl IntoIterator<Item = &'a Split>,
     options: &ScanOptions,
     default_min_partitions: i64,
     work: fn(&Split) -> u64,
-    mut cut: impl FnMut(&Split, u64) -> Vec<Split>,
-) -> Vec<Vec<Split>> {
+    context: &ReadContext,
+) -> Tasks {
     let max_bytes = options.max_bytes_per_partition;
-    let splits: Vec<Split> = splits
-        .into_iter()
-        .flat_map(|s| {
-            if local(s) {
-                cut_split(s, max_bytes)
-            } else {
-                cut(s, max_bytes)
-            }
-        })
-        .collect();
-    let wire: Vec<u64> = splits.iter().map(|s| s.end.saturating_sub(s.start)).collect();
-    let work: Vec<u64> = splits.iter().map(work).collect();
+    let mut index_warnings = Vec::new();
+    let mut from_index = HashSet::new();
+    let mut pieces: Vec<Split> = Vec::new();
+    for split in splits {
+        let (cut, warning) = cut_split_in(split, max_bytes, context);
+        index_warnings.extend(warning);
+        if cut.len() > 1 && !local(split) {
+            from_index.extend(cut.iter().map(|p| (p.path.clone(), p.start)));
+        }
+        pieces.extend(cut);
+    }
+    let wire: Vec<u64> = pieces.iter().map(|s| s.end.saturating_sub(s.start)).collect();
+    let work: Vec<u64> = pieces.iter().map(work).collect();
     let min_partitions = options.min_partitions.unwrap_or(default_min_partitions).max(1);
     let groups = pack(&wire, &work, max_bytes, u64::try_from(min_partitions).unwrap_or(1));
-    groups.into_iter().map(|g| splits[g].to_vec()).collect()
+    Tasks {
+        tasks: groups.into_iter().map(|g| pieces[g].to_vec()).collect(),
+        index_warnings,
+        from_index,
+    }
 }
 
 #[cfg(test)]
@@ -546,6 +591,112 @@ mod tests {
         // bytes that are not batches: the wire size
         assert_eq!(estimate_work(|_| Some(vec![0xff; V2_HEADER]), 0, 1000), 1000);
         assert_eq!(estimate_work(|_| None, 5, 1000), 995);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Remote segments (an in-memory bucket) planned into tasks as both
+    /// engines' drivers plan them: cut at their `.index` entries, each piece
+    /// starting at a batch, the same rows as the whole segments; an index
+    /// entry that is not a batch start leaves its segment whole, said once.
+    #[cfg(feature = "remote")]
+    #[test]
+    fn tasks_of_a_plan_cut_remote_segments_at_their_index() {
+        use std::sync::Arc;
+
+        use object_store::memory::InMemory;
+        use object_store::path::Path as ObjectPath;
+        use object_store::{ObjectStoreExt, PutPayload};
+
+        use crate::generate::{Kind, PartitionConfig, PartitionGenerator};
+        use crate::storage::object::{runtime, ObjectStorage};
+
+        let dir = std::env::temp_dir().join(format!("kb-remote-tasks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut cfg = PartitionConfig::new(dir.join("orders-0"), "orders", 0, Kind::Orders);
+        (cfg.target_bytes, cfg.segment_bytes) = (300 << 10, 100 << 10);
+        let mut g = PartitionGenerator::new(cfg).unwrap();
+        g.step(u64::MAX).unwrap();
+        g.finish().unwrap();
+        let store = Arc::new(InMemory::new());
+        let put = |name: &str, bytes: Vec<u8>| {
+            let key = ObjectPath::from(format!("p/orders-0/{name}"));
+            runtime()
+                .unwrap()
+                .block_on(store.put(&key, PutPayload::from(bytes)))
+                .unwrap();
+        };
+        let mut files: Vec<_> = std::fs::read_dir(dir.join("orders-0"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for file in &files {
+            put(
+                file.file_name().unwrap().to_str().unwrap(),
+                std::fs::read(file).unwrap(),
+            );
+        }
+        let storage: Arc<dyn Storage> = Arc::new(ObjectStorage::new(store.clone(), "s3", "bucket"));
+        let scan = crate::scan::Scan::new(["s3://bucket/p/"]).resolver(Arc::new(move |_: &str| Ok(storage.clone())));
+        let options = [
+            ("path", "s3://bucket/p/"),
+            ("maxBytesPerPartition", "20000"),
+            ("minPartitions", "1"),
+        ];
+        let options = ScanOptions::parse(options.map(|(k, v)| (k, v.to_string()))).unwrap();
+        let context = scan.context().unwrap();
+        let rows = |splits: Vec<Split>| -> usize {
+            crate::scan::ScanReader::new(splits, context.clone())
+                .map(|b| b.unwrap().num_rows())
+                .sum()
+        };
+
+        let plan = scan.plan_with(&context).unwrap();
+        let segments: Vec<Split> = plan.splits().cloned().collect();
+        assert_eq!(
+            segments.len(),
+            files
+                .iter()
+                .filter(|f| f.extension().is_some_and(|e| e == "log"))
+                .count()
+        );
+        assert!(segments.len() >= 3);
+        let tasks = tasks_of_plan(&plan, &options, 2, split_work, &context);
+        assert!(tasks.index_warnings.is_empty(), "{:?}", tasks.index_warnings);
+        let pieces: Vec<Split> = tasks.tasks.concat();
+        assert!(tasks.tasks.len() > segments.len(), "{} tasks", tasks.tasks.len());
+        for segment in &segments {
+            let name = segment.path.rsplit('/').next().unwrap();
+            let data = std::fs::read(dir.join("orders-0").join(name)).unwrap();
+            let starts: Vec<u64> = walk(&data, 0).batches.iter().map(|b| b.position as u64).collect();
+            let mine: Vec<&Split> = pieces.iter().filter(|p| p.path == segment.path).collect();
+            assert!(mine.len() > 1, "{name}: {} pieces", mine.len());
+            assert_eq!((mine[0].start, mine.last().unwrap().end), (segment.start, segment.end));
+            for w in mine.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+                assert!(
+                    starts.contains(&w[1].start) && tasks.starts_at_index(w[1]),
+                    "{name}: {}",
+                    w[1].start
+                );
+            }
+            assert!(!tasks.starts_at_index(mine[0]));
+        }
+        assert_eq!(rows(pieces), rows(segments.clone()));
+
+        // a stale index: an entry 3 bytes into a batch
+        let first = &segments[0];
+        let name = first.path.rsplit('/').next().unwrap();
+        let data = std::fs::read(dir.join("orders-0").join(name)).unwrap();
+        let batch = walk(&data, 0).batches.into_iter().find(|b| b.position > 20000).unwrap();
+        let relative = (batch.base_offset - segment_base_offset(name).unwrap()) as i32;
+        let entry = [relative.to_be_bytes(), (batch.position as i32 + 3).to_be_bytes()].concat();
+        put(&name.replace(".log", ".index"), entry);
+        let tasks = tasks_of_plan(&plan, &options, 2, split_work, &context);
+        assert_eq!(tasks.index_warnings.len(), 1, "{:?}", tasks.index_warnings);
+        assert!(tasks.index_warnings[0].contains("stale"), "{}", tasks.index_warnings[0]);
+        let whole: Vec<&Split> = tasks.tasks.iter().flatten().filter(|p| p.path == first.path).collect();
+        assert_eq!(whole, vec![first]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

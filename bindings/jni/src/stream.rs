@@ -15,7 +15,7 @@ use kafkabatch::scan::read::ReadContext;
 use kafkabatch::scan::stream::{
     deleted_before_read, offsets_from_json, offsets_to_json, stream_option_error, Offsets, StreamError, StreamState,
 };
-use kafkabatch::scan::tasks::split_work;
+use kafkabatch::scan::tasks::{split_work, tasks_of};
 use kafkabatch::scan::Split;
 use kafkabatch::storage::{Location, StorageError};
 
@@ -255,13 +255,16 @@ pub extern "system" fn Java_io_github_kafkabatch_spark_Native_streamPlanTasks<'l
         }
         let planned = stream.state.micro_batch(&begin, &until);
         stream.warn();
-        let tasks = crate::tasks::packed(
+        // warnings of untrusted indexes are the batch read's; a micro-batch reads such a segment whole
+        let tasks = tasks_of(
             &planned?,
             &stream.options,
             i64::from(default_min_partitions),
             split_work,
+            stream.state.context(),
         );
         drop(stream);
+        let tasks = crate::tasks::serialised(&tasks);
         crate::tasks::java_tasks(env, &tasks)
     })
 }

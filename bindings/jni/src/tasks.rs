@@ -1,13 +1,14 @@
 //! Planning a batch read into Spark tasks: the core's plan, its splits cut
-//! at `maxBytesPerPartition` and packed into tasks by the core's rule
-//! ([`kafkabatch::scan::tasks::pack`]).
+//! at `maxBytesPerPartition` (local files at batch boundaries, Aiven
+//! segments at chunks, other remote objects at their `.index`) and packed
+//! into tasks by the core, as the Python source's are
+//! ([`kafkabatch::scan::tasks::tasks_of_plan`]).
 
 use jni::objects::{JByteArray, JClass, JObjectArray, JString};
 use jni::sys::jint;
 use jni::EnvUnowned;
 
-use kafkabatch::scan::options::ScanOptions;
-use kafkabatch::scan::tasks::{self, split_work};
+use kafkabatch::scan::tasks::{split_work, tasks_of_plan, Tasks};
 use kafkabatch::scan::Split;
 
 use crate::pushdown::Spec;
@@ -27,7 +28,9 @@ pub(crate) fn plan_tasks_by(
     work: fn(&Split) -> u64,
 ) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
     let spec = Spec::parse(spec)?;
-    let plan = spec.scan()?.plan()?;
+    let scan = spec.scan()?;
+    let context = scan.context()?;
+    let plan = scan.plan_with(&context)?;
     for problem in &plan.problems {
         // mode DROPMALFORMED/PERMISSIVE: left out, and said (as the Python source logs it)
         eprintln!("WARN kafka-log {}: skipped {problem}", spec.options.mode.as_str());
@@ -35,19 +38,24 @@ pub(crate) fn plan_tasks_by(
     spec.options
         .check_named_partitions(plan.partitions.iter().map(|p| (p.topic.as_str(), p.partition)))
         .map_err(|e| Failure::Options(e.0))?;
-    Ok(packed(plan.splits(), &spec.options, default_min_partitions, work))
+    let tasks = tasks_of_plan(&plan, &spec.options, default_min_partitions, work, &context);
+    warn_index(&tasks);
+    Ok(serialised(&tasks))
 }
 
-/// `splits` cut at `maxBytesPerPartition` and packed into tasks by the core
-/// ([`kafkabatch::scan::tasks::packed`]), serialised: a batch read's, and a micro-batch's.
-pub(crate) fn packed<'a>(
-    splits: impl IntoIterator<Item = &'a Split>,
-    options: &ScanOptions,
-    default_min_partitions: i64,
-    work: fn(&Split) -> u64,
-) -> Vec<Vec<Vec<u8>>> {
-    tasks::packed(splits, options, default_min_partitions, work, |s, _| vec![s.clone()])
-        .into_iter()
+/// Index files the cuts could not trust, on the driver's stderr (the Python
+/// source's `IndexFileWarning`s): their segments are read from their start.
+pub(crate) fn warn_index(tasks: &Tasks) {
+    for text in &tasks.index_warnings {
+        eprintln!("WARN kafka-log: {text}");
+    }
+}
+
+/// Tasks of the core's splits, each split serialised.
+pub(crate) fn serialised(tasks: &Tasks) -> Vec<Vec<Vec<u8>>> {
+    tasks
+        .tasks
+        .iter()
         .map(|task| task.iter().map(Split::to_bytes).collect())
         .collect()
 }

@@ -1,12 +1,11 @@
 //! Spark's tasks for the Python `kafka-log` source, planned and read by the
 //! core as the JVM source's are: the source's options → the core's
 //! [`ScanOptions`] → [`Scan::plan`] → splits cut at `maxBytesPerPartition` and
-//! packed into tasks ([`kafkabatch::scan::tasks::packed`]), each task a list
+//! packed into tasks ([`kafkabatch::scan::tasks::tasks_of_plan`]), each task a list
 //! of serialised [`Split`]s; an executor reads a split with the core's
 //! [`ScanReader`]. Remote files go through the package's storage
 //! (`kafkabatch.log.fs`: the core's object stores, else `pyarrow.fs`).
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyValueError};
@@ -21,7 +20,7 @@ use super::stream::StreamState;
 use kafkabatch::scan::listing::ListError;
 use kafkabatch::scan::options::ScanOptions;
 use kafkabatch::scan::stream::{offsets_from_json, Offsets};
-use kafkabatch::scan::tasks::{cut_split_in, packed, split_work};
+use kafkabatch::scan::tasks::{split_work, tasks_of, tasks_of_plan, Tasks};
 use kafkabatch::scan::{translate, ReadContext, Scan, ScanError, ScanReader, Split, SplitReport};
 
 /// A pushed filter as `kafkabatch.spark.pushdown` hands it: column, operator, typed literals, negated.
@@ -78,40 +77,18 @@ fn _spark_plan_tasks<'py>(
     let plan = py
         .detach(|| scan.plan_with(&context))
         .map_err(|e| to_py(py, e, &fallback))?;
-    let mut index_warnings = plan.index_warnings.clone();
-    // pieces of remote segments cut at their index entries
-    let mut from_index: HashSet<(String, u64)> = HashSet::new();
-    let tasks = py.detach(|| {
-        packed(
-            plan.splits(),
-            &options,
-            default_min_partitions,
-            split_work,
-            |split, max_bytes| {
-                let (pieces, warning) = cut_split_in(split, max_bytes, &context);
-                index_warnings.extend(warning);
-                if pieces.len() > 1 {
-                    from_index.extend(pieces.iter().map(|p| (p.path.clone(), p.start)));
-                }
-                pieces
-            },
-        )
-    });
+    let tasks = py.detach(|| tasks_of_plan(&plan, &options, default_min_partitions, split_work, &context));
     let d = PyDict::new(py);
-    d.set_item("tasks", task_list(py, &tasks, &from_index)?)?;
+    d.set_item("tasks", task_list(py, &tasks)?)?;
     d.set_item("partitions", plan.partitions.len())?;
-    d.set_item("index_warnings", index_warnings)?;
+    d.set_item("index_warnings", &tasks.index_warnings)?;
     Ok(d)
 }
 
 /// Tasks as `_spark_plan_tasks` gives them: per task, its splits as tuples (see the stub).
-fn task_list<'py>(
-    py: Python<'py>,
-    tasks: &[Vec<Split>],
-    from_index: &HashSet<(String, u64)>,
-) -> PyResult<Bound<'py, PyList>> {
+fn task_list<'py>(py: Python<'py>, tasks: &Tasks) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
-    for task in tasks {
+    for task in &tasks.tasks {
         let splits = PyList::empty(py);
         for split in task {
             splits.append((
@@ -122,7 +99,7 @@ fn task_list<'py>(
                 split.start,
                 split.end,
                 split.size,
-                split.start > 0 && from_index.contains(&(split.path.clone(), split.start)),
+                tasks.starts_at_index(split),
             ))?;
         }
         out.append(splits)?;
@@ -149,24 +126,9 @@ fn _spark_stream_tasks<'py>(
     let splits = planned.map_err(|e| state.error(py, e))?;
     let fallback = Arc::new(PyFileSystemStorage::resolving());
     let context = read_context(py, &options, &fallback, 1)?;
-    let mut from_index: HashSet<(String, u64)> = HashSet::new();
-    let tasks = py.detach(|| {
-        packed(
-            &splits,
-            &options,
-            default_min_partitions,
-            split_work,
-            |split, max_bytes| {
-                // warnings of untrusted indexes are the batch read's; a micro-batch reads such a segment whole
-                let (pieces, _) = cut_split_in(split, max_bytes, &context);
-                if pieces.len() > 1 {
-                    from_index.extend(pieces.iter().map(|p| (p.path.clone(), p.start)));
-                }
-                pieces
-            },
-        )
-    });
-    task_list(py, &tasks, &from_index)
+    // warnings of untrusted indexes are the batch read's; a micro-batch reads such a segment whole
+    let tasks = py.detach(|| tasks_of(&splits, &options, default_min_partitions, split_work, &context));
+    task_list(py, &tasks)
 }
 
 fn offsets_of(text: &str) -> PyResult<Offsets> {
