@@ -31,7 +31,7 @@ use rsa::RsaPrivateKey;
 
 use super::index::offset_index_entries;
 use super::layouts::{remote_name, sibling, Layout};
-use super::listing::{segment_bounds, HeldOffsets, RootStorage, Segment};
+use super::listing::{segment_bounds, HeldOffsets, ListError, Segment};
 use super::naming::{is_remote, text};
 use super::plan::{ScanError, Split, Transaction};
 use super::seek::{seek_tiered, SeekBounds};
@@ -1258,13 +1258,17 @@ impl HeldOffsets for HeldByBytes<'_> {
 
 /// Walks plain segment files itself (asked with an empty manifest) through
 /// `storage`, and asks `remote` about remote (Aiven) segments' manifests.
-pub struct HeldPlainFiles<'a> {
-    pub remote: &'a dyn HeldOffsets,
-    pub storage: &'a RootStorage<'a>,
+pub struct HeldPlainFiles<'a, H: ?Sized, S: ?Sized> {
+    pub remote: &'a H,
+    pub storage: &'a S,
     pub max_chunk_bytes: usize,
 }
 
-impl HeldOffsets for HeldPlainFiles<'_> {
+impl<H, S> HeldOffsets for HeldPlainFiles<'_, H, S>
+where
+    H: HeldOffsets + ?Sized,
+    S: Fn(&str) -> Result<Arc<dyn Storage>, ListError> + ?Sized,
+{
     fn held_last_offset(&self, log: &str, manifest: &str, base_offset: i64) -> Option<i64> {
         if manifest.is_empty() {
             return plain_last_offset((self.storage)(log).ok()?, log, self.max_chunk_bytes);
