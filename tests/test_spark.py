@@ -588,6 +588,7 @@ def test_python_and_jvm_sources_cut_remote_segments_the_same(jvm_spark, moto_s3,
     want = kb.scan_log(uri, tiered_keys=keys or None).read_all()
     assert got == sorted(zip(*(want[c].to_pylist() for c in ("topic", "partition", "offset", "value"))))
     assert len(got) == kb.scan_log(broker).read_all().num_rows
+    assert df.count() == len(got)  # counted from the pieces' headers (planAggregateTasks)
 
 
 @pytest.mark.spark
