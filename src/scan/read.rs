@@ -1303,7 +1303,7 @@ pub fn plain_last_offset(storage: Arc<dyn Storage>, log: &str, chunk: usize) -> 
 /// index with zeros: entries past entry 0 with a relative offset of 0 are not
 /// in use), when that is a position inside the segment's `size` bytes.
 fn index_tail(storage: &dyn Storage, log: &str, size: u64) -> Option<u64> {
-    let index = Location::new(&sibling(log, ".index"));
+    let index = Location::new(sibling(log, ".index"));
     let entries = storage.size(&index).ok()?? / 8;
     let entry = |i: u64| -> Option<(i32, u32)> {
         let bytes = storage.read_range(&index, i * 8..i * 8 + 8).ok()?;
@@ -1494,8 +1494,7 @@ mod tests {
             files.sort();
             let newest = files
                 .iter()
-                .filter(|p| p.extension().is_some_and(|e| e == "log"))
-                .last()
+                .rfind(|p| p.extension().is_some_and(|e| e == "log"))
                 .cloned();
             for file in files {
                 let mut data = std::fs::read(&file).unwrap();
