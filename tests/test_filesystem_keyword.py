@@ -141,6 +141,14 @@ def test_subtree_filesystem_reads_as_the_folder_does(broker):
         expected = scan_log(broker, **options).read_all()
         assert rows(scan_log("", filesystem=sub, **options).read_all()) == rows(expected), options
     assert scan_log(broker, isolation="read_committed").read_all().num_rows < whole.num_rows  # aborted ones hidden
+    # typed values, parsed as the core reads
+    schema = pa.schema(
+        [("order_id", pa.string()), ("total", pa.float64()), ("items", pa.list_(pa.struct([("qty", pa.int64())])))]
+    )
+    typed = scan_log("orders-0", filesystem=sub, value_format="json", value_schema=schema).read_all()
+    assert typed.schema.field("value").type == pa.struct(schema)
+    assert typed.equals(scan_log(broker / "orders-0", value_format="json", value_schema=schema).read_all())
+    assert typed["value"].null_count == 0
     # the segments' paths are the file system's
     segments = list_segments("orders-0", filesystem=sub)
     assert [s.path for s in segments] == [f"orders-0/{p.name}" for p in sorted((broker / "orders-0").glob("*.log"))]
