@@ -287,6 +287,40 @@ def test_s3_filesystem_reads_an_aiven_bucket_with_its_index_objects(broker, moto
     assert 0 < fetched.get(indexes, 0) <= manifest.index_slice("offset")[1]
 
 
+def test_a_bucket_and_a_broker_dir_in_one_filesystem_give_every_offset_once(broker, moto_s3, tmp_path):
+    """The older segments uploaded in Aiven's layout, the newer (and some of the same) in a broker
+    dir, both under one S3FileSystem: joined, each offset once, as the original folder has them."""
+    server_fs, endpoint, _ = moto_s3
+    uploader = tf.Uploader(tmp_path / "aiven", "zstd", CHUNK, None, prefix="")
+    copy = tmp_path / "broker"
+    for folder in sorted(p for p in broker.iterdir() if p.is_dir()):
+        topic, _, partition = folder.name.rpartition("-")
+        logs = tf.broker_segments(folder)
+        if not logs:  # schemas/: the generator's schema files
+            continue
+        for log in logs[:2]:
+            batches = list(kb.iter_batches(log.read_bytes(), validate_crc=False))
+            end, max_ts = batches[-1].last_offset, max(b.max_timestamp for b in batches)
+            uploader.upload(log, topic, int(partition), end_offset=end, max_timestamp=max_ts)
+        (copy / folder.name).mkdir(parents=True)
+        for log in logs[1:]:
+            for f in folder.glob(log.stem + ".*"):
+                shutil.copy(f, copy / folder.name / f.name)
+    put_tree(server_fs, tmp_path / "aiven", "tiered/joined/bucket/")
+    put_tree(server_fs, copy, "tiered/joined/broker/")
+    s3 = s3_filesystem(endpoint)
+    expected = scan_log(broker).read_all()
+    got = scan_log(["tiered/joined/bucket/", "tiered/joined/broker/"], filesystem=s3)
+    table = got.read_all()
+    offsets = list(zip(table["topic"].to_pylist(), table["partition"].to_pylist(), table["offset"].to_pylist()))
+    assert len(offsets) == len(set(offsets))
+    assert sorted(rows(table)) == sorted(rows(expected))
+    alone = [
+        scan_log(root, filesystem=s3).read_all().num_rows for root in ("tiered/joined/bucket/", "tiered/joined/broker/")
+    ]
+    assert all(0 < n < expected.num_rows for n in alone) and sum(alone) > expected.num_rows
+
+
 def test_reads_on_worker_threads_do_not_deadlock(broker, moto_s3):
     """scan_log through a Python-level file system from several worker threads at once:
     the core calls back into Python with the GIL taken only for each call."""
