@@ -12,6 +12,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use super::storage::python_resolver;
 use super::tiered::TieredStorageError;
 use kafkabatch::scan::layouts::Layout;
 use kafkabatch::scan::listing::{
@@ -313,13 +314,17 @@ pub(crate) fn list_with(
         filesystem,
         error: Mutex::new(None),
     });
+    // Remote roots are listed by the storage that reads them: the core's object store where
+    // `kafkabatch.log.fs.native_storage` gives one, else pyarrow.fs.
+    let remote = python_resolver(python_storage.clone());
     let storage = |root: &str| -> Result<Arc<dyn Storage>, ListError> {
-        let remote = kafkabatch::scan::naming::is_remote(root);
-        Ok(if remote || given {
-            python_storage.clone()
+        if given {
+            Ok(python_storage.clone())
+        } else if kafkabatch::scan::naming::is_remote(root) {
+            remote(root).map_err(ListError::Storage)
         } else {
-            Arc::new(LocalStorage)
-        })
+            Ok(Arc::new(LocalStorage))
+        }
     };
     let held_files = HeldPlainFiles {
         remote: &held,
