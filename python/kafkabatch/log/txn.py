@@ -65,15 +65,6 @@ def hidden_transactions(
     return [Transaction(pid, first, last) for pid, first, last in found]
 
 
-def aborted_for(transactions: list[Transaction], first_offset: int) -> list[tuple[int, int]]:
-    """The ``(producer_id, first_offset)`` pairs a piece starting at
-    ``first_offset`` needs: those not finished before it (as a broker sends
-    with a fetch from that offset)."""
-    return [
-        (t.producer_id, t.first_offset) for t in transactions if t.last_offset is None or t.last_offset >= first_offset
-    ]
-
-
 def partition_transactions(group: list[Segment], *, skip: bool = False) -> list[Transaction]:
     """The pre-pass over one partition's segments (local or remote, in the
     core), each walked only over the offsets the overlap rule leaves to it
