@@ -1,6 +1,6 @@
 """Time pruning of legacy (magic 1) message sets, proven on other people's bytes first.
 
-The rule (``kafkabatch.log.prune.kept_ranges``): a CreateTime v1 wrapper
+The rule (the core's ``kept_ranges``): a CreateTime v1 wrapper
 carries its inner messages' largest timestamp as a broker writes it, so a
 wrapper whose timestamp is below ``start_timestamp`` is skipped undecoded
 when its offset shows a broker assigned it. The tests check that claim on

@@ -10,6 +10,7 @@ segment the marker was read in.
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 import realclients as rc
 from test_transactions import TOPIC, _aborted_list, _rows, _want, interleaved  # noqa: F401 (a fixture)
@@ -76,3 +77,43 @@ def test_aborted_transactions_needs_read_committed(interleaved, tmp_path):  # no
     folder = _two_segments(data, tmp_path)
     with pytest.raises(ValueError, match="aborted_transactions needs isolation='read_committed'"):
         kb.scan_log(folder, aborted_transactions=[]).read_all()
+
+
+def test_decode_range_ends_a_listed_abort_at_its_marker(interleaved, tmp_path):  # noqa: F811
+    """``decode_range`` with a Fetch response's list, a window a batch: what a producer
+    commits after its aborted transaction shows, as scan_log (and Kafka's consumer) show it."""
+    from kafkabatch.log import SegmentResult, decode_range
+    from kafkabatch.log.fs import open_source
+    from kafkabatch.log.listing import Segment
+
+    data, produced = interleaved
+    path = rc.write_segment(tmp_path, TOPIC, 0, data)
+    aborted = _aborted_list(data)
+    segment = Segment(str(path), TOPIC, 0, 0, len(data))
+    for chunk in (1, 1 << 24):
+        for hide_open, fates in ((None, ("commit", "plain", "open")), (True, ("commit", "plain"))):
+            source = open_source(str(path))
+            try:
+                result = SegmentResult(segment)
+                options = {"aborted_transactions": aborted, "hide_open_transactions": hide_open}
+                got = pa.Table.from_batches(
+                    decode_range(
+                        source, segment, max_chunk_bytes=chunk, result=result, isolation="read_committed", **options
+                    ),
+                    schema=kb.SCHEMA,
+                )
+            finally:
+                source.close()
+            assert _rows(got) == _want(produced, *fates), (chunk, hide_open)
+            listed = kb.scan_log(tmp_path, isolation="read_committed", max_chunk_bytes=chunk, **options).read_all()
+            assert got.equals(listed), (chunk, hide_open)
+            assert result.rows == got.num_rows and result.end == len(data)
+    # the range's own markers, no list: every transaction they end is judged by them, whatever the window
+    source = open_source(str(path))
+    try:
+        got = pa.Table.from_batches(
+            decode_range(source, segment, max_chunk_bytes=1, isolation="read_committed"), schema=kb.SCHEMA
+        )
+    finally:
+        source.close()
+    assert _rows(got) == _want(produced, "commit", "plain")

@@ -115,15 +115,23 @@ def test_good_index_gives_exact_rows_without_warning(segment, bounds, first_offs
 
 
 def test_index_seek_starts_past_the_start(segment):
-    """The seek really skips: an index whose early positions are garbage is not read."""
-    from kafkabatch.log.seek import seek_range
+    """The seek really skips: the core's read of a bounded segment starts and ends at indexed batches."""
+    from kafkabatch.log import SegmentResult
+    from kafkabatch.log.bounds import Bounds
+    from kafkabatch.log.listing import Segment
+    from kafkabatch.log.scan import read_in_core
 
     _kafka_indexes(segment)
-    data = segment.read_bytes()
-    start, end = seek_range(segment, data, start_offset=BASE_OFFSET + 700, end_offset=BASE_OFFSET + 800)
+    seg = Segment(str(segment), "orders", 0, BASE_OFFSET, segment.stat().st_size)
+    result = SegmentResult(seg)
+    bounds = Bounds(start_offset=BASE_OFFSET + 700, end_offset=BASE_OFFSET + 800)
+    rows = sum(
+        b.num_rows for b in read_in_core(seg, None, bounds, 1 << 20, None, None, result, (), {}, index_seek=True)
+    )
+    assert rows == 100
     batches = {b.position: b for b in _batches(segment)}
-    assert start > 0 and batches[start].base_offset <= BASE_OFFSET + 700
-    assert end is not None and batches[end].base_offset >= BASE_OFFSET + 800
+    assert result.start > 0 and batches[result.start].base_offset <= BASE_OFFSET + 700
+    assert batches[result.end].base_offset >= BASE_OFFSET + 800
 
 
 def _corrupt_variants(log: Path):

@@ -1,5 +1,6 @@
-"""One header walk per segment: its facts agree with ``iter_batches`` on other people's bytes, its windows
-with the window-by-window walk remote sources still use, and a scan walks each file once."""
+"""One header walk per segment: its facts agree with ``iter_batches`` on other people's bytes, the core's
+reads of a byte range in windows give the rows of a whole decode whatever the window and the source, and
+a scan walks no file in Python."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import pytest
 from golden_params import fixture_params
 
 import kafkabatch as kb
-import kafkabatch.log.windows as windows
+import kafkabatch.log.scan as scan
 from kafkabatch._kafkabatch import walk_batches
+from kafkabatch.log import batch_ranges, decode_range
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.fs import MappedSource
+from kafkabatch.log.listing import Segment
 
 FIXTURES = [
     "kafka-python-v2-zstd-multibatch",
@@ -27,7 +30,7 @@ FIXTURES = [
 
 
 class BytesSource:
-    """A source that is not memory-mapped: planning walks it window by window."""
+    """A source that is not memory-mapped: the core reads it piece by piece through ``read``."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -58,26 +61,49 @@ def test_walk_facts_agree_with_iter_batches(golden, name):
             assert cols["record_count"][i] == b.record_count == 1
 
 
+def _rows(table) -> list[tuple]:
+    return list(zip(*(table.column(c).to_pylist() for c in ("offset", "timestamp", "key", "value"))))
+
+
 @pytest.mark.parametrize("name", fixture_params(FIXTURES))
-def test_windows_equal_the_window_by_window_walk(golden, name, tmp_path):
-    data = golden(name).data + b"\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x40"  # an incomplete tail
+def test_windows_give_the_rows_of_a_whole_decode(golden, name, tmp_path):
+    """decode_range in windows of any size, from a mapped file or from bytes, from the start or the
+    second batch, under offset bounds: the rows a whole decode of those bytes gives, filtered."""
+    whole = golden(name).data
+    data = whole + b"\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x40"  # an incomplete tail
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
-    batches = list(kb.iter_batches(golden(name).data, validate_crc=False))
+    batches = list(kb.iter_batches(whole, validate_crc=False))
+    spans = [(b.position, b.position + b.size_in_bytes) for b in batches]
     offsets = sorted({b.base_offset for b in batches} | {b.last_offset for b in batches})
     cases = [Bounds()] + [Bounds(start_offset=o) for o in offsets[1::2]] + [Bounds(end_offset=o) for o in offsets[::3]]
     cases += [Bounds(start_offset=a, end_offset=b) for a, b in zip(offsets, offsets[2:])]
+    seg = Segment(str(path), "t", 0, 0, len(data))
     source = MappedSource(str(path))
     try:
-        for chunk in (1, 100, 700, 1 << 20):
+        for start in (0, spans[min(1, len(spans) - 1)][0]):
+            decoded = kb.decode(whole[start:], topic="t", partition=0)
             for bounds in cases:
-                for start in (0, batches[min(1, len(batches) - 1)].position):
-                    ours = list(windows.batch_windows(source, start, len(data), chunk, bounds))
-                    theirs = list(windows.batch_windows(BytesSource(data), start, len(data), chunk, bounds))
-                    assert ours == theirs, (chunk, bounds, start)
-            assert windows.batch_ranges(source, 0, len(data), chunk) == windows.batch_ranges(
-                BytesSource(data), 0, len(data), chunk
-            )
+                want = [
+                    row
+                    for row in _rows(decoded)
+                    if (bounds.start_offset is None or row[0] >= bounds.start_offset)
+                    and (bounds.end_offset is None or row[0] < bounds.end_offset)
+                ]
+                assert want or bounds != Bounds()
+                for chunk in (1, 100, 700, 1 << 20):
+                    for opened in (source, BytesSource(data)):
+                        got = list(decode_range(opened, seg, start=start, max_chunk_bytes=chunk, bounds=bounds))
+                        rows = [row for batch in got for row in _rows(batch)]
+                        assert rows == want, (chunk, bounds, start, type(opened).__name__)
+        for chunk in (1, 100, 700, 1 << 20):
+            ranges = batch_ranges(source, 0, len(data), chunk)
+            assert ranges == batch_ranges(BytesSource(data), 0, len(data), chunk)
+            cuts = {a for a, _ in spans} | {len(whole)}
+            assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+            assert all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))  # contiguous
+            assert all(a in cuts for a, _ in ranges)  # cut at batch starts
+            assert all(b - a <= chunk or sum(1 for x in cuts if a < x < b) == 0 for a, b in ranges[:-1])
     finally:
         source.close()
 
@@ -100,14 +126,12 @@ def test_a_scan_walks_each_file_once(tmp_path, monkeypatch):
         walked.append(start)
         return walk_batches(data, start)
 
-    monkeypatch.setattr(windows, "walk_batches", counting)
-    windows.forget_recent_walks()
+    monkeypatch.setattr(scan, "walk_batches", counting)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", kb.IndexFileWarning)
         full = kb.scan_log(str(tmp_path), isolation="read_committed").read_all()
         stamps = sorted(full.column("timestamp").cast("int64").to_pylist())
         walked.clear()
-        windows.forget_recent_walks()
         # read_committed: the core plans each partition with one header walk per file (kept ranges and the
         # transaction pre-pass from the same walk) and reads the planned ranges: Python walks no file
         results: list = []

@@ -269,7 +269,7 @@ def transaction_pass(
     max_decompressed_size: int = ...,
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]: ...
 
-# --- one header walk per segment (kafkabatch.log.windows, prune, txn) ---
+# --- one header walk per segment (kafkabatch.log.scan, txn) ---
 
 @final
 class SegmentWalk:
@@ -398,6 +398,18 @@ def partition_transactions(
     segments' ``filesystem`` when they were listed in one; ``tiered_keys``: key-pair id →
     PEM text. ``on_error="skip"``: a damaged remote segment without a readable twin
     is walked around its chunks that can't be undone, or left out."""
+
+def source_transactions(
+    pieces: list[tuple[Any, int, int | None, int | None, int | None]],
+    *,
+    max_decompressed_size: int = ...,
+    max_chunk_bytes: int = ...,
+) -> list[tuple[int, int, int | None]]:
+    """The read_committed pre-pass over pieces of one partition in log order, in the
+    core: each ``(source, start, end, start_offset, end_offset)``, an open segment (a
+    :class:`kafkabatch.log.fs.Source`) walked by its batch headers over bytes
+    ``[start, end)`` (``end`` None: to its end) for those offsets; ``(producer_id,
+    first_offset, marker offset or None while open)`` sorted by first offset."""
 
 # --- encoding and the sample-log generator (kafkabatch._encode, kafkabatch.generate) ---
 
@@ -801,6 +813,8 @@ def _read_segment(
     max_chunk_bytes: int = ...,
     typed: list[tuple[str, ValueParser, dict[str, int] | None]] | None = None,
     fetch_aborted: bool | None = None,
+    source: Any = None,
+    index_seek: bool = False,
 ) -> SegmentRead:
     """Internal: read one segment (a :class:`kafkabatch.log.listing.Segment`; through its
     ``filesystem`` when it was listed in one) with the core's reader: Aiven segments sought with their ``.indexes`` object, twins read
@@ -811,7 +825,10 @@ def _read_segment(
     ``(column, parser, guid_ids or None)`` of the columns parsed as each chunk is
     decoded (a bad value raises :class:`ValueDecodeError` naming its offset);
     ``fetch_aborted`` (``hide_open``): ``transactions`` are a Fetch response's aborted
-    list, ended by the ABORT markers read (the report's ``transactions``)."""
+    list, ended by the ABORT markers read (the report's ``transactions``); ``source``:
+    the segment's bytes from this open :class:`kafkabatch.log.fs.Source` instead (plain
+    bytes, no twins); ``index_seek``: a whole local segment of a broker sought with the
+    ``.index``/``.timeindex`` beside it (a bad one: the report's ``index_warnings``)."""
 
 @final
 class ObjectStorage:

@@ -613,6 +613,7 @@ impl Scan {
             limit: self.limit,
             typed: Arc::new(Vec::new()),
             fetch_aborted: None,
+            index_seek: false,
         })
     }
 
@@ -749,6 +750,7 @@ pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<V
         limit: None,
         typed: Arc::new(Vec::new()),
         fetch_aborted: None,
+        index_seek: false,
     };
     read::partition_transactions(group, &context)
 }
@@ -832,40 +834,12 @@ fn plan_local_segment(
     }
     let (mut start, mut end) = (0, size);
     if offsets {
-        let log_path = std::path::Path::new(&seg.path);
-        let index_path = log_path.with_extension("index");
-        let index = match std::fs::read(&index_path) {
-            Ok(data) => Some(data),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound || index_path.is_dir() => None,
-            Err(_) => return (SegmentPlan::Elsewhere, None),
+        let wanted = super::seek::SeekBounds {
+            start_offset: bounds.start_offset,
+            end_offset: bounds.end_offset,
+            start_timestamp_ms: None,
         };
-        let base = match &index {
-            None => 0,
-            Some(_) => match log_path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(super::naming::segment_base_offset)
-            {
-                Some(base) => base,
-                None => return (SegmentPlan::Elsewhere, None), // a name without a base offset: the caller's words
-            },
-        };
-        let index_name = index_path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let found = super::seek::seek_range(
-            &map,
-            base,
-            super::seek::IndexFile {
-                name: index_name,
-                data: index.as_deref(),
-            },
-            super::seek::IndexFile { name: "", data: None },
-            super::seek::SeekBounds {
-                start_offset: bounds.start_offset,
-                end_offset: bounds.end_offset,
-                start_timestamp_ms: None,
-            },
-        );
-        match found {
+        match super::seek::seek_file(&map, &seg.path, wanted) {
             Ok((a, b)) => (start, end) = (a.min(size), b.map_or(size, |b| b.min(size))),
             Err(bad) => warnings.push(format!("{}: {bad}; scanning the whole segment instead", seg.path)),
         }

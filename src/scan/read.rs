@@ -71,6 +71,8 @@ pub struct ReadContext {
     /// `Some(hide_open)`: the splits' transactions are a Fetch response's
     /// aborted list (see [`ReadContext::with_fetch_aborted`]).
     pub(crate) fetch_aborted: Option<bool>,
+    /// Whole local splits are sought with their index files (see [`ReadContext::with_index_seek`]).
+    pub(crate) index_seek: bool,
 }
 
 impl std::fmt::Debug for ReadContext {
@@ -103,6 +105,15 @@ impl ReadContext {
     /// (rows a bounded read filters out are never parsed).
     pub fn with_typed(mut self, typed: Vec<TypedColumn>) -> Self {
         self.typed = Arc::new(typed);
+        self
+    }
+
+    /// This context seeking a whole local split (one of a broker's segment
+    /// files) with the `.index` and `.timeindex` beside it, as
+    /// [`seek_file`](super::seek::seek_file) does (a bad index costs a read
+    /// from the start and a line in [`ReadStats::index_warnings`]).
+    pub fn with_index_seek(mut self) -> Self {
+        self.index_seek = true;
         self
     }
 
@@ -277,7 +288,7 @@ impl Source {
                 data,
             });
         }
-        let want = (chunk as u64).min(end - pos);
+        let want = (chunk.max(LOG_OVERHEAD) as u64).min(end - pos); // a batch's length is read whole
         let mut data = self.read(pos, want)?;
         let mut w = walk(&data, 0);
         if pos + want < end && w.valid_end == 0 && data.len() >= LOG_OVERHEAD {
@@ -831,6 +842,14 @@ impl ScanReader {
                         .open(&split.path, split.layout(), split.manifest.as_deref())
                         .and_then(|mut source| {
                             read.end = read.end.min(source.size());
+                            if let Source::Mapped(map) = &source {
+                                let whole = read.pos == 0 && read.end == map.len() as u64;
+                                if self.context.index_seek && whole && read.split.layout() == Layout::Broker {
+                                    let (start, end) = seek_local(map, &read.split, warnings);
+                                    (read.pos, read.end) = (start, end.map_or(read.end, |e| e.min(read.end)));
+                                    (read.report.start, read.report.end) = (read.pos, read.end);
+                                }
+                            }
                             if let Source::Tiered(tiered) = &mut source {
                                 if read.pos == 0 && read.end == tiered.size() {
                                     let (start, end) = seek_remote(tiered, &read.split, warnings)?;
@@ -954,6 +973,26 @@ fn seek_remote(
                 indexes.as_str()
             ));
             Ok((0, None))
+        }
+    }
+}
+
+/// The byte range of a whole local split worth reading for its bounds, from
+/// the index files beside it (see [`seek_file`](super::seek::seek_file)); an
+/// index that can't be used costs a read of the whole segment and a line in
+/// `warnings`.
+fn seek_local(map: &Buffer, split: &Split, warnings: &mut Vec<String>) -> (u64, Option<u64>) {
+    let bounds = split.bounds();
+    let wanted = SeekBounds {
+        start_offset: bounds.start_offset,
+        end_offset: bounds.end_offset,
+        start_timestamp_ms: bounds.start_ts_us.map(|us| us.div_euclid(1000)),
+    };
+    match super::seek::seek_file(map.as_slice(), &split.path, wanted) {
+        Ok((start, end)) => (start as u64, end.map(|e| e as u64)),
+        Err(bad) => {
+            warnings.push(format!("{}: {bad}; scanning the whole segment instead", split.path));
+            (0, None)
         }
     }
 }
@@ -1152,7 +1191,7 @@ pub(crate) fn partition_transactions(group: &[Segment], context: &ReadContext) -
         let span = segment_bounds(seg, None, None);
         let mut walked = |copy: &Segment, around: bool| {
             let before = (open.clone(), done.len());
-            let result = walk_transactions(copy, span, context, &mut open, &mut done, around);
+            let result = walk_transactions(copy, (0, None), span, context, &mut open, &mut done, around);
             if result.is_err() {
                 // this copy can't be walked: as if it never was
                 open = before.0;
@@ -1187,19 +1226,45 @@ pub(crate) fn partition_transactions(group: &[Segment], context: &ReadContext) -
             Err(e) => return Err(e),
         }
     }
+    Ok(with_open(done, open))
+}
+
+/// The transactions an ABORT marker ended (`done`) and those still `open`,
+/// sorted by first offset and producer.
+fn with_open(mut done: Vec<Transaction>, open: BTreeMap<i64, i64>) -> Vec<Transaction> {
     done.extend(open.into_iter().map(|(producer_id, first_offset)| Transaction {
         producer_id,
         first_offset,
         last_offset: None,
     }));
     done.sort_by_key(|t| (t.first_offset, t.producer_id));
-    Ok(done)
+    done
 }
 
-/// The pre-pass over one copy of a segment, for the offsets `span` (`around`:
-/// chunks that can't be undone are walked around).
+/// A piece of a segment walked by [`span_transactions`]: the segment, a byte
+/// range of it (end `None`: to its end) and the offsets `[start, end)`.
+pub type SegmentSpan = (Segment, (u64, Option<u64>), (Option<i64>, Option<i64>));
+
+/// The read_committed pre-pass over pieces of one partition's segments, in
+/// log order, as a front end cut them: each piece a segment (read from
+/// `context`'s storage), a byte range of it (start at a batch boundary, end
+/// `None` for the end) and the offsets `[start, end)` it is walked for.
+/// Errors stand (no twins, no skipping).
+pub fn span_transactions(spans: &[SegmentSpan], context: &ReadContext) -> Result<Vec<Transaction>, ScanError> {
+    let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut done: Vec<Transaction> = Vec::new();
+    for (seg, bytes, offsets) in spans {
+        walk_transactions(seg, *bytes, *offsets, context, &mut open, &mut done, false)?;
+    }
+    Ok(with_open(done, open))
+}
+
+/// The pre-pass over one copy of a segment, over `bytes` (start, end or
+/// `None` for the end of the file) for the offsets `span` (`around`: chunks
+/// that can't be undone are walked around).
 fn walk_transactions(
     copy: &Segment,
+    bytes: (u64, Option<u64>),
     (start, end): (Option<i64>, Option<i64>),
     context: &ReadContext,
     open: &mut BTreeMap<i64, i64>,
@@ -1207,8 +1272,8 @@ fn walk_transactions(
     around: bool,
 ) -> Result<(), ScanError> {
     let mut source = context.open(&copy.path, copy.layout, copy.manifest.as_deref())?;
-    let size = source.size();
-    let (mut pos, mut limit) = (0, None);
+    let size = bytes.1.map_or(source.size(), |end| end.min(source.size()));
+    let (mut pos, mut limit) = (bytes.0, None);
     while pos < size {
         let piece = match source.piece(pos, limit.unwrap_or(size), context.max_chunk_bytes) {
             Ok(piece) => piece,

@@ -91,6 +91,53 @@ pub fn seek_range(
     Ok((start, end))
 }
 
+/// [`seek_range`] of a local segment file (`path`, its bytes `log`) with
+/// the `.index` beside it and, for a start timestamp, the `.timeindex`: an
+/// index file that is missing, can't be read or can't be trusted is the
+/// reason ([`BadIndex`], naming the index file) the caller reads the whole
+/// segment instead.
+pub fn seek_file(log: &[u8], path: &str, bounds: SeekBounds) -> Result<(usize, Option<usize>), BadIndex> {
+    if bounds.start_offset.is_none() && bounds.end_offset.is_none() && bounds.start_timestamp_ms.is_none() {
+        return Ok((0, None));
+    }
+    let log_path = std::path::Path::new(path);
+    let read = |suffix: &str| -> Result<(String, Option<Vec<u8>>), BadIndex> {
+        let at = log_path.with_extension(suffix);
+        let name = at.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        match std::fs::read(&at) {
+            Ok(data) => Ok((name, Some(data))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || at.is_dir() => Ok((name, None)),
+            Err(e) => Err(BadIndex(format!("{name}: can't read it: {e}"))),
+        }
+    };
+    let (index_name, index) = read("index")?;
+    let base = match &index {
+        None => 0,
+        Some(_) => log_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(super::naming::segment_base_offset)
+            .ok_or_else(|| BadIndex(format!("{index_name}: the segment's name holds no base offset")))?,
+    };
+    let (time_name, time_index) = match (&index, bounds.start_timestamp_ms) {
+        (Some(_), Some(_)) => read("timeindex")?,
+        _ => (String::new(), None),
+    };
+    seek_range(
+        log,
+        base,
+        IndexFile {
+            name: &index_name,
+            data: index.as_deref(),
+        },
+        IndexFile {
+            name: &time_name,
+            data: time_index.as_deref(),
+        },
+        bounds,
+    )
+}
+
 /// [`seek_range`] of a remote (Aiven) segment: the byte range `(start, end)`
 /// of `source` holding every record in `bounds`, from the offset and time
 /// indexes of its `.indexes` object (`indexes`; only their slices are

@@ -3,7 +3,8 @@
 //! core's reader with `kafkabatch.scan_log`; local roots only for now.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
@@ -12,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::arrow::ArrowStream;
+use super::input::Input;
 use super::listing::{list_with, segment_fields, segment_from_py, warnings_and_problems, PyFileSystemStorage};
 use super::storage::python_resolver;
 use super::values::ValueParser;
@@ -21,9 +23,11 @@ use kafkabatch::prune::HeaderBounds;
 use kafkabatch::scan::layouts::Layout;
 use kafkabatch::scan::listing::{by_partition, ListError, Segment};
 use kafkabatch::scan::plan::{local_transactions, plan_segments, SegmentPlan, DEFAULT_MAX_CHUNK_BYTES};
+use kafkabatch::scan::read::span_transactions;
 use kafkabatch::scan::{
     Aggregate, GroupBy, Scan, ScanError, ScanIsolation, ScanReader, Split, SplitReport, Transaction,
 };
+use kafkabatch::storage::{Entry, Location, Storage, StorageError};
 
 /// The core's reader as Arrow's C stream reader; errors become Arrow errors with the core's words.
 struct Stream(ScanReader);
@@ -299,16 +303,144 @@ fn partition_transactions(
         .max_chunk_bytes(max_chunk_bytes)
         .context()
         .map_err(scan_error)?;
-    let found = py.detach(|| context.transactions(&group)).map_err(|e| {
-        match (&e, fallback.take_error()) {
-            (ScanError::Storage(_), Some(raised)) => raised, // pyarrow's exception, as it was
-            _ => scan_error(e),
-        }
+    let found = py.detach(|| context.transactions(&group));
+    transaction_tuples(found, || fallback.take_error())
+}
+
+/// A pre-pass's transactions as Python takes them (`(producer_id,
+/// first_offset, marker offset or None)`), or its error: a storage's
+/// failure as the Python exception it was (`raised`, pyarrow's or a source's).
+fn transaction_tuples(
+    found: Result<Vec<Transaction>, ScanError>,
+    raised: impl FnOnce() -> Option<PyErr>,
+) -> PyResult<Vec<(i64, i64, Option<i64>)>> {
+    let found = found.map_err(|e| match (&e, raised()) {
+        (ScanError::Storage(_), Some(raised)) => raised,
+        _ => scan_error(e),
     })?;
     Ok(found
         .into_iter()
         .map(|t| (t.producer_id, t.first_offset, t.last_offset))
         .collect())
+}
+
+/// Segments' bytes from objects a Python caller opened (a
+/// `kafkabatch.log.fs.Source`: `size`, and `read(position, length)` giving a
+/// buffer of those bytes), each by a name; the last exception a `read`
+/// raised is kept, to be raised as it was.
+#[derive(Debug)]
+struct PySources {
+    sources: Vec<(String, Py<PyAny>, u64)>,
+    error: Mutex<Option<PyErr>>,
+}
+
+impl PySources {
+    /// The sources `(name, object)` with their sizes (their `size` attribute).
+    fn new(py: Python<'_>, sources: Vec<(String, Py<PyAny>)>) -> PyResult<Self> {
+        let sources = sources
+            .into_iter()
+            .map(|(name, source)| {
+                let size: u64 = source.bind(py).getattr("size")?.extract()?;
+                Ok((name, source, size))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PySources {
+            sources,
+            error: Mutex::new(None),
+        })
+    }
+
+    fn find(&self, location: &Location) -> Option<&(String, Py<PyAny>, u64)> {
+        self.sources.iter().find(|(name, ..)| name == location.as_str())
+    }
+
+    fn take_error(&self) -> Option<PyErr> {
+        self.error.lock().ok()?.take()
+    }
+}
+
+impl Storage for PySources {
+    fn list(&self, _prefix: &Location, _recursive: bool) -> Result<Vec<Entry>, StorageError> {
+        Ok(Vec::new())
+    }
+
+    fn size(&self, location: &Location) -> Result<Option<u64>, StorageError> {
+        Ok(self.find(location).map(|(_, _, size)| *size))
+    }
+
+    fn read_range(&self, location: &Location, range: Range<u64>) -> Result<arrow_buffer::Buffer, StorageError> {
+        let Some((_, source, size)) = self.find(location) else {
+            return Err(StorageError::NotFound(location.clone()));
+        };
+        if range.end > *size || range.start > range.end {
+            return Err(StorageError::OutOfRange {
+                location: location.clone(),
+                start: range.start,
+                end: range.end,
+                size: *size,
+            });
+        }
+        let wanted = range.end - range.start;
+        Python::attach(|py| -> PyResult<arrow_buffer::Buffer> {
+            let got = source.bind(py).call_method1("read", (range.start, wanted))?;
+            let input = Input::new(&got)?;
+            let n = input.as_slice().len() as u64;
+            if n != wanted {
+                return Err(PyValueError::new_err(format!(
+                    "{location}: read({}, {wanted}) gave {n} bytes",
+                    range.start
+                )));
+            }
+            Ok(input.into_arrow_buffer())
+        })
+        .map_err(|e| {
+            let message = e.to_string();
+            if let Ok(mut slot) = self.error.lock() {
+                *slot = Some(e);
+            }
+            StorageError::Other {
+                location: location.clone(),
+                message,
+            }
+        })
+    }
+}
+
+/// The read_committed pre-pass over pieces of one partition, in log order,
+/// in the core: each piece `(source, start, end, start_offset, end_offset)`,
+/// an open segment (a `kafkabatch.log.fs.Source`) walked by its batch
+/// headers over bytes `[start, end)` (`end` None: to its end; `start` a
+/// batch boundary) for the offsets `[start_offset, end_offset)`. The
+/// transactions an ABORT marker ends and those still open, as
+/// `(producer_id, first_offset, marker offset or None)` sorted by first
+/// offset; pieces are read about `max_chunk_bytes` at a time.
+#[pyfunction]
+#[pyo3(signature = (pieces, *, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[allow(clippy::type_complexity)]
+fn source_transactions(
+    py: Python<'_>,
+    pieces: Vec<(Py<PyAny>, u64, Option<u64>, Option<i64>, Option<i64>)>,
+    max_decompressed_size: usize,
+    max_chunk_bytes: usize,
+) -> PyResult<Vec<(i64, i64, Option<i64>)>> {
+    let mut named = Vec::with_capacity(pieces.len());
+    let mut spans = Vec::with_capacity(pieces.len());
+    for (i, (source, start, end, start_offset, end_offset)) in pieces.into_iter().enumerate() {
+        let name = format!("piece {i}");
+        named.push((name.clone(), source));
+        let fields = (name, None, 0, "broker".to_string(), None, None);
+        let seg = core_segments(vec![fields]).remove(0);
+        spans.push((seg, (start, end), (start_offset, end_offset)));
+    }
+    let sources = Arc::new(PySources::new(py, named)?);
+    let context = Scan::new(["."])
+        .max_decompressed_size(max_decompressed_size)
+        .max_chunk_bytes(max_chunk_bytes)
+        .storage(sources.clone())
+        .context()
+        .map_err(scan_error)?;
+    let found = py.detach(|| span_transactions(&spans, &context));
+    transaction_tuples(found, || sources.take_error())
 }
 
 /// A typed column as `_read_segment` takes it: the column, its parser, and
@@ -321,6 +453,8 @@ type TypedSpec<'py> = (String, Bound<'py, ValueParser>, Option<BTreeMap<String, 
 struct SegmentRead {
     reader: Option<ScanReader>,
     fallback: Arc<PyFileSystemStorage>,
+    /// The caller's open segment, when it gave one (`source`).
+    sources: Option<Arc<PySources>>,
     report: Option<SplitReport>,
     index_warnings: Vec<String>,
 }
@@ -342,7 +476,8 @@ impl SegmentRead {
             }
             Some(Err(e)) => {
                 self.reader = None;
-                Err(match (e, self.fallback.take_error()) {
+                let raised = self.sources.as_ref().and_then(|s| s.take_error());
+                Err(match (e, raised.or_else(|| self.fallback.take_error())) {
                     (ScanError::Storage(_), Some(raised)) => raised,
                     // positions in the file; Python names it (`kafkabatch.log.errors.in_file`)
                     (ScanError::Decode { error, .. }, _) => super::errors::to_py(py, &error),
@@ -430,9 +565,14 @@ impl SegmentRead {
 /// chunk is decoded (`guid_ids`: Confluent-framed values, schema ids in the
 /// headers read too; see `ValueSpec.apply`); `fetch_aborted` (`hide_open`):
 /// `transactions` are a Fetch response's aborted list, ended by the ABORT
-/// markers read (the report's `transactions`: the list with what was learnt).
+/// markers read (the report's `transactions`: the list with what was learnt);
+/// `source`: the segment's bytes from this open object instead (a
+/// `kafkabatch.log.fs.Source`, its bytes plain: an Aiven segment's already
+/// undone; no twins); `index_seek`: a whole local segment of a broker is
+/// sought with the `.index`/`.timeindex` beside it (a bad one: the report's
+/// `index_warnings`, and a read from the start).
 #[pyfunction]
-#[pyo3(signature = (segment, *, following=None, byte_range=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES, typed=None, fetch_aborted=None))]
+#[pyo3(signature = (segment, *, following=None, byte_range=None, start_offset=None, end_offset=None, start_ts_us=None, end_ts_us=None, transactions=None, tiered_keys=None, validate_crc=true, include_control=false, on_error="raise", max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES, typed=None, fetch_aborted=None, source=None, index_seek=false))]
 #[allow(clippy::too_many_arguments)]
 fn _read_segment(
     segment: &Bound<'_, PyAny>,
@@ -451,14 +591,33 @@ fn _read_segment(
     max_chunk_bytes: usize,
     typed: Option<Vec<TypedSpec<'_>>>,
     fetch_aborted: Option<bool>,
+    source: Option<Py<PyAny>>,
+    index_seek: bool,
 ) -> PyResult<SegmentRead> {
-    let seg = segment_from_py(segment)?;
+    let mut seg = segment_from_py(segment)?;
     let typed = typed
         .unwrap_or_default()
         .iter()
         .map(|(column, parser, guid_ids)| parser.get().typed_column(column, guid_ids.clone()))
         .collect::<PyResult<Vec<_>>>()?;
-    let (fallback, scan) = storage_scan(PyFileSystemStorage::of_segment(segment)?);
+    let sources = match source {
+        Some(source) => {
+            // the caller's bytes, plain (an Aiven segment's already undone), are the one copy read
+            seg.twins.clear();
+            seg.layout = Layout::Broker;
+            seg.manifest = None;
+            let named = vec![(seg.path.clone(), source)];
+            Some(Arc::new(PySources::new(segment.py(), named)?))
+        }
+        None => None,
+    };
+    let (fallback, scan) = match &sources {
+        Some(sources) => (
+            Arc::new(PyFileSystemStorage::resolving()),
+            Scan::new(["."]).storage(sources.clone()),
+        ),
+        None => storage_scan(PyFileSystemStorage::of_segment(segment)?),
+    };
     let context = scan
         .tiered_keys(tiered_keys.unwrap_or_default())
         .validate_crc(validate_crc)
@@ -473,6 +632,7 @@ fn _read_segment(
         Some(hide_open) => context.with_fetch_aborted(hide_open),
         None => context,
     };
+    let context = if index_seek { context.with_index_seek() } else { context };
     let bounds = HeaderBounds {
         start_offset,
         end_offset,
@@ -500,6 +660,7 @@ fn _read_segment(
     Ok(SegmentRead {
         reader: Some(ScanReader::new(vec![split], context)),
         fallback,
+        sources,
         report: None,
         index_warnings: Vec::new(),
     })
@@ -734,6 +895,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan_partition, m)?)?;
     m.add_function(wrap_pyfunction!(plan_roots, m)?)?;
     m.add_function(wrap_pyfunction!(partition_transactions, m)?)?;
+    m.add_function(wrap_pyfunction!(source_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(_scan_read, m)?)?;
     m.add_function(wrap_pyfunction!(_scan_header_aggregates, m)?)
 }

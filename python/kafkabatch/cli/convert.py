@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 import kafkabatch as kb
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES
+from kafkabatch.log.txn import DEFAULT_MAX_CHUNK_BYTES
 
 from ._common import (
     BYTE_FORMATS,

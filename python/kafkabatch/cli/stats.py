@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kafkabatch as kb
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES
+from kafkabatch.log.txn import DEFAULT_MAX_CHUNK_BYTES
 
 from ._common import (
     SegmentFile,

@@ -16,11 +16,17 @@ from __future__ import annotations
 from kafkabatch.log.bounds import parse_timestamp
 from kafkabatch.log.index import IndexFileWarning, read_offset_index, read_time_index, read_txn_index
 from kafkabatch.log.listing import Segment, list_segments
-from kafkabatch.log.scan import DECODE_OPTIONS, SegmentResult, decode_range, scan_log, seek_position
+from kafkabatch.log.scan import (
+    DECODE_OPTIONS,
+    SegmentResult,
+    batch_ranges,
+    decode_range,
+    scan_log,
+    seek_position,
+)
 from kafkabatch.log.segment import read_segment, topic_partition_from_path
 from kafkabatch.log.tiered import TieredStorageWarning
-from kafkabatch.log.txn import Transaction, hidden_transactions
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_ranges
+from kafkabatch.log.txn import DEFAULT_MAX_CHUNK_BYTES, Transaction, hidden_transactions
 
 __all__ = [
     "DECODE_OPTIONS",

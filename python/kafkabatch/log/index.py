@@ -74,8 +74,8 @@ class InvalidIndexError(ValueError):
 
 def offset_index_entries(data: bytes | bytearray | memoryview, base_offset: int) -> tuple[list[int], list[int]]:
     """``(offsets, positions)`` of the entries of a ``.index`` file's bytes,
-    by Kafka's rules, in the Rust core; the one parser behind seeking
-    (:mod:`kafkabatch.log.seek`) and Spark's task planning.
+    by Kafka's rules, in the Rust core; the one parser behind the core's
+    seeks (``read_segment``, ``scan_log``) and Spark's task planning.
 
     - A size that is not a multiple of 8 is corrupt (``OffsetIndex.sanityCheck``).
     - The preallocated zero tail ends the entries: they stop at the first

@@ -7,10 +7,12 @@ statistics that are proven, never guessed:
 
 * **folders**: topic and partition from ``<topic>-<partition>`` names (exact);
 * **segments**: base offsets from file names, ``.index`` seeks (checked
-  against the log, see :mod:`kafkabatch.log.seek`), and for time bounds the
-  headers of all its batches (a segment none of whose batches can match is
-  left out whole: :func:`narrow`);
+  against the log), and for time bounds the headers of all its batches (a
+  segment none of whose batches can match is left out whole);
 * **batches**: each v2 header's base/last offset and ``maxTimestamp``.
+
+The segments and batches are judged in the Rust core when a scan is planned
+and read (``kafkabatch._kafkabatch.kept_ranges`` is the rule for batches).
 
 CreateTime timestamps are out of order across and within batches when several
 producers write a partition, so a batch's first timestamp is not its minimum
@@ -32,9 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkabatch._kafkabatch import kept_ranges as _kept_ranges
 from kafkabatch.log.bounds import Bounds, parse_timestamp
-from kafkabatch.log.windows import segment_walk
 
 #: Comparison operators a :class:`RecordFilter` takes (``in``/``not in`` take a collection).
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "startswith", "endswith", "contains")
@@ -199,89 +199,3 @@ def _literals(value: Any, kind: type, op: str) -> list[Any]:
         if isinstance(item, bool) or not isinstance(item, kind):
             raise NotPushable(f"not a {kind.__name__} literal: {item!r}")
     return items
-
-
-def kept_ranges(data: Any, base: int, bounds: Bounds, keep_control: bool = False) -> tuple[list[tuple[int, int]], int]:
-    """The byte ranges of ``data`` (complete batches starting at file position
-    ``base``) whose batches could hold a record in ``bounds``, adjacent batches
-    merged, as file positions; and the bytes left out. Bytes after the last
-    complete batch stay in the last range, for the decoder to report.
-
-    A batch is judged by its header, in the Rust core (thousands of headers a
-    millisecond). Offsets: a v2 batch holds ``[base_offset, last_offset]``.
-    Timestamps: a v2 header's ``maxTimestamp`` is the largest of its records'
-    (Kafka's brokers set it on append), so a batch whose maximum is below
-    ``start_ts`` holds no match; with LogAppendTime every record carries that
-    timestamp, so one at or above ``end_ts`` holds none either. CreateTime
-    records are out of order, so nothing else follows from a header.
-    Legacy message sets: a plain v1 message's timestamp is its record's and a
-    LogAppendTime v1 wrapper's is every inner record's (exact for both
-    bounds); a CreateTime v1 wrapper carries its records' largest timestamp
-    as a broker writes it, so it is ruled out below ``start_ts`` when its
-    offset shows a broker assigned it (above the previous batch's last
-    offset: a producer's wrapper has offset 0 and timestamp 0); v0 messages
-    have no time. Batches that fail to parse are always kept; control
-    batches (transaction markers) too with ``keep_control``, for a
-    ``read_committed`` decode that learns where transactions end from the
-    markers themselves rather than from a partition's aborted list (see
-    :mod:`kafkabatch.log.txn`).
-    """
-    ranges, skipped = _kept_ranges(
-        data,
-        start_offset=bounds.start_offset,
-        end_offset=bounds.end_offset,
-        start_ts_us=bounds.start_ts,
-        end_ts_us=bounds.end_ts,
-        keep_control=keep_control,
-    )
-    return [(base + a, base + b) for a, b in ranges], skipped
-
-
-def prunes_batches(bounds: Bounds) -> bool:
-    """Whether batch headers can rule anything out for ``bounds`` beyond what
-    the window walk already does for offsets."""
-    return bounds.start_ts is not None or bounds.end_ts is not None
-
-
-def source_kept_ranges(
-    source: Any, a: int, b: int, bounds: Bounds, keep_control: bool = False
-) -> tuple[list[tuple[int, int]], int]:
-    """:func:`kept_ranges` of bytes ``[a, b)`` of an open segment: for a local
-    one judged from its one header walk
-    (:func:`kafkabatch.log.windows.segment_walk`), else from the bytes read."""
-    walk = segment_walk(source, a)
-    walked = (
-        None
-        if walk is None
-        else walk.kept_ranges(
-            a,
-            b,
-            start_offset=bounds.start_offset,
-            end_offset=bounds.end_offset,
-            start_ts_us=bounds.start_ts,
-            end_ts_us=bounds.end_ts,
-            keep_control=keep_control,
-        )
-    )
-    if walked is not None:
-        return walked
-    data = source.read(a, b - a)
-    try:
-        return kept_ranges(data, a, bounds, keep_control)
-    finally:
-        del data
-        source.release()
-
-
-def narrow(source: Any, start: int, end: int | None, bounds: Bounds, keep_control: bool = False) -> tuple[int, int]:
-    """``[start, end)`` of a segment without its leading and trailing batches
-    that can't hold a record in ``bounds`` (judged by headers, see
-    :func:`kept_ranges`); ``(x, x)`` when none can. For planners: the
-    rest is pruned batch by batch while decoding."""
-    end = source.size if end is None else min(end, source.size)
-    if start >= end or not prunes_batches(bounds):
-        return start, end
-    ranges, _ = source_kept_ranges(source, start, end, bounds, keep_control)
-    if not ranges:
-        return end, end
-    return ranges[0][0], ranges[-1][1]

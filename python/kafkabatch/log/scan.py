@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import struct
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,8 +18,8 @@ import pyarrow as pa
 
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
-from kafkabatch._decode import SCHEMA, aborted_pairs, decode_parsing, decode_report, native_kwargs, report_of
-from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError
+from kafkabatch._decode import SCHEMA, aborted_pairs
+from kafkabatch._kafkabatch import KafkaBatchError, TieredStorageError, walk_batches
 from kafkabatch._kafkabatch import _read_segment as _native_read_segment
 from kafkabatch._kafkabatch import plan_partition as _native_plan_partition
 from kafkabatch._kafkabatch import plan_roots as _native_plan_roots
@@ -30,21 +29,17 @@ from kafkabatch.log.bounds import Bounds, bound_for, parse_timestamp
 from kafkabatch.log.errors import in_file
 from kafkabatch.log.index import IndexFileWarning
 from kafkabatch.log.listing import Segment, listed_roots
-from kafkabatch.log.prune import RecordFilter, narrow, prunes_batches, source_kept_ranges
+from kafkabatch.log.prune import RecordFilter
 from kafkabatch.log.roots import Roots, root_list
 from kafkabatch.log.sample import first_values
-from kafkabatch.log.seek import seek_range
-from kafkabatch.log.txn import Transaction, aborted_for, partition_transactions
-from kafkabatch.log.windows import DEFAULT_MAX_CHUNK_BYTES, batch_windows
+from kafkabatch.log.txn import DEFAULT_MAX_CHUNK_BYTES, Transaction, hidden_transactions, partition_transactions
 from kafkabatch.values.mismatch import Warned, warn_unmatched
 from kafkabatch.values.spec import (
     VALUE_OPTIONS,
     ValueDecodeError,
     ValueSpec,
-    apply_all,
     specs,
     typed_options,
-    value_only,
 )
 
 if TYPE_CHECKING:
@@ -141,12 +136,15 @@ def seek_position(
     segment: Segment, bounds: Bounds, source: Any = None, *, keep_control: bool = False
 ) -> tuple[int, int | None]:
     """The byte range of ``segment`` worth reading for ``bounds``: ``(start,
-    end)``, end None for the whole rest. Local segments seek with their
-    ``.index`` / ``.timeindex`` (checked against the log; a bad or missing
-    index warns and reads everything, see :mod:`kafkabatch.log.seek`); exact
-    filters do the rest, so any batch boundary at or before the first wanted
-    batch is correct here. Aiven remote segments seek with the offset and
-    time indexes of their ``.indexes`` object, fetched slice by slice."""
+    end)``, end None for the whole rest. Local segments are planned by the
+    core (see :func:`plan_segments`): sought with their ``.index`` (checked
+    against the log; a bad or missing index warns and reads everything) and,
+    under time bounds, narrowed by one walk of their batch headers to the
+    batches that can hold a record in them (``keep_control``: transaction
+    markers are kept); exact filters do the rest, so any batch boundary at
+    or before the first wanted batch is correct here. Aiven remote segments
+    seek with the offset and time indexes of their ``.indexes`` object,
+    fetched slice by slice."""
     wanted = bounds.start_offset is not None or bounds.end_offset is not None or bounds.start_ts is not None
     if wanted and isinstance(source, tiered.TieredSource) and source.size:
         return tiered.seek(
@@ -157,28 +155,14 @@ def seek_position(
             bounds.end_offset,
             None if bounds.start_ts is None else bounds.start_ts // 1000,
         )
-    if not (wanted or prunes_batches(bounds)) or not isinstance(source, fs.MappedSource) or source.size == 0:
+    if not (wanted or bounds.end_ts is not None) or not isinstance(source, fs.MappedSource) or source.size == 0:
         return 0, None
-    view = source.read(0, source.size)
-    try:
-        start, end = seek_range(
-            segment.path,
-            view,
-            start_offset=bounds.start_offset,
-            end_offset=bounds.end_offset,
-            # A .timeindex seek is checked by walking the headers before it;
-            # the header walk below (narrow) decides the time bounds by itself.
-            start_timestamp_ms=None if bounds.start_ts is None or prunes_batches(bounds) else bounds.start_ts // 1000,
-        )
-    finally:
-        del view
-        source.release()
-    if prunes_batches(bounds):
-        # Time bounds: leading and trailing batches whose headers rule them out
-        # go too (out-of-order timestamps: the index seek stops at the first
-        # batch it can't rule out; a segment of older batches is left empty).
-        return narrow(source, start, end, bounds, keep_control)
-    return start, end
+    ((how, start, end),) = plan_segments([segment], bounds, keep_control)
+    if how == BYTES:
+        return start, end
+    if how == SKIPPED:  # its name shows it holds no offset in the bounds
+        return source.size, source.size
+    return 0, None
 
 
 #: The keywords of :func:`kafkabatch.decode` that reading segments passes on
@@ -205,12 +189,6 @@ def check_decode_options(
     return dict(options)
 
 
-def relocate(error: Exception, segment: Segment, base: int, head: bytes | None = None) -> Exception:
-    """The same kind of error with positions counted from the start of the
-    file and the segment named (see :func:`kafkabatch.log.errors.in_file`)."""
-    return in_file(error, segment.path, base, head)
-
-
 def decode_range(
     source: Any,
     segment: Segment,
@@ -226,101 +204,92 @@ def decode_range(
     warned: Warned | None = None,
     **decode_options: Any,
 ) -> Iterator[pa.RecordBatch]:
-    """Decode bytes ``[start, end)`` of an open segment window by window,
-    yielding record batches of :data:`kafkabatch.SCHEMA` filtered to
-    ``bounds``, with the columns of ``value_specs`` parsed. Counts go into
-    ``result``; ``warned``: the topics a JSON schema matching nothing was
-    warned about in this read (see :mod:`kafkabatch.values.mismatch`)."""
+    """Decode bytes ``[start, end)`` of an open segment (``source``, a
+    :class:`kafkabatch.log.fs.Source`; ``start`` a batch boundary) with the
+    core's reader, window by window of about ``max_chunk_bytes``, yielding
+    record batches of :data:`kafkabatch.SCHEMA` filtered to ``bounds`` (batches
+    whose headers rule them out are not decoded), with the columns of
+    ``value_specs`` parsed. Counts go into ``result``; ``warned``: the topics
+    a JSON schema matching nothing was warned about in this read (see
+    :mod:`kafkabatch.values.mismatch`).
+
+    Under ``isolation="read_committed"``: ``transactions`` (the partition's
+    pre-pass, see :func:`~kafkabatch.log.txn.hidden_transactions`) hide what
+    they name; an ``aborted_transactions`` list (a Fetch response's) hides
+    each listed transaction until its producer's ABORT marker, as Kafka's
+    consumer does; with neither, the range's own markers decide (a
+    transaction with no marker in it is hidden, unless
+    ``hide_open_transactions=False``)."""
     options = check_decode_options(decode_options)
     end = source.size if end is None else min(end, source.size)
     if result is None:
         result = SegmentResult(segment)
     result.start, result.end = start, end
     result.position = start
+    isolation = options.get("isolation", "read_uncommitted")
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise ValueError(f"isolation must be 'read_uncommitted' or 'read_committed', not {isolation!r}")
+    listed = aborted_pairs(options.get("aborted_transactions"))
+    if listed is not None and isolation != "read_committed":
+        raise ValueError("aborted_transactions needs isolation='read_committed'")
     if bounds.empty():
         return
-    read_committed = options.get("isolation") == "read_committed"
-    # read_committed without the partition's transactions learns from markers: keep them
-    keep_control = read_committed and (transactions is None or "aborted_transactions" in options)
-    windows = batch_windows(source, start, end, max_chunk_bytes, bounds)
-    mask_needed = bounds.start_ts is not None or bounds.end_ts is not None or bounds.offsets
-    # Every record is kept: the values can be parsed as they are decoded.
-    parse_spec = None if mask_needed else value_only(value_specs)
-    json_columns = [spec.column for spec in value_specs if spec.format == "json"]
-    warned = set() if warned is None else warned
-    for a, b, _last in prune_windows(source, windows, bounds, result, keep_control):
-        result.position = a
-        data = source.read(a, b - a)
-        kwargs = {"on_error": "raise", **options}  # decode_report's default is to skip
-        if read_committed and transactions is not None and "aborted_transactions" not in options:
-            first_offset = struct.unpack_from(">q", data, 0)[0] if b - a >= 8 else 0
-            kwargs["aborted_transactions"] = aborted_for(transactions, first_offset)
-            kwargs["hide_open_transactions"] = False
-        try:
-            report = None
-            if parse_spec is not None:
-                native = native_kwargs(topic=segment.topic, partition=segment.partition, **kwargs)
-                stream = decode_parsing(data, parse_spec, **native)
-                report = None if stream is None else report_of(data, stream, pa.table(stream))
-            parsed = report is not None
-            if report is None:  # a value failed: parsed after, it is named with its offset
-                report = decode_report(data, topic=segment.topic, partition=segment.partition, **kwargs)
-        except KafkaBatchError as error:
-            raise relocate(error, segment, a, bytes(data[:512]) if a == 0 else None) from None
-        finally:
-            del data
+    fetch_aborted = None
+    pre_pass = functools.partial(
+        hidden_transactions, [source], max_chunk_bytes=max_chunk_bytes, spans=[(start, end, Bounds())]
+    )
+    if listed is not None:  # each listed transaction ends at its producer's ABORT marker, learnt as the read goes
+        fetch_aborted = False
+        given = [*(transactions or ()), *(Transaction(pid, first, None) for pid, first in listed)]
+        if options.get("hide_open_transactions") and transactions is None:  # the open ones: the range's pre-pass's
+            given += pre_pass()
+        transactions = sorted(given, key=lambda t: (t.first_offset, t.producer_id))
+    elif isolation == "read_committed" and transactions is None:
+        transactions = pre_pass()
+        if options.get("hide_open_transactions") is False:
+            transactions = [t for t in transactions if t.last_offset is not None]
+    elif isolation != "read_committed":
+        transactions = None
+    yield from read_in_core(
+        segment,
+        None,
+        bounds,
+        max_chunk_bytes,
+        transactions,
+        max_records_per_batch,
+        result,
+        value_specs,
+        options,
+        warned=warned,
+        byte_range=(start, end),
+        fetch_aborted=fetch_aborted,
+        source=source,
+    )
+
+
+def batch_ranges(source: Any, start: int, end: int, max_bytes: int) -> list[tuple[int, int]]:
+    """Cut bytes ``[start, end)`` of an open segment (``start`` a batch
+    boundary) at batch boundaries into ranges of at most ``max_bytes`` (a
+    batch larger than that gets a range of its own), by one walk of its batch
+    headers in the Rust core. Whatever can't be walked (an incomplete tail,
+    broken framing) stays in the last range, where decoding reports or raises it.
+
+    >>> batch_ranges(source, 0, source.size, 16 << 20)  # doctest: +SKIP
+    [(0, 16777170), (16777170, 20000000)]
+    """
+    if max_bytes <= 0:
+        raise ValueError("max_bytes must be positive")
+    end = min(end, source.size)
+    if start >= end:
+        return []
+    data = source.read(start, end - start)
+    try:
+        windows = walk_batches(data).windows(data, 0, end - start, max_bytes) or [(0, end - start, True)]
+    finally:
+        del data
+        if hasattr(source, "release"):
             source.release()
-        result.batches += report.batches
-        result.records += report.records
-        result.skipped.extend(relocate(e, segment, a) for e in report.skipped)
-        result.skipped_bytes += report.skipped_bytes
-        result.trailing_bytes += report.trailing_bytes
-        if report.end != "clean":
-            result.status = report.end
-        if report.end_error is not None:
-            result.end_error = relocate(report.end_error, segment, a)
-        for batch in report.table.to_batches(max_chunksize=max_records_per_batch):
-            if mask_needed and batch.num_rows:
-                masked = bounds.mask(batch)
-                if masked is not None:
-                    mask, kept = masked
-                    if kept < batch.num_rows:  # filter copies: only when something goes
-                        batch = batch.filter(mask) if kept else batch.slice(0, 0)
-            if batch.num_rows:
-                result.rows += batch.num_rows
-                last = batch.column(batch.schema.get_field_index("offset"))[-1].as_py()
-                result.last_offset = last if result.last_offset is None else max(result.last_offset, last)
-                if value_specs and not parsed:  # only the records in bounds are parsed
-                    out = apply_all(pa.Table.from_batches([batch]), value_specs, options.get("threads")).to_batches()
-                else:
-                    out = [batch]
-                for batch in out:
-                    if json_columns:
-                        warn_unmatched(batch, json_columns, segment.topic, warned)
-                    yield batch
-        result.position = b
-
-
-def prune_windows(
-    source: Any,
-    windows: Iterable[tuple[int, int, bool]],
-    bounds: Bounds,
-    result: SegmentResult,
-    keep_control: bool = False,
-) -> Iterator[tuple[int, int, bool]]:
-    """``windows`` without the batches whose headers rule out every record in
-    ``bounds`` (see :func:`kafkabatch.log.prune.kept_ranges`); a window
-    with holes becomes one range per run of kept batches, each decoded on its
-    own (under ``read_committed`` each gets the aborted list for its own first
-    offset). Their bytes are counted in ``result.pruned_bytes``."""
-    for a, b, last in windows:
-        if not prunes_batches(bounds):
-            yield a, b, last
-            continue
-        ranges, pruned = source_kept_ranges(source, a, b, bounds, keep_control)
-        result.pruned_bytes += pruned
-        for i, (x, y) in enumerate(ranges):
-            yield x, y, last and i == len(ranges) - 1
+    return [(start + a, start + b) for a, b, _last in windows]
 
 
 #: What :func:`plan_segments` says of a segment: skipped by its name, the
@@ -590,6 +559,8 @@ def read_in_core(
     byte_range: tuple[int, int] | None = None,
     typed: list[TypedColumn] | None = None,
     fetch_aborted: bool | None = None,
+    source: Any = None,
+    index_seek: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Read a segment with the core's reader: ``byte_range`` of a local file
     (as planned), a remote (Aiven) segment sought with
@@ -602,8 +573,11 @@ def read_in_core(
     their parsers, made already); ``fetch_aborted`` (``hide_open``):
     ``transactions`` are a Fetch response's aborted list, each ended at its
     producer's ABORT marker as the read learns them (the list is updated in
-    place, for the partition's next segment). What it found (rows, skipped batches
-    and bytes, trailing bytes, a twin read instead) goes into ``result``."""
+    place, for the partition's next segment); ``source``: the segment's bytes
+    from this open :class:`~kafkabatch.log.fs.Source` instead; ``index_seek``:
+    a whole local segment is sought with its ``.index``/``.timeindex``. What
+    it found (rows, skipped batches and bytes, trailing bytes, a twin read
+    instead) goes into ``result``."""
     native = {
         k: options[k]
         for k in ("validate_crc", "include_control", "on_error", "max_decompressed_size")
@@ -624,6 +598,8 @@ def read_in_core(
         max_chunk_bytes=chunk,
         typed=typed_columns(value_specs) if typed is None else typed,
         fetch_aborted=fetch_aborted,
+        source=source,
+        index_seek=index_seek,
         **native,
     )
     json_columns = [spec.column for spec in value_specs if spec.format == "json"]
@@ -637,7 +613,7 @@ def read_in_core(
         except ValueDecodeError:  # named by its offset already
             raise
         except KafkaBatchError as error:  # its positions are the file's
-            raise in_file(error, seg.path, head=_head(seg, error)) from None
+            raise in_file(error, seg.path, head=_head(seg, error, source)) from None
         if one is None:
             break
         for batch in pa.RecordBatchReader.from_stream(one).read_all().to_batches(max_chunksize=max_records_per_batch):
@@ -696,10 +672,18 @@ def typed_columns(value_specs: Sequence[ValueSpec]) -> list[TypedColumn]:
     return [(spec.column, spec.parser(), dict(spec.guid_ids) if spec.confluent else None) for spec in value_specs]
 
 
-def _head(seg: Segment, error: Exception) -> bytes | None:
-    """The first bytes of a local segment when ``error`` is at its first byte
-    (for :func:`~kafkabatch.log.errors.in_file`'s guess of what the file is)."""
-    if seg.layout == "aiven" or getattr(error, "batch_position", None) != 0:
+def _head(seg: Segment, error: Exception, opened: Any = None) -> bytes | None:
+    """The first bytes of a local segment (or of the open source it was read
+    from) when ``error`` is at its first byte (for
+    :func:`~kafkabatch.log.errors.in_file`'s guess of what the file is)."""
+    if getattr(error, "batch_position", None) != 0:
+        return None
+    if opened is not None:
+        head = bytes(opened.read(0, min(512, opened.size)))
+        if hasattr(opened, "release"):
+            opened.release()
+        return head
+    if seg.layout == "aiven":
         return None
     source = fs.open_source(seg.path, seg.filesystem)
     try:

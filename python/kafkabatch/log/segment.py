@@ -14,16 +14,20 @@ import pyarrow as pa
 
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
-from kafkabatch import _kafkabatch as _native
-from kafkabatch._decode import DEFAULT_MAX_DECOMPRESSED_SIZE, SCHEMA, aborted_pairs, decode, stream_table
+from kafkabatch._decode import SCHEMA, aborted_pairs, decode
 from kafkabatch._kafkabatch import KafkaBatchError
-from kafkabatch._util import check_keywords, keyword_names, mapped_file, topic_partition_of_folder
+from kafkabatch._util import (
+    check_keywords,
+    keyword_names,
+    mapped_file,
+    segment_base_offset,
+    topic_partition_of_folder,
+)
 from kafkabatch.internal import decode_internal_columns, internal_schema, pop_internal
-from kafkabatch.log.bounds import parse_timestamp
+from kafkabatch.log.bounds import Bounds, parse_timestamp
 from kafkabatch.log.errors import in_file
-from kafkabatch.log.index import read_txn_index
+from kafkabatch.log.index import base_offset_from_path, read_txn_index
 from kafkabatch.log.roots import Roots, root_list
-from kafkabatch.log.seek import seek_range
 from kafkabatch.values.spec import VALUE_OPTIONS, parse_columns, typed_options
 
 if TYPE_CHECKING:
@@ -130,20 +134,21 @@ def read_segment(
         if found is not None:
             topic = found[0] if topic is None else topic
             partition = found[1] if partition is None else partition
+    bounded = not (start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None)
     if options.get("isolation") == "read_committed" and options.get("aborted_transactions") is None:
+        options.pop("aborted_transactions", None)
         txn_index = Path(one).with_suffix(".txnindex")
-        if txn_index.is_file():
+        if txn_index.is_file() and not bounded:
             options["aborted_transactions"] = read_txn_index(txn_index)
             options.setdefault("hide_open_transactions", True)
     with mapped_file(one) as mapped:
         try:
-            if start_offset is None and end_offset is None and start_timestamp is None and end_timestamp is None:
+            if not bounded:
                 return decode(mapped, topic=topic, partition=partition, **options)
-            return _read_bounded(
-                one, mapped, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options
-            )
+            size = len(mapped)
         except KafkaBatchError as error:
             raise in_file(error, one, 0, bytes(mapped[:512])) from None
+    return _read_bounded(one, size, topic, partition, start_offset, end_offset, start_timestamp, end_timestamp, options)
 
 
 #: What read_segment() takes: its own keywords and decode()'s.
@@ -154,7 +159,7 @@ _READ_SEGMENT_KEYWORDS = list(
 
 def _read_bounded(
     path: str | os.PathLike[str],
-    data: Any,
+    size: int,
     topic: str | None,
     partition: int | None,
     start_offset: int | None,
@@ -163,50 +168,84 @@ def _read_bounded(
     end_timestamp: Any,
     options: dict[str, Any],
 ) -> pa.Table:
-    """Seek with the index files, decode that range, then filter exactly."""
-    import pyarrow.compute as pc
+    """Read the records of one local segment file in the bounds with the
+    core's reader: sought with the ``.index``/``.timeindex`` beside it (a bad
+    one warns and the whole file is read), batches whose headers rule them
+    out left undecoded, rows filtered exactly; under ``read_committed``, the
+    core's pre-pass over the file (with its ``.txnindex``, when present)
+    decides, or a given ``aborted_transactions`` list (each listed
+    transaction hidden until its producer's ABORT marker)."""
+    from kafkabatch.log.listing import Segment
+    from kafkabatch.log.scan import DEFAULT_MAX_CHUNK_BYTES, SegmentResult, read_in_core
+    from kafkabatch.log.txn import Transaction, partition_transactions
 
-    start_us = None if start_timestamp is None else parse_timestamp(start_timestamp)
-    end_us = None if end_timestamp is None else parse_timestamp(end_timestamp)
-    start, end = seek_range(
-        path,
-        data,
-        start_offset=start_offset,
-        end_offset=end_offset,
-        start_timestamp_ms=None if start_us is None else start_us // 1000,
+    bounds = Bounds(
+        start_offset,
+        end_offset,
+        None if start_timestamp is None else parse_timestamp(start_timestamp),
+        None if end_timestamp is None else parse_timestamp(end_timestamp),
     )
     value_options = typed_options({k: v for k, v in options.items() if k in VALUE_OPTIONS})
-    report_options = {k: v for k, v in options.items() if k != "threads" and k not in VALUE_OPTIONS}
-    stream = _native.decode(
-        data,
-        topic=topic,
-        partition=partition,
-        start=start,
-        end=end,
-        validate_crc=report_options.pop("validate_crc", True),
-        include_control=report_options.pop("include_control", False),
-        on_error=report_options.pop("on_error", "raise"),
-        max_decompressed_size=report_options.pop("max_decompressed_size", DEFAULT_MAX_DECOMPRESSED_SIZE),
-        isolation=report_options.pop("isolation", "read_uncommitted"),
-        aborted_transactions=aborted_pairs(report_options.pop("aborted_transactions", None)),
-        hide_open_transactions=report_options.pop("hide_open_transactions", None),
-        threads=options.get("threads"),
+    rest = {k: v for k, v in options.items() if k != "threads" and k not in VALUE_OPTIONS}
+    native: dict[str, Any] = {
+        k: rest.pop(k) for k in ("validate_crc", "include_control", "on_error", "max_decompressed_size") if k in rest
+    }
+    isolation = rest.pop("isolation", "read_uncommitted")
+    listed = aborted_pairs(rest.pop("aborted_transactions", None))
+    hide_open = rest.pop("hide_open_transactions", None)
+    if rest:
+        raise TypeError(f"read_segment() got unexpected keyword argument(s): {', '.join(sorted(rest))}")
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise ValueError(f"isolation must be 'read_uncommitted' or 'read_committed', not {isolation!r}")
+    name = os.fspath(path)
+    base_offset = segment_base_offset(Path(name).name)
+    if base_offset is None and Path(name).with_suffix(".index").is_file():
+        base_offset_from_path(name)  # the index can't be placed: ValueError in the caller's words
+    seg = Segment(name, "" if topic is None else topic, 0 if partition is None else partition, base_offset, size)
+    transactions: list[Transaction] | None = None
+    fetch_aborted = None
+    if isolation == "read_committed" and listed is not None:
+        # each listed transaction ends at its producer's ABORT marker; the open ones are the pre-pass's
+        given = [Transaction(pid, first, None) for pid, first in listed]
+        if hide_open:
+            given += partition_transactions([seg])
+        transactions = sorted(given, key=lambda t: (t.first_offset, t.producer_id))
+        fetch_aborted = False
+    elif isolation == "read_committed":
+        found = set(partition_transactions([seg]))
+        txn_index = Path(name).with_suffix(".txnindex")
+        if txn_index.is_file():  # what the broker noted aborted here, with the markers walked
+            table = read_txn_index(txn_index)
+            found.update(
+                Transaction(pid, first, last)
+                for pid, first, last in zip(
+                    table.column("producer_id").to_pylist(),
+                    table.column("first_offset").to_pylist(),
+                    table.column("last_offset").to_pylist(),
+                )
+            )
+        if hide_open is False:  # transactions with no marker yet shown
+            found = {t for t in found if t.last_offset is not None}
+        transactions = sorted(found, key=lambda t: (t.first_offset, t.producer_id))
+    elif listed is not None:
+        raise ValueError("aborted_transactions needs isolation='read_committed'")
+    result = SegmentResult(seg)
+    batches = read_in_core(
+        seg,
+        None,
+        bounds,
+        DEFAULT_MAX_CHUNK_BYTES,
+        transactions,
+        None,
+        result,
+        (),
+        native,
+        fetch_aborted=fetch_aborted,
+        index_seek=True,
     )
-    if report_options:
-        raise TypeError(f"read_segment() got unexpected keyword argument(s): {', '.join(sorted(report_options))}")
-    table = stream_table(stream)
-    conditions = []
-    if start_offset is not None:
-        conditions.append(pc.greater_equal(table["offset"], start_offset))
-    if end_offset is not None:
-        conditions.append(pc.less(table["offset"], end_offset))
-    ts_type = SCHEMA.field("timestamp").type
-    if start_us is not None:
-        conditions.append(pc.greater_equal(table["timestamp"], pa.scalar(start_us, ts_type)))
-    if end_us is not None:
-        conditions.append(pc.less(table["timestamp"], pa.scalar(end_us, ts_type)))
-    mask = conditions[0]
-    for condition in conditions[1:]:
-        mask = pc.and_(mask, condition)
-    table = table.filter(mask)
+    table = pa.Table.from_batches(list(batches), schema=SCHEMA)
+    for column, known in (("topic", topic), ("partition", partition)):
+        if known is None:  # not in the file's name nor given: null, as decode() leaves it
+            at = table.schema.get_field_index(column)
+            table = table.set_column(at, SCHEMA.field(column), pa.nulls(table.num_rows, SCHEMA.field(column).type))
     return table if value_options is None else parse_columns(table, value_options, options.get("threads"))

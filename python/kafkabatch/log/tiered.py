@@ -35,6 +35,7 @@ import bisect
 import functools
 import json
 import os
+import struct
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -47,7 +48,6 @@ from kafkabatch._kafkabatch import listing_reason as _listing_reason
 from kafkabatch._kafkabatch import remote_name as _native_remote_name
 from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
 from kafkabatch.log.naming import basename, without_query
-from kafkabatch.log.windows import batch_length
 
 MANIFEST = ".rsm-manifest"
 
@@ -424,6 +424,16 @@ def held_last_offset(
 #: How far past a failed chunk a batch start is looked for when no offset
 #: index entry bounds the search.
 RESYNC_LIMIT = 1 << 20
+
+
+def batch_length(header: Any) -> int | None:
+    """The size of the batch starting ``header`` (>= 12 bytes: base offset
+    int64, length int32), or None if its length field is impossible (or
+    ``header`` is too short to hold it)."""
+    if len(header) < 12:
+        return None
+    (length,) = struct.unpack_from(">i", header, 8)
+    return 12 + length if length >= 0 else None
 
 
 def whole_batches_end(source: Any, start: int, limit: int) -> int:
