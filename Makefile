@@ -51,11 +51,12 @@ test-rust-build:
 test-rust:
 	cargo test --locked
 
-# PYTEST_WORKERS=0 runs the suite in one process.
+# PYTEST_WORKERS=0 runs the suite in one process. --dist loadfile keeps a file on one worker, so
+# one slow file bounds the wall time; --durations=25 lists the slowest tests in every log.
 PYTEST_WORKERS ?= 2
 
 test-python: install
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 stubtest: install
 	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt
