@@ -187,9 +187,11 @@ pub struct ListOptions {
     pub collect_problems: bool,
 }
 
-/// How far a remote segment's bytes really reach: its last batch's last offset, read
-/// from the object (with the keys that decrypt it); `None` when it can't be read.
-/// Listing asks only when a manifest's end offset would hide another copy's offsets.
+/// How far a segment's bytes really reach: its last batch's last offset, read from the
+/// object (a remote segment with its `manifest` and the keys that decrypt it; a plain file
+/// when `manifest` is empty); `None` when it can't be read. Listing asks only when a
+/// manifest's end offset would hide another copy's offsets, or when a folder's newest plain
+/// file has no known end and another copy starts at or after it.
 pub trait HeldOffsets {
     fn held_last_offset(&self, log: &str, manifest: &str, base_offset: i64) -> Option<i64>;
 }
@@ -346,10 +348,9 @@ pub fn list_segments(
         });
     }
     segments.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
-    if segments.iter().any(|s| s.layout != Layout::Broker) {
-        segments = resolve_overlaps(segments, held);
-        segments.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
-    }
+    // (a partition in one broker folder, the usual case, is left as it is)
+    segments = resolve_overlaps(segments, held);
+    segments.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
     listing.segments = segments;
     Ok(listing)
 }
@@ -496,14 +497,19 @@ fn holds(seg: &Segment, offset: i64, held: &dyn HeldOffsets) -> bool {
         .is_some_and(|last| last >= offset)
 }
 
-/// The overlap rule on each partition that has remote segments: `floor_offset`/`stop_offset`
-/// set, shadowed segments dropped (kept as twins of the segment that reads their offsets). A
-/// segment's last offset is its manifest's end offset, else the next segment's base offset in
-/// its own folder, minus one.
+/// The overlap rule on each partition whose segments come from more than one folder or
+/// layout: `floor_offset`/`stop_offset` set, shadowed segments dropped (kept as twins of the
+/// segment that reads their offsets). A segment's last offset is its manifest's end offset,
+/// else the next segment's base offset in its own folder, minus one; the newest plain file of
+/// a folder that another copy's segments start at or after is asked of `held` (with an empty
+/// manifest: its last batch header's offset).
 pub fn resolve_overlaps(segments: Vec<Segment>, held: &dyn HeldOffsets) -> Vec<Segment> {
     let mut out = Vec::new();
     for group in by_partition(segments) {
-        if group.iter().all(|s| s.layout == Layout::Broker) || group.iter().any(|s| s.base_offset.is_none()) {
+        let one_folder = group.iter().all(|s| parent_uri(&s.path) == parent_uri(&group[0].path));
+        if (one_folder && group.iter().all(|s| s.layout == Layout::Broker))
+            || group.iter().any(|s| s.base_offset.is_none())
+        {
             out.extend(group);
             continue;
         }
@@ -535,6 +541,18 @@ pub fn resolve_overlaps(segments: Vec<Segment>, held: &dyn HeldOffsets) -> Vec<S
                     ends[i] = Some(stop - 1); // the manifest's end offset: a claim, checked below
                     claimed[i] = true;
                 }
+            }
+        }
+        for i in 0..group.len() {
+            let s = &group[i];
+            if ends[i].is_some() || s.layout == Layout::Aiven {
+                continue;
+            }
+            // The newest plain file of its folder: its end is known only from its bytes, asked for
+            // when another copy starts at or after it (two copies of a log dir, one longer).
+            let (folder, b) = (parent_uri(&s.path), base(s));
+            if group.iter().any(|o| parent_uri(&o.path) != folder && base(o) >= b) {
+                ends[i] = held.held_last_offset(&s.path, "", b);
             }
         }
         for i in 0..group.len() {
@@ -651,9 +669,6 @@ pub fn list_roots(
     joined
         .segments
         .sort_by(|a, b| (rank(a), sort_key(a)).cmp(&(rank(b), sort_key(b))));
-    if joined.segments.iter().all(|s| s.layout == Layout::Broker) {
-        return Ok(joined);
-    }
     let found: HashMap<String, Vec<Segment>> = joined
         .segments
         .iter()

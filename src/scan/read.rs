@@ -31,7 +31,7 @@ use rsa::RsaPrivateKey;
 
 use super::index::offset_index_entries;
 use super::layouts::{remote_name, sibling, Layout};
-use super::listing::{segment_bounds, HeldOffsets, Segment};
+use super::listing::{segment_bounds, HeldOffsets, ListError, Segment};
 use super::naming::{is_remote, text};
 use super::plan::{ScanError, Split, Transaction};
 use super::seek::{seek_tiered, SeekBounds};
@@ -161,21 +161,7 @@ impl ReadContext {
             )?;
             return Ok(Source::Tiered(Box::new(source)));
         }
-        let location = Location::new(path);
-        if !is_remote(path) {
-            if let Some(map) = LocalStorage.map(&location)? {
-                return Ok(Source::Mapped(map));
-            }
-        }
-        let storage = self.storage_for(path)?;
-        let size = storage
-            .size(&location)?
-            .ok_or_else(|| crate::storage::StorageError::NotFound(location.clone()))?;
-        Ok(Source::Ranged {
-            storage,
-            location,
-            size,
-        })
+        Source::plain(self.storage_for(path)?, path)
     }
 }
 
@@ -204,6 +190,44 @@ pub(super) struct Piece {
 }
 
 impl Source {
+    /// A plain segment file (a broker's or LocalTieredStorage's) through
+    /// `storage`: the whole file memory-mapped where the storage maps
+    /// (local files), else read by ranges.
+    pub(super) fn plain(storage: Arc<dyn Storage>, path: &str) -> Result<Source, ScanError> {
+        let location = Location::new(path);
+        if let Some(map) = storage.map(&location)? {
+            return Ok(Source::Mapped(map));
+        }
+        let size = storage
+            .size(&location)?
+            .ok_or_else(|| crate::storage::StorageError::NotFound(location.clone()))?;
+        Ok(Source::Ranged {
+            storage,
+            location,
+            size,
+        })
+    }
+
+    /// The last offset the batch headers from `start` (a batch boundary)
+    /// hold, walked piece by piece to the first bytes that don't walk;
+    /// `None` when no batch does.
+    fn last_offset_from(&mut self, start: u64, chunk: usize) -> Option<i64> {
+        let size = self.size();
+        let (mut pos, mut last) = (start, None);
+        while pos < size {
+            let piece = self.piece(pos, size, chunk).ok()?;
+            if let Some(f) = piece.walk.batches.last() {
+                last = Some(f.last_offset);
+            }
+            let next = piece.base + piece.walk.valid_end as u64;
+            if next <= pos || piece.walk.valid_end < piece.to {
+                break;
+            }
+            pos = next;
+        }
+        last
+    }
+
     pub(super) fn size(&self) -> u64 {
         match self {
             Source::Mapped(map) => map.len() as u64,
@@ -1223,22 +1247,82 @@ pub(crate) struct HeldByBytes<'a> {
 
 impl HeldOffsets for HeldByBytes<'_> {
     fn held_last_offset(&self, log: &str, manifest: &str, _base_offset: i64) -> Option<i64> {
-        let mut source = self.context.open(log, Layout::Aiven, Some(manifest)).ok()?;
-        let size = source.size();
-        let (mut pos, mut last) = (0u64, None);
-        while pos < size {
-            let piece = source.piece(pos, size, self.context.max_chunk_bytes).ok()?;
-            if let Some(f) = piece.walk.batches.last() {
-                last = Some(f.last_offset);
-            }
-            let next = piece.base + piece.walk.valid_end as u64;
-            if next <= pos || piece.walk.valid_end < piece.to {
-                break;
-            }
-            pos = next;
+        if manifest.is_empty() {
+            let storage = self.context.storage_for(log).ok()?;
+            return plain_last_offset(storage, log, self.context.max_chunk_bytes);
         }
-        last
+        let mut source = self.context.open(log, Layout::Aiven, Some(manifest)).ok()?;
+        source.last_offset_from(0, self.context.max_chunk_bytes)
     }
+}
+
+/// Walks plain segment files itself (asked with an empty manifest) through
+/// `storage`, and asks `remote` about remote (Aiven) segments' manifests.
+pub struct HeldPlainFiles<'a, H: ?Sized, S: ?Sized> {
+    pub remote: &'a H,
+    pub storage: &'a S,
+    pub max_chunk_bytes: usize,
+}
+
+impl<H, S> HeldOffsets for HeldPlainFiles<'_, H, S>
+where
+    H: HeldOffsets + ?Sized,
+    S: Fn(&str) -> Result<Arc<dyn Storage>, ListError> + ?Sized,
+{
+    fn held_last_offset(&self, log: &str, manifest: &str, base_offset: i64) -> Option<i64> {
+        if manifest.is_empty() {
+            return plain_last_offset((self.storage)(log).ok()?, log, self.max_chunk_bytes);
+        }
+        self.remote.held_last_offset(log, manifest, base_offset)
+    }
+}
+
+/// The last offset a plain segment file (a broker's or LocalTieredStorage's)
+/// really holds: its last batch header's, walked from where the last entry of
+/// its `.index` points when the file is read by ranges (else, or when that
+/// position doesn't walk, from the start); `None` when it can't be read.
+pub fn plain_last_offset(storage: Arc<dyn Storage>, log: &str, chunk: usize) -> Option<i64> {
+    let mut source = Source::plain(storage, log).ok()?;
+    if let Source::Ranged { storage, .. } = &source {
+        let tail = index_tail(storage.as_ref(), log, source.size());
+        if let Some(last) = tail.and_then(|at| source.last_offset_from(at, chunk)) {
+            return Some(last);
+        }
+    }
+    source.last_offset_from(0, chunk)
+}
+
+/// Where the last entry in use of a segment's `.index` points, found with a
+/// binary search over its entries (a broker preallocates the active segment's
+/// index with zeros: entries past entry 0 with a relative offset of 0 are not
+/// in use), when that is a position inside the segment's `size` bytes.
+fn index_tail(storage: &dyn Storage, log: &str, size: u64) -> Option<u64> {
+    let index = Location::new(&sibling(log, ".index"));
+    let entries = storage.size(&index).ok()?? / 8;
+    let entry = |i: u64| -> Option<(i32, u32)> {
+        let bytes = storage.read_range(&index, i * 8..i * 8 + 8).ok()?;
+        let bytes: [u8; 8] = bytes.as_slice().try_into().ok()?;
+        let (relative, position) = bytes.split_at(4);
+        Some((
+            i32::from_be_bytes(relative.try_into().ok()?),
+            u32::from_be_bytes(position.try_into().ok()?),
+        ))
+    };
+    // entries [0, used) are in use: `lo` is, `hi` is not
+    let (mut lo, mut hi) = (0u64, entries);
+    if hi == 0 {
+        return None;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if entry(mid)?.0 != 0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let position = u64::from(entry(lo)?.1);
+    (position > 0 && position < size).then_some(position)
 }
 
 #[cfg(test)]
@@ -1389,6 +1473,66 @@ mod tests {
             assert_eq!(read(&one), want);
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Copies `from` (a log dir) to `to`, each partition's newest segment cut after the
+    /// first half of its batches.
+    fn shorter_copy(from: &Path, to: &Path) {
+        let _ = std::fs::remove_dir_all(to);
+        for folder in std::fs::read_dir(from).unwrap().map(|e| e.unwrap().path()) {
+            let into = to.join(folder.file_name().unwrap());
+            std::fs::create_dir_all(&into).unwrap();
+            let mut files: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()).collect();
+            files.sort();
+            let newest = files
+                .iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "log"))
+                .last()
+                .cloned();
+            for file in files {
+                let mut data = std::fs::read(&file).unwrap();
+                if Some(&file) == newest.as_ref() {
+                    let batches = super::walk(&data, 0).batches;
+                    assert!(batches.len() > 1, "{file:?}: too few batches to cut");
+                    let kept = &batches[batches.len() / 2 - 1];
+                    data.truncate(kept.position + kept.size);
+                }
+                std::fs::write(into.join(file.file_name().unwrap()), data).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn two_copies_of_a_log_dir_give_each_offset_once_from_the_longer() {
+        // Two copies of the same broker log dir (a backup and the live one), the backup's
+        // newest segments shorter: each offset once, the longer copy's tail included, whichever
+        // copy sorts first and in whichever order the roots come.
+        let long = generated("copies");
+        let short = long.with_file_name(format!("kb-scan-read-a-short-copy-{}", std::process::id()));
+        shorter_copy(&long, &short);
+        let (l, s) = (long.to_str().unwrap(), short.to_str().unwrap());
+        for committed in [false, true] {
+            let isolation = if committed {
+                ScanIsolation::ReadCommitted
+            } else {
+                ScanIsolation::ReadUncommitted
+            };
+            let mut want = expected(&long, committed);
+            want.sort();
+            assert!(want.len() < 2 * expected(&short, committed).len());
+            for roots in [[s, l], [l, s]] {
+                let mut got = read(&Scan::new(roots).isolation(isolation).max_chunk_bytes(5000));
+                got.sort();
+                let twice = got.windows(2).filter(|w| w[0] == w[1]).count();
+                assert_eq!(
+                    (got.len(), twice),
+                    (want.len(), 0),
+                    "roots {roots:?}, read_committed {committed}"
+                );
+                assert!(got == want, "roots {roots:?}, read_committed {committed}: other rows");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&short);
     }
 
     #[test]

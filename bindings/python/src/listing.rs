@@ -18,6 +18,8 @@ use kafkabatch::scan::listing::{
     self, HeldOffsets, ListError, ListOptions, ListWarning, Listing, Problem, Segment, WarningKind,
 };
 use kafkabatch::scan::naming::without_query;
+use kafkabatch::scan::plan::DEFAULT_MAX_CHUNK_BYTES;
+use kafkabatch::scan::read::HeldPlainFiles;
 use kafkabatch::storage::{Entry, LocalStorage, Location, Storage, StorageError};
 
 /// A storage calling a `pyarrow.fs.FileSystem` with the GIL re-attached. The
@@ -303,7 +305,12 @@ pub(crate) fn list_with(
             Arc::new(LocalStorage)
         })
     };
-    let result = py.detach(|| listing::list_roots(&roots, &storage, &options, &held));
+    let held_files = HeldPlainFiles {
+        remote: &held,
+        storage: &storage,
+        max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
+    };
+    let result = py.detach(|| listing::list_roots(&roots, &storage, &options, &held_files));
     if let Some(raised) = held.error.lock().ok().and_then(|mut slot| slot.take()) {
         return Err(raised);
     }
