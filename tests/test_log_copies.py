@@ -2,7 +2,8 @@
 
 A backup of a log dir (in a bucket, or another folder) holds the same segment
 names as the live one, its newest segments shorter (taken earlier). Read
-together (``scan_log([backup, live])``, the CLI with both paths), every offset
+together (``scan_log([backup, live])``, the CLI's ``convert`` and ``stats`` with
+both paths), every offset
 comes once, the live copy's newer records included, whichever copy is named
 first and whichever sorts first. The newest segment of a folder has no end in
 its name: its end is read from its last batch header (for a remote file, from
@@ -13,6 +14,7 @@ preallocates for the active segment).
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 from pathlib import Path
 
@@ -107,3 +109,10 @@ def test_a_bucket_backup_and_the_live_dir_give_each_offset_once(live, moto_s3, m
     with contextlib.redirect_stderr(None):
         assert main(["convert", remote, str(live), str(out), "--no-progress", "-q"]) == 0
     assert _rows(pq.read_table(out)) == _rows(want)
+    totals = []
+    for paths in ([remote, str(live)], [str(live)]):
+        stats = tmp_path / "stats.json"
+        with open(stats, "w") as f, contextlib.redirect_stdout(f):
+            assert main(["stats", *paths, "--json", "--no-progress"]) == 0
+        totals.append(json.loads(stats.read_text())["total"])
+    assert totals[0]["records"] == totals[1]["records"] == want.num_rows

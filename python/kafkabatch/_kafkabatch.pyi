@@ -379,7 +379,8 @@ def plan_roots(
     segments as :func:`list_roots` gives them, their plans as :func:`plan_partition`
     gives them, and with ``transactions`` the read_committed pre-pass of a partition
     of local segments (None for remote segments, twins, a file the core can't open). ``bounds_of(topic, partition)`` gives a partition's
-    ``(start_offset, end_offset, start_ts_us, end_ts_us)``, or None to leave it out."""
+    ``(start_offset, end_offset, start_ts_us, end_ts_us)``, or None to leave it out. With
+    ``filesystem``, the roots are paths in it and every segment is left to the read to seek."""
 
 def partition_transactions(
     segments: list[Any],
@@ -393,7 +394,8 @@ def partition_transactions(
     (:class:`kafkabatch.log.listing.Segment` s in log order, local or remote, with
     their twins), in the core: ``(producer_id, first_offset, marker offset or None
     while open)`` sorted by first offset. Remote files are read as
-    :func:`kafkabatch.log.fs.open_source` reads them; ``tiered_keys``: key-pair id →
+    :func:`kafkabatch.log.fs.open_source` reads them, and every file through the
+    segments' ``filesystem`` when they were listed in one; ``tiered_keys``: key-pair id →
     PEM text. ``on_error="skip"``: a damaged remote segment without a readable twin
     is walked around its chunks that can't be undone, or left out."""
 
@@ -581,8 +583,9 @@ def list_roots(
     as ``twins``). Segments as dicts of ``kafkabatch.log.listing.Segment``'s fields but
     ``keys`` (``twins`` a list of the same dicts, or ``()``); warnings as ``(kind, message)``; with
     ``collect_problems``, remote segments that can't be listed with their error
-    (else the first is raised). Remote roots are read through ``filesystem`` (a
-    ``pyarrow.fs.FileSystem``) or ``kafkabatch.log.fs.resolve_remote``;
+    (else the first is raised). Remote roots are read through
+    ``kafkabatch.log.fs.resolve_remote``; with ``filesystem`` (a
+    ``pyarrow.fs.FileSystem``), every root is a path in it, listed through it;
     ``held_last_offset(log, manifest, base_offset)`` confirms a manifest's end
     offset from the segment's bytes where it would hide another copy's offsets.
     """
@@ -799,8 +802,8 @@ def _read_segment(
     typed: list[tuple[str, ValueParser, dict[str, int] | None]] | None = None,
     fetch_aborted: bool | None = None,
 ) -> SegmentRead:
-    """Internal: read one segment (a :class:`kafkabatch.log.listing.Segment`) with the
-    core's reader: Aiven segments sought with their ``.indexes`` object, twins read
+    """Internal: read one segment (a :class:`kafkabatch.log.listing.Segment`; through its
+    ``filesystem`` when it was listed in one) with the core's reader: Aiven segments sought with their ``.indexes`` object, twins read
     instead of a damaged copy (up to ``following``), chunks that can't be undone
     skipped under ``on_error="skip"``; rows in the bounds only (timestamps in µs);
     ``transactions``: the partition's read_committed pre-pass; ``byte_range``: the

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from kafkabatch._decode import SCHEMA
+from kafkabatch.log.fs import filesystem_of
 from kafkabatch.log.prune import NotPushable, RecordFilter
 from kafkabatch.log.roots import Roots, list_roots, root_list
 from kafkabatch.log.scan import scan_log, typed_schema
@@ -24,6 +25,7 @@ from kafkabatch.values.spec import VALUE_OPTIONS, specs, typed_options
 
 if TYPE_CHECKING:
     import polars
+    from pyarrow import fs as pafs
 
 #: polars' comparison operators in a serialized expression, as RecordFilter's.
 _OPS = {"Eq": "==", "EqValidity": "==", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
@@ -131,7 +133,7 @@ def _literal(literal: dict[str, Any], column: str) -> Any:
     raise NotPushable(kind)
 
 
-def scan_polars(path: Roots, **options: Any) -> polars.LazyFrame:
+def scan_polars(path: Roots, *, filesystem: pafs.FileSystem | None = None, **options: Any) -> polars.LazyFrame:
     """A polars ``LazyFrame`` over the Kafka log under ``path`` (what
     :func:`kafkabatch.scan_log` takes: a path, URI or glob, or a list of them;
     with the same keyword options:
@@ -151,24 +153,35 @@ def scan_polars(path: Roots, **options: Any) -> polars.LazyFrame:
     * **n_rows** (``head``, ``limit``): reading stops once enough rows
       matched; **batch size**: rows per DataFrame handed to polars.
 
+    ``filesystem`` (a :class:`pyarrow.fs.FileSystem`): ``path`` is a path in
+    it, listed and read through it (see :func:`kafkabatch.scan_log`).
+
     >>> import polars as pl
     >>> lf = kb.scan_polars("/var/lib/kafka/data/orders-*")                    # doctest: +SKIP
     >>> lf.filter(pl.col("offset") >= 1000).select("offset", "value").head(5).collect()  # doctest: +SKIP
+    >>> from pyarrow import fs
+    >>> s3 = fs.S3FileSystem(region="eu-west-1")  # credentials: AWS_PROFILE, ~/.aws, SSO...  # doctest: +SKIP
+    >>> kb.scan_polars("my-bucket/kafka/orders-*", filesystem=s3).select(pl.len()).collect()  # doctest: +SKIP
     """
     import polars as pl
     from polars.io.plugins import register_io_source
 
     value_keywords = {k: options.pop(k) for k in VALUE_OPTIONS if k in options}
     value_options = typed_options(value_keywords)
-    roots = root_list(path)
+    filesystem = filesystem_of(filesystem)
+    roots = root_list(path, filesystem=filesystem)
     segments = list_roots(
-        roots, topic=options.get("topic"), partition=options.get("partition"), tiered_keys=options.get("tiered_keys")
+        roots,
+        topic=options.get("topic"),
+        partition=options.get("partition"),
+        tiered_keys=options.get("tiered_keys"),
+        filesystem=filesystem,
     )
     value_specs = [] if value_options is None else specs(value_options, topics=sorted({s.topic for s in segments}))
     arrow_schema = typed_schema(SCHEMA, value_specs)
     schema = pl.from_arrow(arrow_schema.empty_table()).schema  # type: ignore[union-attr]
     # check the options now, not when collected
-    scan_log(path, **options, **value_keywords).close()
+    scan_log(path, filesystem=filesystem, **options, **value_keywords).close()
 
     def source(
         with_columns: list[str] | None, predicate: Any, n_rows: int | None, batch_size: int | None
@@ -182,7 +195,9 @@ def scan_polars(path: Roots, **options: Any) -> polars.LazyFrame:
                 for name in (f"{column}_format", f"{column}_schema"):
                     keywords.pop(name, None)
         where = record_filter(predicate)
-        reader = scan_log(path, where=where, max_records_per_batch=batch_size or None, **options, **keywords)
+        reader = scan_log(
+            path, where=where, max_records_per_batch=batch_size or None, filesystem=filesystem, **options, **keywords
+        )
         remaining = n_rows
         try:
             for batch in reader:

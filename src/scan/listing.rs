@@ -220,15 +220,16 @@ fn is_listed(name: &str) -> bool {
 
 /// The segments under `root` (a path, a URI or a glob of either), sorted by
 /// topic, partition and base offset. Local roots are read from the file
-/// system, remote ones (any URI but `file:`) through `storage`, which also
-/// answers sizes and manifests for both.
+/// system, remote ones (any URI but `file:`, or any path of a storage that is
+/// not [local](Storage::is_local)) through `storage`, which also answers
+/// sizes and manifests for both.
 pub fn list_segments(
     root: &str,
     storage: &dyn Storage,
     options: &ListOptions,
     held: &dyn HeldOffsets,
 ) -> Result<Listing, ListError> {
-    let remote = is_remote(root);
+    let remote = is_remote(root) || !storage.is_local();
     let (found, explicit) = if remote {
         list_remote(root, storage)?
     } else {
@@ -825,7 +826,7 @@ fn list_remote(uri: &str, storage: &dyn Storage) -> Result<(Vec<Found>, HashSet<
         None => base,
         Some(at) => match base[..at].rfind('/') {
             Some(slash) => &base[..slash],
-            None => base.char_indices().last().map_or("", |(i, _)| &base[..i]),
+            None => "", // a glob in the first name of a storage's own path (`orders-*`): its root
         },
     };
     let prefix = Location::new(format!("{prefix_uri}{suffix}"));

@@ -343,6 +343,7 @@ pub struct Scan {
     max_decompressed_size: usize,
     max_chunk_bytes: usize,
     resolver: Option<Resolver>,
+    storage: Option<Arc<dyn Storage>>,
     columns: Columns,
     filter: Option<RecordFilter>,
     /// Spark's `pathGlobFilter`: only segments whose file names match.
@@ -394,6 +395,7 @@ impl Scan {
             max_decompressed_size: DEFAULT_MAX_DECOMPRESSED_SIZE,
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
             resolver: None,
+            storage: None,
             columns: Columns::ALL,
             filter: None,
             name_glob: None,
@@ -557,6 +559,16 @@ impl Scan {
         self
     }
 
+    /// One storage for every root and file of this scan, whatever its path
+    /// looks like: the roots are paths in it (`bucket/prefix/` for a front
+    /// end's S3 file system), nothing is read from the local disk or through
+    /// the [resolver](Scan::resolver), and the planner asks it for everything
+    /// it would map or seek locally.
+    pub fn storage(mut self, storage: Arc<dyn Storage>) -> Self {
+        self.storage = Some(storage);
+        self
+    }
+
     fn check(&self) -> Result<(), ScanError> {
         if self.roots.is_empty() {
             return Err(ScanError::Options("no roots to scan".into()));
@@ -586,6 +598,7 @@ impl Scan {
         }
         Ok(ReadContext {
             resolver: self.resolver.clone(),
+            storage: self.storage.clone(),
             keys: Arc::new(keys),
             options: DecodeOptions {
                 validate_crc: self.validate_crc,
@@ -657,7 +670,13 @@ impl Scan {
             let mut splits = Vec::new();
             for (i, (seg, planned)) in group
                 .iter()
-                .zip(plan_segments(&group, &bounds, false, true, &mut index_warnings))
+                .zip(plan_segments(
+                    &group,
+                    &bounds,
+                    false,
+                    context.storage.is_none(),
+                    &mut index_warnings,
+                ))
                 .enumerate()
             {
                 let (start, end) = match planned {
@@ -722,6 +741,7 @@ pub fn local_transactions(group: &[Segment], max_chunk_bytes: usize) -> Result<V
     }
     let context = ReadContext {
         resolver: None,
+        storage: None,
         keys: Arc::new(BTreeMap::new()),
         options: DecodeOptions::default(),
         max_chunk_bytes: max_chunk_bytes.max(1),

@@ -56,6 +56,8 @@ const LOG_OVERHEAD: usize = 12;
 #[derive(Clone)]
 pub struct ReadContext {
     pub(crate) resolver: Option<super::plan::Resolver>,
+    /// Every path's storage, when the scan was given one (see [`Scan::storage`](super::Scan::storage)).
+    pub(crate) storage: Option<Arc<dyn Storage>>,
     pub(crate) keys: Arc<BTreeMap<String, RsaPrivateKey>>,
     pub(crate) options: DecodeOptions,
     pub(crate) max_chunk_bytes: usize,
@@ -104,8 +106,12 @@ impl ReadContext {
         self
     }
 
-    /// The storage holding `path`: local files, or the resolver's for URIs.
+    /// The storage holding `path`: the scan's own when it was given one, else
+    /// local files, or the resolver's for URIs.
     pub fn storage_for(&self, path: &str) -> Result<Arc<dyn Storage>, ScanError> {
+        if let Some(storage) = &self.storage {
+            return Ok(storage.clone());
+        }
         if !is_remote(path) {
             return Ok(Arc::new(LocalStorage));
         }
@@ -1297,7 +1303,7 @@ pub fn plain_last_offset(storage: Arc<dyn Storage>, log: &str, chunk: usize) -> 
 /// index with zeros: entries past entry 0 with a relative offset of 0 are not
 /// in use), when that is a position inside the segment's `size` bytes.
 fn index_tail(storage: &dyn Storage, log: &str, size: u64) -> Option<u64> {
-    let index = Location::new(&sibling(log, ".index"));
+    let index = Location::new(sibling(log, ".index"));
     let entries = storage.size(&index).ok()?? / 8;
     let entry = |i: u64| -> Option<(i32, u32)> {
         let bytes = storage.read_range(&index, i * 8..i * 8 + 8).ok()?;
@@ -1336,6 +1342,8 @@ mod tests {
     use crate::decode::{decode, DecodeOptions, Isolation};
     use crate::generate::{Kind, PartitionConfig, PartitionGenerator};
     use crate::scan::{Scan, ScanIsolation};
+
+    use super::{Arc, Buffer, LocalStorage, Location, Storage};
 
     /// (topic, partition, offset, timestamp µs) of each row.
     type Row = (String, i32, i64, i64);
@@ -1486,8 +1494,7 @@ mod tests {
             files.sort();
             let newest = files
                 .iter()
-                .filter(|p| p.extension().is_some_and(|e| e == "log"))
-                .last()
+                .rfind(|p| p.extension().is_some_and(|e| e == "log"))
                 .cloned();
             for file in files {
                 let mut data = std::fs::read(&file).unwrap();
@@ -1837,6 +1844,76 @@ mod tests {
         assert!(objects.len() > 2);
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::remove_dir_all(&bucket).unwrap();
+    }
+
+    /// A front end's storage: paths `data/...` (no scheme) of a folder elsewhere, each read counted.
+    #[derive(Debug)]
+    struct Elsewhere {
+        dir: String,
+        reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Elsewhere {
+        fn local(&self, l: &Location) -> Location {
+            Location::new(l.as_str().replacen("data", &self.dir, 1))
+        }
+    }
+
+    impl Storage for Elsewhere {
+        fn list(
+            &self,
+            prefix: &Location,
+            recursive: bool,
+        ) -> Result<Vec<crate::storage::Entry>, crate::storage::StorageError> {
+            let entries = LocalStorage.list(&self.local(prefix), recursive)?;
+            Ok(entries
+                .into_iter()
+                .map(|e| crate::storage::Entry {
+                    location: Location::new(e.location.as_str().replacen(&self.dir, "data", 1)),
+                    size: e.size,
+                })
+                .collect())
+        }
+        fn size(&self, l: &Location) -> Result<Option<u64>, crate::storage::StorageError> {
+            LocalStorage.size(&self.local(l))
+        }
+        fn read_range(&self, l: &Location, r: std::ops::Range<u64>) -> Result<Buffer, crate::storage::StorageError> {
+            self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            LocalStorage.read_range(&self.local(l), r)
+        }
+    }
+
+    #[test]
+    fn a_scan_given_a_storage_reads_every_path_through_it() {
+        let dir = generated("given");
+        let storage = Arc::new(Elsewhere {
+            dir: dir.to_str().unwrap().to_string(),
+            reads: Default::default(),
+        });
+        for (committed, isolation) in [
+            (false, ScanIsolation::ReadUncommitted),
+            (true, ScanIsolation::ReadCommitted),
+        ] {
+            let all = expected(&dir, committed);
+            let scan = |s: Option<i64>| {
+                Scan::new(["data"])
+                    .storage(storage.clone())
+                    .isolation(isolation)
+                    .max_chunk_bytes(5000)
+                    .start_offset(s)
+            };
+            assert_eq!(read(&scan(None)), all);
+            let want: Vec<Row> = all.iter().filter(|r| r.2 >= 700).cloned().collect();
+            assert_eq!(read(&scan(Some(700))), want);
+            let plan = scan(None).plan().unwrap();
+            assert!(plan.splits().all(|s| s.path.starts_with("data/")), "{plan:?}");
+        }
+        assert!(storage.reads.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        // a glob, listed through the storage too
+        let orders = Scan::new(["data/orders-*"]).storage(storage.clone());
+        let want: Vec<Row> = expected(&dir, false).into_iter().filter(|r| r.0 == "orders").collect();
+        assert_eq!(read(&orders), want);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

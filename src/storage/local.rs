@@ -181,6 +181,10 @@ impl Storage for LocalStorage {
         Ok(Buffer::from_vec(bytes))
     }
 
+    fn is_local(&self) -> bool {
+        true
+    }
+
     fn map(&self, location: &Location) -> Result<Option<Buffer>, StorageError> {
         let file = fs::File::open(location.as_str()).map_err(|e| io_error(location, e))?;
         let size = file.metadata().map_err(|e| io_error(location, e))?.len();

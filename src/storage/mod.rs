@@ -131,6 +131,14 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn map(&self, _location: &Location) -> Result<Option<Buffer>, StorageError> {
         Ok(None)
     }
+
+    /// Whether locations are paths of this machine's file system, listed by
+    /// walking and globbing folders. A storage a front end brings (a
+    /// `pyarrow.fs.FileSystem`) answers `false`: its paths are its own, with
+    /// or without a scheme (`bucket/prefix/orders-0`).
+    fn is_local(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -41,6 +41,21 @@ impl PyFileSystemStorage {
         }
     }
 
+    /// Every file through the caller's `filesystem` (paths in it; a scheme and query are dropped).
+    pub(crate) fn over(filesystem: Py<PyAny>) -> Self {
+        PyFileSystemStorage {
+            filesystem: Some(filesystem),
+            error: Mutex::new(None),
+        }
+    }
+
+    /// The storage reading `segment` (a `kafkabatch.log.listing.Segment`): the
+    /// file system it was listed in (its `filesystem`), else `None`.
+    pub(crate) fn of_segment(segment: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
+        let given = segment.getattr_opt(intern!(segment.py(), "filesystem"))?;
+        Ok(given.filter(|fs| !fs.is_none()).map(|fs| Self::over(fs.unbind())))
+    }
+
     fn resolve<'py>(&self, py: Python<'py>, location: &Location) -> PyResult<(Bound<'py, PyAny>, String)> {
         match &self.filesystem {
             Some(fs) => {
@@ -271,9 +286,10 @@ fn warnings_list<'py>(py: Python<'py>, warnings: &[ListWarning]) -> PyResult<Bou
 }
 
 /// The core's listing of `roots` (local ones through the core's file-system
-/// storage, remote ones, or every one when `filesystem` is given, through a
-/// [`PyFileSystemStorage`]), joined as `kafkabatch::scan::listing::list_roots`
-/// joins them; a Python exception raised by a callback is raised as it was.
+/// storage, remote ones through a [`PyFileSystemStorage`]; when `filesystem`
+/// is given, every root is a path in it, listed through it), joined as
+/// `kafkabatch::scan::listing::list_roots` joins them; a Python exception
+/// raised by a callback is raised as it was.
 pub(crate) fn list_with(
     py: Python<'_>,
     roots: Vec<String>,

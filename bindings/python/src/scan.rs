@@ -250,6 +250,24 @@ fn core_segments(segments: Vec<SegmentFields>) -> Vec<Segment> {
         .collect()
 }
 
+/// A scan reading listed segments: through `given` (the caller's file system
+/// the segments were listed in) for every path, else remote files as
+/// `kafkabatch.log.fs.open_source` reads them; with the storage that keeps
+/// the Python exception a call raised.
+fn storage_scan(given: Option<PyFileSystemStorage>) -> (Arc<PyFileSystemStorage>, Scan) {
+    let scan = Scan::new(["."]);
+    match given {
+        Some(storage) => {
+            let storage = Arc::new(storage);
+            (storage.clone(), scan.storage(storage))
+        }
+        None => {
+            let fallback = Arc::new(PyFileSystemStorage::resolving());
+            (fallback.clone(), scan.resolver(python_resolver(fallback)))
+        }
+    }
+}
+
 /// The read_committed pre-pass over one partition's segments
 /// (`kafkabatch.log.listing.Segment`s in log order, local or remote, with
 /// their twins), in the core: `(producer_id, first_offset, marker offset or
@@ -269,13 +287,16 @@ fn partition_transactions(
 ) -> PyResult<Vec<(i64, i64, Option<i64>)>> {
     let group = segments.iter().map(segment_from_py).collect::<PyResult<Vec<_>>>()?;
     let on_error = on_error_of(on_error)?;
-    let fallback = Arc::new(PyFileSystemStorage::resolving());
-    let context = Scan::new(["."])
+    let given = match segments.first() {
+        Some(first) => PyFileSystemStorage::of_segment(first)?,
+        None => None,
+    };
+    let (fallback, scan) = storage_scan(given);
+    let context = scan
         .tiered_keys(tiered_keys.unwrap_or_default())
         .on_error(on_error)
         .max_decompressed_size(max_decompressed_size)
         .max_chunk_bytes(max_chunk_bytes)
-        .resolver(python_resolver(fallback.clone()))
         .context()
         .map_err(scan_error)?;
     let found = py.detach(|| context.transactions(&group)).map_err(|e| {
@@ -395,7 +416,8 @@ impl SegmentRead {
     }
 }
 
-/// Read one segment (a `kafkabatch.log.listing.Segment`, its twins read
+/// Read one segment (a `kafkabatch.log.listing.Segment`, through its
+/// `filesystem` when it was listed in one; its twins read
 /// instead when it turns out damaged, up to offset `following` where the
 /// partition's next segment takes over) with the core's reader: Aiven
 /// segments are sought with their `.indexes` object, chunks that can't be
@@ -436,15 +458,14 @@ fn _read_segment(
         .iter()
         .map(|(column, parser, guid_ids)| parser.get().typed_column(column, guid_ids.clone()))
         .collect::<PyResult<Vec<_>>>()?;
-    let fallback = Arc::new(PyFileSystemStorage::resolving());
-    let context = Scan::new(["."])
+    let (fallback, scan) = storage_scan(PyFileSystemStorage::of_segment(segment)?);
+    let context = scan
         .tiered_keys(tiered_keys.unwrap_or_default())
         .validate_crc(validate_crc)
         .include_control(include_control)
         .on_error(on_error_of(on_error)?)
         .max_decompressed_size(max_decompressed_size)
         .max_chunk_bytes(max_chunk_bytes)
-        .resolver(python_resolver(fallback.clone()))
         .context()
         .map_err(scan_error)?
         .with_typed(typed);
@@ -542,7 +563,8 @@ type PyBounds = Option<(Option<i64>, Option<i64>, Option<i64>, Option<i64>)>;
 /// segments as `partition_transactions` gives it (None when the core can't
 /// walk them: remote segments, twins, a file it can't open).
 /// `bounds_of(topic, partition)` gives each partition's bounds, or None to
-/// leave the partition out.
+/// leave the partition out. With `filesystem` (a `pyarrow.fs.FileSystem`), the
+/// roots are paths in it and every segment is left to the read to seek (`(2, 0, 0)`).
 #[pyfunction]
 #[pyo3(signature = (roots, bounds_of, *, topic=None, partition=None, collect_problems=false, filesystem=None, held_last_offset=None, keep_control=false, transactions=false, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
 #[allow(clippy::too_many_arguments)]
@@ -559,6 +581,8 @@ fn plan_roots<'py>(
     transactions: bool,
     max_chunk_bytes: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    // Files in a caller's file system are neither mapped nor sought here: the read seeks them.
+    let local = filesystem.is_none();
     let mut listed = list_with(
         py,
         roots,
@@ -589,10 +613,10 @@ fn plan_roots<'py>(
         groups
             .iter()
             .map(|(group, bounds)| {
-                let txns = (transactions && group.iter().all(|s| s.twins.is_empty()))
+                let txns = (local && transactions && group.iter().all(|s| s.twins.is_empty()))
                     .then(|| local_transactions(group, max_chunk_bytes).ok())
                     .flatten();
-                let plans: Vec<_> = plan_segments(group, bounds, keep_control, true, &mut index_warnings)
+                let plans: Vec<_> = plan_segments(group, bounds, keep_control, local, &mut index_warnings)
                     .into_iter()
                     .map(plan_tuple)
                     .collect();

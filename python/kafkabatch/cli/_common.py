@@ -289,6 +289,7 @@ def find_segments(paths: list[str], keys: Any = (), *, skip: bool = False) -> li
     from kafkabatch.log.listing import list_segments
 
     out: list[SegmentFile] = []
+    rooted: list[str] = []  # the paths listed as roots (not files named, nor folders of unknown partition)
     for path in paths:
         remote = is_remote(path)
         if not remote:
@@ -315,6 +316,7 @@ def find_segments(paths: list[str], keys: Any = (), *, skip: bool = False) -> li
             # topic and partition unknown.
             segments = list_segments(path, topic="", partition=-1)
             found = [_segment_file(s.path) for s in segments]
+            segments = []  # not a root the joined listing below can take
         else:
             found = [
                 SegmentFile(s.path, s.topic, s.partition, s.base_offset, s.size, tuple(t.path for t in s.twins))
@@ -323,6 +325,18 @@ def find_segments(paths: list[str], keys: Any = (), *, skip: bool = False) -> li
         if not found and not problems:  # (objects that can't be listed: the read reports them)
             raise CliError(f"no .log segment files in {path}")
         out.extend(found)
+        if segments:
+            rooted.append(path)
+    if len(paths) > 1 and len(rooted) == len(paths):
+        # Several roots (a bucket and a broker log dir, two copies of one): listed together, so a
+        # partition found under several gives each offset once, as scan_log and convert read them.
+        from kafkabatch.log.roots import list_roots
+
+        joined = list_roots(paths, tiered_keys=keys, problems=[] if skip else None)
+        out = [
+            SegmentFile(s.path, s.topic, s.partition, s.base_offset, s.size, tuple(t.path for t in s.twins))
+            for s in joined
+        ]
     return out
 
 

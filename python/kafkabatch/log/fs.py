@@ -4,10 +4,10 @@
 Remote URIs the core serves are read with ranged GETs through Rust's ``object_store``
 (credentials and endpoints from the environment: ``AWS_ENDPOINT_URL``,
 ``AWS_ACCESS_KEY_ID``...; see docs/tiered-storage.md). :mod:`pyarrow.fs` reads
-the others (``hdfs://``...), any URI when a ``filesystem`` is given, S3 when its
-credentials can only come from an AWS profile (``AWS_PROFILE``, ``~/.aws``: pyarrow's
-credential chain reads them), and every URI when the environment sets
-``KAFKABATCH_STORAGE=pyarrow``.
+the others (``hdfs://``...), S3 when its credentials can only come from an AWS
+profile (``AWS_PROFILE``, ``~/.aws``: pyarrow's credential chain reads them), and
+every URI when the environment sets ``KAFKABATCH_STORAGE=pyarrow``. A caller's
+``filesystem`` (see :func:`filesystem_of`) reads every path of a read: paths in it.
 
 >>> source = open_source("/data/orders-0/00000000000000000000.log")  # doctest: +SKIP
 >>> bytes(source.read(0, 8))                                          # doctest: +SKIP
@@ -27,6 +27,38 @@ from kafkabatch._util import mapped_file
 from kafkabatch.log.naming import without_query
 
 URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def filesystem_of(filesystem: Any) -> Any:
+    """The caller's ``filesystem=`` as the reads take it: a :class:`pyarrow.fs.FileSystem`
+    (an fsspec file system wrapped by the caller: ``pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))``),
+    or ``None`` for the package's own choice of storage. A
+    :class:`pyarrow.fs.LocalFileSystem` is ``None`` too: its paths are local paths, memory-mapped."""
+    if filesystem is None:
+        return None
+    from pyarrow import fs as pafs
+
+    if not isinstance(filesystem, pafs.FileSystem):
+        name = f"{type(filesystem).__module__}.{type(filesystem).__qualname__}"
+        fsspec = any(c.__module__.split(".")[0] == "fsspec" for c in type(filesystem).__mro__)
+        hint = "; wrap an fsspec file system as pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))" if fsspec else ""
+        raise TypeError(f"filesystem must be a pyarrow.fs.FileSystem, not {name}{hint}")
+    return None if isinstance(filesystem, pafs.LocalFileSystem) else filesystem
+
+
+def filesystem_path(root: str, filesystem: Any, what: str = "path") -> str:
+    """``root`` as a path in the caller's ``filesystem``: as it is; a URI is a
+    :class:`ValueError` (``what``: the caller's word for the argument), as
+    :func:`pyarrow.dataset.dataset` refuses one: the file system alone says where
+    its paths are, so a scheme and a query (an endpoint, keys) could only disagree with it."""
+    match = URI.match(root)
+    if match is None:
+        return root
+    inside = without_query(root)[match.end() :]
+    raise ValueError(
+        f"{what} {root!r} is a URI, but filesystem= was given: give paths in that file system "
+        f"({inside!r}), or leave filesystem out to read the URI"
+    )
 
 
 def local_path(path: str) -> str:
@@ -196,6 +228,9 @@ def remote_size(uri: str) -> int | None:
 
 
 def open_source(path: str, filesystem: Any = None) -> Any:
-    """A :class:`Source` for ``path``: memory-mapped when local, else a :class:`RemoteSource`
-    (through ``filesystem``, a :class:`pyarrow.fs.FileSystem`, when given)."""
-    return RemoteSource(path, filesystem) if is_remote(path) else MappedSource(local_path(path))
+    """A :class:`Source` for ``path``: a :class:`RemoteSource` through ``filesystem``
+    (a :class:`pyarrow.fs.FileSystem`, ``path`` a path in it) when given, else
+    memory-mapped when local, else a :class:`RemoteSource`."""
+    if filesystem is not None or is_remote(path):
+        return RemoteSource(path, filesystem)
+    return MappedSource(local_path(path))

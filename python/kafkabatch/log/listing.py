@@ -10,7 +10,7 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kafkabatch.log.fs as fs
 import kafkabatch.log.tiered as tiered
@@ -18,6 +18,9 @@ from kafkabatch._kafkabatch import list_roots as _native_list_roots
 from kafkabatch.log.bounds import Bounds
 from kafkabatch.log.fs import URI, local_path
 from kafkabatch.log.naming import basename
+
+if TYPE_CHECKING:
+    from pyarrow import fs as pafs
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class Segment:
     #: Other copies of this segment's offsets (another upload, a broker folder)
     #: that the overlap rule left out: read instead when this one turns out damaged.
     twins: tuple[Segment, ...] = field(default=(), repr=False, compare=False)
+    #: The caller's :class:`pyarrow.fs.FileSystem` it was listed in (``path`` is a
+    #: path in it), read through it; ``None``: a local path or a URI.
+    filesystem: Any = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -68,8 +74,8 @@ def open_segment(
     ``max_decompressed_size``, default that of :func:`kafkabatch.decode`;
     ``cap_name`` is the caller's word for that option, in errors)."""
     if seg.layout == "aiven" and seg.manifest is not None:
-        return tiered.TieredSource(seg.path, seg.manifest, seg.keys, max_decompressed_size, cap_name)
-    return fs.open_source(seg.path)
+        return tiered.TieredSource(seg.path, seg.manifest, seg.keys, max_decompressed_size, cap_name, seg.filesystem)
+    return fs.open_source(seg.path, seg.filesystem)
 
 
 def segment_bounds(seg: Segment, bounds: Bounds) -> Bounds:
@@ -91,6 +97,7 @@ def list_segments(
     partition: int | None = None,
     tiered_keys: Any = None,
     problems: list[tuple[Segment, Exception]] | None = None,
+    filesystem: pafs.FileSystem | None = None,
 ) -> list[Segment]:
     """The segment files under ``path_or_glob``, sorted by topic, partition
     and base offset.
@@ -129,10 +136,18 @@ def list_segments(
     ``problems`` list, it is appended there instead, as ``(segment, error)``
     (what is known of the segment), and listing goes on.
 
+    ``filesystem`` (a :class:`pyarrow.fs.FileSystem`): ``path_or_glob`` is a
+    path in it (``"bucket/kafka/"`` for an ``S3FileSystem``, no scheme), listed
+    through it; the segments' paths are its paths, and reading them goes through it too.
+
     >>> [(s.topic, s.partition, s.base_offset) for s in list_segments("/var/lib/kafka/data")]  # doctest: +SKIP
     [('orders', 0, 0), ('orders', 0, 81234), ('orders', 1, 0), ('payments', 0, 0)]
     """
-    return listed_roots([os.fspath(path_or_glob)], _native_list_roots, topic, partition, tiered_keys, problems)[0]
+    filesystem = fs.filesystem_of(filesystem)
+    path = os.fspath(path_or_glob)
+    if filesystem is not None:
+        path = fs.filesystem_path(path, filesystem, "path_or_glob")
+    return listed_roots([path], _native_list_roots, topic, partition, tiered_keys, problems, filesystem=filesystem)[0]
 
 
 def native_root(path: str) -> str:
@@ -148,13 +163,16 @@ def listed_roots(
     partition: int | None,
     tiered_keys: Any,
     problems: list[tuple[Segment, Exception]] | None,
+    filesystem: Any = None,
     **more: Any,
 ) -> tuple[Any, ...]:
     """``call`` (the core's ``list_roots`` or ``plan_roots``) over ``paths``, joined:
     its answer with the segments as :class:`Segment` s (``call``'s first item: the
     segments, or partitions whose first item is theirs), remote ones holding the
     resolved ``tiered_keys``; the listing's warnings re-emitted as
-    :class:`TieredStorageWarning` s, its problems appended to ``problems``."""
+    :class:`TieredStorageWarning` s, its problems appended to ``problems``.
+    ``filesystem`` (checked by :func:`kafkabatch.log.fs.filesystem_of`): ``paths``
+    are paths in it, and the segments keep it for their reads."""
     if partition is not None:
         partition = int(partition)
     resolved: list[tiered.KeySpec] = []
@@ -165,15 +183,16 @@ def listed_roots(
         return resolved[0]
 
     def held_last_offset(log_path: str, manifest: str, base_offset: int) -> int | None:
-        return tiered.held_last_offset(log_path, manifest, keyspec(), base_offset)
+        return tiered.held_last_offset(log_path, manifest, keyspec(), base_offset, filesystem)
 
     try:
         found, warned, unlisted, *rest = call(
-            [native_root(p) for p in paths],
+            paths if filesystem is not None else [native_root(p) for p in paths],
             topic=topic,
             partition=partition,
             collect_problems=problems is not None,
             held_last_offset=held_last_offset,
+            filesystem=filesystem,
             **more,
         )
     except tiered.TieredStorageError as error:  # what the listing said before it stopped, then why
@@ -184,20 +203,23 @@ def listed_roots(
     for _kind, message in warned:  # one kind so far: a remote object left out
         warnings.warn(message, tiered.TieredStorageWarning, stacklevel=3)
     if problems is not None:
-        problems.extend((_segment(seg, ()), error) for seg, error in unlisted)
+        problems.extend((_segment(seg, (), filesystem), error) for seg, error in unlisted)
     if call is _native_list_roots:
-        return ([_segment(seg, keys) for seg in found],)
-    parts = [([_segment(seg, keys) for seg in segs], *more_of) for segs, *more_of in found]
+        return ([_segment(seg, keys, filesystem) for seg in found],)
+    parts = [([_segment(seg, keys, filesystem) for seg in segs], *more_of) for segs, *more_of in found]
     return (parts, *rest)
 
 
-def _segment(fields: dict[str, Any], keys: tiered.KeySpec) -> Segment:
-    """A :class:`Segment` from the core's listing (remote segments carry the keys): the
-    core gives its fields, taken as they are (a frozen dataclass's ``__init__`` would set
-    them one by one through ``object.__setattr__``, the listing's cost for many segments)."""
+def _segment(fields: dict[str, Any], keys: tiered.KeySpec, filesystem: Any = None) -> Segment:
+    """A :class:`Segment` from the core's listing (remote segments carry the keys; all of
+    them the caller's ``filesystem``, if any): the core gives its fields, taken as they are
+    (a frozen dataclass's ``__init__`` would set them one by one through
+    ``object.__setattr__``, the listing's cost for many segments)."""
     twins = fields["twins"]
-    fields["twins"] = tuple(_segment(twin, keys) for twin in twins) if twins else ()
+    fields["twins"] = tuple(_segment(twin, keys, filesystem) for twin in twins) if twins else ()
     fields["keys"] = keys if fields["layout"] != "broker" else ()
+    if filesystem is not None:
+        fields["filesystem"] = filesystem
     seg = _new_object(Segment)
     seg.__dict__.update(fields)
     return seg

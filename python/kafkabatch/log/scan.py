@@ -13,7 +13,7 @@ import struct
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -46,6 +46,9 @@ from kafkabatch.values.spec import (
     typed_options,
     value_only,
 )
+
+if TYPE_CHECKING:
+    from pyarrow import fs as pafs
 
 log = logging.getLogger("kafkabatch.log")
 #: ``extra`` of a logged skip that a :class:`SegmentResult` also counts: a caller
@@ -364,6 +367,7 @@ def scan_log(
     on_segment: Callable[[SegmentResult], None] | None = None,
     tiered_keys: Any = None,
     where: RecordFilter | None = None,
+    filesystem: pafs.FileSystem | None = None,
     **decode_options: Any,
 ) -> pa.RecordBatchReader:
     """Stream every segment under ``path`` (see :func:`list_segments`) as
@@ -406,8 +410,21 @@ def scan_log(
     on topic, partition, offset and timestamp: folders, segments and batches
     that can't hold a match are skipped, and the rows are filtered exactly.
 
+    ``filesystem`` (a :class:`pyarrow.fs.FileSystem`) reads through it, as
+    :func:`pyarrow.dataset.dataset` does: ``path`` is then a path in that
+    file system (``"bucket/kafka/"`` for an ``S3FileSystem``, globs and lists
+    too); a URI with a scheme is a :class:`ValueError`. Everything else is
+    the same (layouts, tiered keys, index seeks, pruning, read_committed),
+    each listing and ranged read a call of the file system, so its credentials
+    (pyarrow's chain: ``~/.aws`` profiles, SSO...) are the ones used. An fsspec
+    file system is wrapped first: ``pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))``.
+
     >>> reader = scan_log("/var/lib/kafka/data/orders-0", start_timestamp="2024-05-01")  # doctest: +SKIP
     >>> reader.read_all().num_rows                                                         # doctest: +SKIP
+    1000
+    >>> from pyarrow import fs
+    >>> s3 = fs.S3FileSystem(region="eu-west-1")  # credentials: AWS_PROFILE, ~/.aws, SSO...  # doctest: +SKIP
+    >>> scan_log("my-bucket/kafka/orders-*", filesystem=s3).read_all().num_rows           # doctest: +SKIP
     1000
     """
     skip = decode_options.get("on_error", "raise") != "raise"
@@ -437,14 +454,16 @@ def scan_log(
         bounds_by[(tp_topic, tp_partition)] = b
         return b.start_offset, b.end_offset, b.start_ts, b.end_ts
 
+    filesystem = fs.filesystem_of(filesystem)
     # One core call: the roots listed and joined, each partition planned (and its local pre-pass walked).
     planned, index_warnings = listed_roots(
-        root_list(path),
+        root_list(path, filesystem=filesystem),
         _native_plan_roots,
         topic,
         partition,
         tiered_keys,
         problems,
+        filesystem=filesystem,
         bounds_of=bounds_of,
         keep_control=read_committed and listed,
         transactions=pre_pass,
@@ -682,7 +701,7 @@ def _head(seg: Segment, error: Exception) -> bytes | None:
     (for :func:`~kafkabatch.log.errors.in_file`'s guess of what the file is)."""
     if seg.layout == "aiven" or getattr(error, "batch_position", None) != 0:
         return None
-    source = fs.open_source(seg.path)
+    source = fs.open_source(seg.path, seg.filesystem)
     try:
         return bytes(source.read(0, min(512, source.size)))
     finally:

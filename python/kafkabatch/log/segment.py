@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -25,6 +25,9 @@ from kafkabatch.log.index import read_txn_index
 from kafkabatch.log.roots import Roots, root_list
 from kafkabatch.log.seek import seek_range
 from kafkabatch.values.spec import VALUE_OPTIONS, parse_columns, typed_options
+
+if TYPE_CHECKING:
+    from pyarrow import fs as pafs
 
 
 def topic_partition_from_path(path: str | os.PathLike[str]) -> tuple[str, int] | None:
@@ -45,6 +48,7 @@ def read_segment(
     end_offset: int | None = None,
     start_timestamp: Any = None,
     end_timestamp: Any = None,
+    filesystem: pafs.FileSystem | None = None,
     **options: Any,
 ) -> pa.Table:
     """Decode a Kafka log segment file (memory-mapped) into a table.
@@ -70,10 +74,19 @@ def read_segment(
     >>> kb.read_segment("s3://b/t/orders-MWJ6FHTfRYy67jzwZdeqSQ/0/00000000000000000000-tqimKeZwStOEOwRzT3L5oQ.rsm-manifest",
     ...                 tiered_keys={"key-1": "private.pem"}).num_rows  # doctest: +SKIP
     1000
+
+    ``filesystem`` (a :class:`pyarrow.fs.FileSystem`): ``path`` is a path in
+    it, read through it as :func:`scan_log` reads (see there).
+
+    >>> from pyarrow import fs
+    >>> s3 = fs.S3FileSystem(region="eu-west-1")  # credentials: AWS_PROFILE, ~/.aws, SSO...  # doctest: +SKIP
+    >>> kb.read_segment("my-bucket/kafka/orders-0/00000000000000000000.log", filesystem=s3).num_rows  # doctest: +SKIP
+    1000
     """
     check_keywords("read_segment", options, _READ_SEGMENT_KEYWORDS)
-    paths = root_list(path)
-    several = len(paths) > 1
+    filesystem = fs.filesystem_of(filesystem)
+    paths = root_list(path, filesystem=filesystem)
+    several = len(paths) > 1 or filesystem is not None  # a caller's file system: read by scan_log, through it
     text = paths[0]
     one: str | os.PathLike[str] = path if isinstance(path, (str, os.PathLike)) else text
     internal = pop_internal(options)
@@ -103,6 +116,7 @@ def read_segment(
 
         return scan_log(
             paths if several else text,
+            filesystem=filesystem,
             topic=topic,
             partition=partition,
             start_offset=start_offset,

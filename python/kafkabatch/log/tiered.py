@@ -187,9 +187,13 @@ def keyring(keys: KeySpec) -> TieredKeys | None:
 # --------------------------------------------------------------------------
 
 
-def _read_object(path: str, position: int | None = None, length: int | None = None) -> bytes:
-    if fs.is_remote(path):
-        filesystem, fs_path = fs.resolve_remote(path)
+def _read_object(path: str, position: int | None = None, length: int | None = None, filesystem: Any = None) -> bytes:
+    """An object's bytes (``length`` of them from ``position``, else all); ``filesystem``:
+    the caller's :class:`pyarrow.fs.FileSystem`, ``path`` a path in it."""
+    if filesystem is not None or fs.is_remote(path):
+        fs_path = path
+        if filesystem is None:
+            filesystem, fs_path = fs.resolve_remote(path)
         with filesystem.open_input_file(fs_path) as f:
             if position is None or length is None:
                 return bytes(f.read())
@@ -204,8 +208,13 @@ def _read_object(path: str, position: int | None = None, length: int | None = No
 @functools.lru_cache(maxsize=1024)
 def load_manifest(path: str, keys: KeySpec = ()) -> RemoteManifest:
     """A segment's manifest, parsed and its data key unwrapped (cached per path and keys)."""
+    return _manifest(path, keys)
+
+
+def _manifest(path: str, keys: KeySpec, filesystem: Any = None) -> RemoteManifest:
+    """A segment's manifest, parsed and its data key unwrapped; ``filesystem``: see :func:`_read_object`."""
     try:
-        text = _read_object(path)
+        text = _read_object(path, filesystem=filesystem)
     except FileNotFoundError:
         raise _error(path, "truncated", "the manifest object is missing") from None
     return RemoteManifest(text, keyring(keys), name=path)
@@ -237,14 +246,19 @@ class TieredSource(fs.Source):
         keys: KeySpec = (),
         max_decompressed_size: int | None = None,
         cap_name: str = "max_decompressed_size",
+        filesystem: Any = None,
     ) -> None:
         self.path = log_path
         self._max_decompressed_size = max_decompressed_size
         self._cap_name = cap_name
-        self.manifest = load_manifest(manifest_path, keys)
+        self._filesystem = filesystem  # the caller's pyarrow.fs.FileSystem, the paths its own
+        # (a caller's file system can't key a cache: pyarrow's are unhashable)
+        self.manifest = (
+            load_manifest(manifest_path, keys) if filesystem is None else _manifest(manifest_path, keys, filesystem)
+        )
         self.manifest.check_chunk_sizes()
         try:
-            self._raw = fs.open_source(log_path)
+            self._raw = fs.open_source(log_path, filesystem)
         except FileNotFoundError:
             raise missing_object_error(log_path, manifest_path) from None
         if self._raw.size != self.manifest.transformed_size:
@@ -349,7 +363,7 @@ class TieredSource(fs.Source):
             return None
         position, size = where
         try:
-            data = _read_object(indexes_path, position, size)
+            data = _read_object(indexes_path, position, size, self._filesystem)
         except OSError as e:  # a missing .indexes object: no index, as for a local segment without one
             reason = "the .indexes object is missing" if isinstance(e, FileNotFoundError) else f"can't read it: {e}"
             raise InvalidIndexError(reason) from None
@@ -363,13 +377,16 @@ class TieredSource(fs.Source):
         return self.manifest.detransform_index(name, data)
 
 
-def held_last_offset(log_path: str, manifest_path: str, keys: KeySpec, base_offset: int) -> int | None:
+def held_last_offset(
+    log_path: str, manifest_path: str, keys: KeySpec, base_offset: int, filesystem: Any = None
+) -> int | None:
     """The last offset a remote segment's bytes really hold (its last batch
     header's), walked from the last offset-index entry (or the start); None
     when the segment can't be read. Used to check a manifest's end offset
-    before it hides another copy's offsets."""
+    before it hides another copy's offsets. ``filesystem``: the caller's
+    :class:`pyarrow.fs.FileSystem`, the paths its own."""
     try:
-        source = TieredSource(log_path, manifest_path, keys)
+        source = TieredSource(log_path, manifest_path, keys, filesystem=filesystem)
     except (TieredStorageError, OSError, ValueError):
         return None
     try:
