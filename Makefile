@@ -20,7 +20,7 @@ endif
 CONSTRAINTS ?=
 PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(abspath $(CONSTRAINTS)),)
 
-.PHONY: install jvm test test-rust-build test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
+.PHONY: install extension jvm test test-rust-build test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,13 @@ $(PY):
 
 # Release build of the extension plus test dependencies (editable: python/ is linked),
 # and the JVM data source's jar where a JDK is installed.
-install: $(PY)
-	$(PY) -m pip install --quiet $(PIP_CONSTRAINTS) -e '.[test]'
+install: extension
 	@if command -v javac >/dev/null 2>&1; then $(MAKE) --no-print-directory jvm; \
 	else echo "make install: no javac on PATH, the JVM data source's jar is not built (make jvm)"; fi
+
+# The extension and the test dependencies alone: what stubtest and lint need (no jar).
+extension: $(PY)
+	$(PY) -m pip install --quiet $(PIP_CONSTRAINTS) -e '.[test]'
 
 # The JVM data source: the JNI library, the Java classes (against PySpark's jars) and
 # python/kafkabatch/spark/jars/kafkabatch-spark.jar holding both.
@@ -58,7 +61,7 @@ PYTEST_WORKERS ?= 2
 test-python: install
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
-stubtest: install
+stubtest: extension
 	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt
 
 demo: install
@@ -75,7 +78,7 @@ fuzz-smoke:
 	bash fuzz/smoke.sh
 
 # Formatting, lints and types; CI runs it as its own job.
-lint: install
+lint: extension
 	cargo fmt --all --check
 	cargo clippy --locked --workspace --all-targets -- -D warnings
 	# the core as the fuzz targets build it (no remote storage)
