@@ -44,9 +44,10 @@ jvm: $(PY)
 # The Rust tests' debug build runs beside the release install: on two cores each spends
 # minutes in a single-threaded step (codegen with one unit, fat LTO), so together they take
 # little more than the install alone.
+# The second make runs the suites on that install (KAFKABATCH_INSTALLED=1: no second pip install and jar build).
 test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target install test-rust-build
-	$(MAKE) --no-print-directory test-rust test-python stubtest
+	$(MAKE) --no-print-directory test-rust test-python stubtest KAFKABATCH_INSTALLED=1
 
 test-rust-build:
 	cargo test --locked --no-run
@@ -58,10 +59,10 @@ test-rust:
 # one slow file bounds the wall time; --durations=25 lists the slowest tests in every log.
 PYTEST_WORKERS ?= 2
 
-test-python: install
+test-python: $(if $(KAFKABATCH_INSTALLED),,install)
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
-stubtest: extension
+stubtest: $(if $(KAFKABATCH_INSTALLED),,extension)
 	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt
 
 demo: install
