@@ -20,7 +20,7 @@ endif
 CONSTRAINTS ?=
 PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(abspath $(CONSTRAINTS)),)
 
-.PHONY: install jvm test test-rust-build test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
+.PHONY: install extension jvm test test-rust-build test-rust test-python stubtest demo bench fuzz-smoke lint check-sdist clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,13 @@ $(PY):
 
 # Release build of the extension plus test dependencies (editable: python/ is linked),
 # and the JVM data source's jar where a JDK is installed.
-install: $(PY)
-	$(PY) -m pip install --quiet $(PIP_CONSTRAINTS) -e '.[test]'
+install: extension
 	@if command -v javac >/dev/null 2>&1; then $(MAKE) --no-print-directory jvm; \
 	else echo "make install: no javac on PATH, the JVM data source's jar is not built (make jvm)"; fi
+
+# The extension and the test dependencies alone: what stubtest and lint need (no jar).
+extension: $(PY)
+	$(PY) -m pip install --quiet $(PIP_CONSTRAINTS) -e '.[test]'
 
 # The JVM data source: the JNI library, the Java classes (against PySpark's jars) and
 # python/kafkabatch/spark/jars/kafkabatch-spark.jar holding both.
@@ -41,9 +44,10 @@ jvm: $(PY)
 # The Rust tests' debug build runs beside the release install: on two cores each spends
 # minutes in a single-threaded step (codegen with one unit, fat LTO), so together they take
 # little more than the install alone.
+# The second make runs the suites on that install (KAFKABATCH_INSTALLED=1: no second pip install and jar build).
 test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target install test-rust-build
-	$(MAKE) --no-print-directory test-rust test-python stubtest
+	$(MAKE) --no-print-directory test-rust test-python stubtest KAFKABATCH_INSTALLED=1
 
 test-rust-build:
 	cargo test --locked --no-run
@@ -51,13 +55,14 @@ test-rust-build:
 test-rust:
 	cargo test --locked
 
-# PYTEST_WORKERS=0 runs the suite in one process.
+# PYTEST_WORKERS=0 runs the suite in one process. --dist loadfile keeps a file on one worker, so
+# one slow file bounds the wall time; --durations=25 lists the slowest tests in every log.
 PYTEST_WORKERS ?= 2
 
-test-python: install
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+test-python: $(if $(KAFKABATCH_INSTALLED),,install)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
-stubtest: install
+stubtest: $(if $(KAFKABATCH_INSTALLED),,extension)
 	$(PY) -m mypy.stubtest kafkabatch._kafkabatch --allowlist stubtest-allowlist.txt
 
 demo: install
@@ -74,7 +79,7 @@ fuzz-smoke:
 	bash fuzz/smoke.sh
 
 # Formatting, lints and types; CI runs it as its own job.
-lint: install
+lint: extension
 	cargo fmt --all --check
 	cargo clippy --locked --workspace --all-targets -- -D warnings
 	# the core as the fuzz targets build it (no remote storage)

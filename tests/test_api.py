@@ -142,3 +142,26 @@ def test_iter_batches_keep_mode_yields_the_bad_batch(data):
     assert [b.error is not None for b in batches] == [False, True, False]
     assert batches[1].compression == "zstd" and not batches[1].crc_valid
     assert len(list(kb.iter_batches(bad, on_error="skip"))) == 2
+
+
+def test_each_native_table_is_taken_once(data):
+    """decode's stream (through the C stream or as exported arrays), an
+    internal-topic table and a parsed column: the second take is a RuntimeError."""
+    for first, second in [
+        (pa.table, pa.table),
+        (lambda s: s._export_arrays(), pa.table),
+        (pa.table, lambda s: s._export_arrays()),
+    ]:
+        stream = native.decode(data, topic="t", partition=1)
+        first(stream)
+        with pytest.raises(RuntimeError, match="already consumed"):
+            second(stream)
+    empty = pa.array([], pa.binary())
+    internal = native.decode_internal("consumer_offsets", empty, empty)
+    assert pa.table(internal).num_rows == 0
+    with pytest.raises(RuntimeError, match="already consumed"):
+        pa.table(internal)
+    parsed = native.value_parser(format="string").parse(pa.table({"value": pa.array([b"a", b"b"])}))
+    assert pa.table(parsed).column(0).to_pylist() == ["a", "b"]
+    with pytest.raises(RuntimeError, match="already consumed"):
+        pa.table(parsed)

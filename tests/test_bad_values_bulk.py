@@ -26,6 +26,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
@@ -51,11 +52,12 @@ FORMATS = ["json", "avro", "avro-confluent", "protobuf-confluent", "protobuf-pla
 PATTERNS = ["all-bad", "every-other-bad"]
 
 
-def run_child(*args: str, timeout: float = 300) -> str:
-    """This file run as a script with ``args``; its stdout. A signal or a
-    non-zero exit fails the calling test with the child's stderr."""
+def run_child(*args: str, script: str = __file__, timeout: float = 300) -> str:
+    """``script`` (this file unless given) run as a script with ``args``; its
+    stdout. A signal or a non-zero exit fails the calling test with the
+    child's stderr."""
     proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), *args],
+        [sys.executable, str(Path(script).resolve()), *args],
         cwd=HERE,
         capture_output=True,
         text=True,
@@ -67,6 +69,20 @@ def run_child(*args: str, timeout: float = 300) -> str:
         pytest.fail(f"{args}: the process died of {name}\n{proc.stderr[-3000:]}")
     assert proc.returncode == 0, f"{args}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
     return proc.stdout
+
+
+def mostly_bad(good: list[bytes], bad: bytes, every: int, rows: int = ROWS) -> list[bytes]:
+    """``rows`` values: row ``i`` is ``good[(i // every) % len(good)]`` when
+    ``every`` divides ``i``, else ``bad``."""
+    values = [bad] * rows
+    values[::every] = [good[k % len(good)] for k in range(len(range(0, rows, every)))]
+    return values
+
+
+def values_table(values: list[bytes]) -> pa.Table:
+    """``values`` as the ``value`` column of records to encode (the encoder's
+    Arrow input: no dict per record)."""
+    return pa.table({"value": pa.array(values, pa.binary())})
 
 
 def _registry():
@@ -153,9 +169,9 @@ def child_bulk(fmt: str, pattern: str, proto_root: str) -> None:
         values = [bad] * ROWS
         kept = []
     else:
-        values = [good[(i // 2) % DISTINCT] if i % 2 == 0 else bad for i in range(ROWS)]
+        values = mostly_bad(good, bad, 2)
         kept = list(range(0, ROWS, 2))
-    data = kb.encode([{"value": v} for v in values], compression="lz4")
+    data = kb.encode(values_table(values), compression="lz4")
     table = kb.decode(data, on_value_error="null", **options)
     column = table.column("value")
     assert table.num_rows == ROWS and table.column("offset").to_pylist() == list(range(ROWS))
@@ -223,7 +239,7 @@ def test_framed_protobuf_read_with_the_wrong_schema_never_crashes(message, proto
     shop = _shop(proto_root)
     framed = tp.serialize(_registry(), shop.Order, [tp.order(shop, k) for k in range(DISTINCT)])
     rows = 40_000
-    data = kb.encode([{"value": framed[i % DISTINCT]} for i in range(rows)], compression="zstd")
+    data = kb.encode(values_table([framed[i % DISTINCT] for i in range(rows)]), compression="zstd")
     path = tmp_path / "framed.bin"
     path.write_bytes(data)
     for _ in range(20):

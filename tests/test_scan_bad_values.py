@@ -13,15 +13,13 @@ fresh interpreter, so a crash is a failed test naming its signal.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+import test_bad_values_bulk as bulk
 
 import kafkabatch as kb
 
@@ -52,20 +50,21 @@ def _on_a_thread(read: Any) -> Any:
 
 
 def child_scan(fmt: str, proto_root: str, folder: str) -> None:
-    import test_bad_values_bulk as bulk
+    import pyarrow.compute as pc
 
     good, bad, options, reference, rows_of, key = bulk._case(fmt, proto_root)
-    values = [good[(i // GOOD_EVERY) % bulk.DISTINCT] if i % GOOD_EVERY == 0 else bad for i in range(ROWS)]
+    values = bulk.mostly_bad(good, bad, GOOD_EVERY)
     per = -(-ROWS // SEGMENTS)
     for base in range(0, ROWS, per):
-        records = [{"value": v} for v in values[base : base + per]]
         kb.write_segment(
             Path(folder) / "orders-0" / f"{base:020d}.log",
-            records,
+            bulk.values_table(values[base : base + per]),
             base_offset=base,
             compression="lz4",
             records_per_batch=500,
         )
+    # Row i holds good[(i // GOOD_EVERY) % DISTINCT]: each good value is read once by the reference.
+    readings = [reference(v) for v in good]
     for start in (None, ROWS // 2 + 3):
         table = _on_a_thread(
             lambda start=start: kb.scan_log(
@@ -77,11 +76,11 @@ def child_scan(fmt: str, proto_root: str, folder: str) -> None:
         column = table.column("value")
         kept = [i for i in range(first, ROWS) if i % GOOD_EVERY == 0]
         assert [first + i for i, ok in enumerate(column.is_valid().to_pylist()) if ok] == kept
-        got = rows_of(column.filter(column.is_valid()))
-        want = [reference(values[i]) for i in kept]
+        got = column.filter(column.is_valid())
+        want = [readings[(i // GOOD_EVERY) % bulk.DISTINCT] for i in kept]
         if key is not None:  # compared field by field where the readers' types agree: the key field, then all
-            assert [g[key] for g in got] == [w[key] for w in want]
-        assert got[: 2 * bulk.DISTINCT] == want[: 2 * bulk.DISTINCT]
+            assert pc.struct_field(got, key).to_pylist() == [w[key] for w in want]
+        assert rows_of(got.slice(0, 2 * bulk.DISTINCT)) == want[: 2 * bulk.DISTINCT]
     try:
         _on_a_thread(lambda: kb.scan_log(folder, **options).read_all())
     except kb.ValueDecodeError as error:
@@ -90,23 +89,6 @@ def child_scan(fmt: str, proto_root: str, folder: str) -> None:
     else:
         raise AssertionError("on_value_error='raise' raised nothing")
     print(json.dumps({"rows": table.num_rows, "kept": len(kept)}))
-
-
-def run_child(*args: str, timeout: float = 600) -> str:
-    """This file run as a script with ``args``; its stdout. A signal or a
-    non-zero exit fails the calling test with the child's stderr."""
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), *args],
-        cwd=HERE,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
-    )
-    if proc.returncode < 0:
-        pytest.fail(f"{args}: the process died of {signal.Signals(-proc.returncode).name}\n{proc.stderr[-3000:]}")
-    assert proc.returncode == 0, f"{args}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
-    return proc.stdout
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +106,9 @@ def proto_root(tmp_path_factory) -> str:
 def test_scan_log_of_mostly_bad_typed_values_on_a_thread(fmt, proto_root, tmp_path):
     pytest.importorskip("fastavro")
     pytest.importorskip("confluent_kafka.schema_registry")
-    out = json.loads(run_child("scan", fmt, proto_root, str(tmp_path / "log")).splitlines()[-1])
+    out = json.loads(
+        bulk.run_child("scan", fmt, proto_root, str(tmp_path / "log"), script=__file__, timeout=600).splitlines()[-1]
+    )
     half = ROWS // 2 + 3
     assert out == {"rows": ROWS - half, "kept": len(range(half + (-half % GOOD_EVERY), ROWS, GOOD_EVERY))}
 

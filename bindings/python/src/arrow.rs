@@ -46,7 +46,7 @@ impl ArrowSchema {
 /// consumers once through `__arrow_c_stream__`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
 pub struct DecodedStream {
-    chunks: Mutex<Option<Vec<RecordBatch>>>,
+    stream: ArrowStream,
     /// Chunks handed out by `_export_arrays`, alive until imported. Filled
     /// once and never grown after, so the addresses handed out stay valid.
     exported: Mutex<Vec<FFI_ArrowArray>>,
@@ -79,13 +79,6 @@ pub struct DecodedStream {
     values_failed: bool,
 }
 
-impl DecodedStream {
-    /// The decoded chunks, handed out once.
-    fn take_chunks(&self) -> PyResult<Vec<RecordBatch>> {
-        take_once(&self.chunks)
-    }
-}
-
 #[pymethods]
 impl DecodedStream {
     #[pyo3(signature = (requested_schema=None))]
@@ -96,10 +89,7 @@ impl DecodedStream {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         // The protocol lets a producer ignore the requested schema; ours is fixed.
         let _ = requested_schema;
-        let chunks = self.take_chunks()?;
-        // binary or binary_view, as decoded; there is always a chunk.
-        let stream_schema = chunks.first().map_or_else(schema, RecordBatch::schema);
-        stream_capsule(py, chunks, stream_schema)
+        self.stream.capsule(py)
     }
 
     /// The chunks as C Data Interface `ArrowArray` structs (of the schema's
@@ -109,7 +99,7 @@ impl DecodedStream {
     /// counts when a fetch is decoded per call. Importing moves an array out
     /// (the struct is marked released); the rest are released with the stream.
     fn _export_arrays(&self) -> PyResult<Vec<usize>> {
-        let chunks = self.take_chunks()?;
+        let chunks = self.stream.batches()?;
         let mut exported = self
             .exported
             .lock()
@@ -130,28 +120,19 @@ fn already_consumed() -> PyErr {
     PyRuntimeError::new_err("this stream was already consumed")
 }
 
-/// Chunks that may be handed out once (Arrow consumers move them out).
-pub(crate) fn take_once(chunks: &Mutex<Option<Vec<RecordBatch>>>) -> PyResult<Vec<RecordBatch>> {
-    chunks
-        .lock()
-        .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
-        .take()
-        .ok_or_else(already_consumed)
-}
-
 /// An Arrow C stream handed to one consumer through `__arrow_c_stream__`
 /// (`pyarrow.RecordBatchReader.from_stream`, `pyarrow.table`, polars...);
 /// a second take raises `RuntimeError`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
 pub struct ArrowStream {
-    stream: Mutex<Option<FFI_ArrowArrayStream>>,
+    reader: Mutex<Option<Box<dyn RecordBatchReader + Send>>>,
 }
 
 impl ArrowStream {
     /// The batches of `reader`, read as the consumer pulls them.
     pub(crate) fn new(reader: Box<dyn RecordBatchReader + Send>) -> Self {
         ArrowStream {
-            stream: Mutex::new(Some(FFI_ArrowArrayStream::new(reader))),
+            reader: Mutex::new(Some(reader)),
         }
     }
 
@@ -160,15 +141,25 @@ impl ArrowStream {
         ArrowStream::new(Box::new(RecordBatchIterator::new(chunks.into_iter().map(Ok), schema)))
     }
 
-    /// The stream as an `arrow_array_stream` capsule, once.
-    pub(crate) fn capsule<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let stream = self
-            .stream
+    /// The reader, once: every later take raises `RuntimeError`.
+    fn take(&self) -> PyResult<Box<dyn RecordBatchReader + Send>> {
+        self.reader
             .lock()
             .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
             .take()
-            .ok_or_else(already_consumed)?;
-        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+            .ok_or_else(already_consumed)
+    }
+
+    /// The stream as an `arrow_array_stream` capsule, once.
+    pub(crate) fn capsule<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(self.take()?), c"arrow_array_stream")
+    }
+
+    /// The stream's batches read to its end, once (instead of the capsule).
+    pub(crate) fn batches(&self) -> PyResult<Vec<RecordBatch>> {
+        self.take()?
+            .collect::<Result<_, _>>()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 }
 
@@ -183,15 +174,6 @@ impl ArrowStream {
         let _ = requested_schema; // the schema is fixed
         self.capsule(py)
     }
-}
-
-/// Record batches handed out as an Arrow C stream (`__arrow_c_stream__`).
-pub(crate) fn stream_capsule(
-    py: Python<'_>,
-    chunks: Vec<RecordBatch>,
-    schema: SchemaRef,
-) -> PyResult<Bound<'_, PyCapsule>> {
-    ArrowStream::of_batches(chunks, schema).capsule(py)
 }
 
 /// Decode every batch of `data` into Arrow record batches (see `kafkabatch.decode`).
@@ -282,8 +264,10 @@ fn decode_py(
         WalkEnd::Truncated { len, .. } => *len,
         WalkEnd::Broken(e) => end - e.batch_position,
     };
+    // binary or binary_view, as decoded; there is always a chunk.
+    let stream_schema = out.chunks.first().map_or_else(schema, RecordBatch::schema);
     Ok(DecodedStream {
-        chunks: Mutex::new(Some(out.chunks)),
+        stream: ArrowStream::of_batches(out.chunks, stream_schema),
         values_failed: values_failed.into_inner(),
         exported: Mutex::new(Vec::new()),
         batches: out.batches,

@@ -11,19 +11,17 @@ use arrow_array::{
     make_array, Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, LargeBinaryArray, RecordBatch,
 };
 use arrow_schema::ffi::FFI_ArrowSchema;
-use arrow_schema::SchemaRef;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
-use super::arrow::{stream_capsule, take_once};
+use super::arrow::ArrowStream;
 use kafkabatch::kmsg::{decode_internal as decode_rows, Definitions, Kind, NullRows, Payloads};
 
 /// A decoded table, handed to Arrow consumers once through `__arrow_c_stream__`.
 #[pyclass(frozen, module = "kafkabatch._kafkabatch")]
 pub struct InternalTable {
-    chunks: Mutex<Option<Vec<RecordBatch>>>,
-    schema: SchemaRef,
+    stream: ArrowStream,
 }
 
 #[pymethods]
@@ -35,8 +33,7 @@ impl InternalTable {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let chunks = take_once(&self.chunks)?;
-        stream_capsule(py, chunks, self.schema.clone())
+        self.stream.capsule(py)
     }
 }
 
@@ -256,9 +253,9 @@ fn decode_internal(
             ))
         })
         .map_err(|e| PyValueError::new_err(format!("definitions: {e}")))?;
+    let schema = batch.schema();
     Ok(InternalTable {
-        schema: batch.schema(),
-        chunks: Mutex::new(Some(vec![batch])),
+        stream: ArrowStream::of_batches(vec![batch], schema),
     })
 }
 
