@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import kafkabatch.log.fs as fs
-from kafkabatch._decode import iter_batches
 from kafkabatch._kafkabatch import RemoteManifest, TieredKeys, TieredStorageError
 from kafkabatch._kafkabatch import listing_reason as _listing_reason
 from kafkabatch._kafkabatch import remote_name as _native_remote_name
@@ -436,65 +435,6 @@ def batch_length(header: Any) -> int | None:
     return 12 + length if length >= 0 else None
 
 
-def whole_batches_end(source: Any, start: int, limit: int) -> int:
-    """Where the last whole batch walked from ``start`` ends at or before ``limit``."""
-    pos = start
-    while pos + 12 <= limit:
-        length = batch_length(bytes(source.read(pos, 12)))
-        if length is None or pos + length > limit:
-            break
-        pos += length
-    return pos
-
-
-def _chain_reaches(source: Any, position: int, target: int) -> bool:
-    """Whether batches walked from ``position`` end exactly at ``target``, the
-    first one whole and valid (its CRC checked)."""
-    pos, first = position, True
-    try:
-        while pos < target:
-            header = bytes(source.read(pos, 17))
-            if len(header) < 17 or header[16] > 2:
-                return False
-            length = batch_length(header[:12])
-            if length is None or length < 17 or pos + length > target:
-                return False
-            if first:
-                batch = next(iter(iter_batches(source.read(pos, length), validate_crc=True, on_error="keep")), None)
-                if batch is None or not batch.is_valid or not batch.crc_valid:
-                    return False
-                first = False
-            pos += length
-    except TieredStorageError:
-        return False
-    return pos == target
-
-
-def resume_after(source: TieredSource, position: int, indexes_path: str, base_offset: int | None) -> int | None:
-    """The first batch start at or after original byte ``position`` (the end
-    of a chunk that can't be undone), or None when none is found: a position
-    from which batches run exactly to the next offset-index entry (or to the
-    end of the segment), the first with a valid CRC."""
-    target = source.size
-    if base_offset is not None:
-        try:
-            raw = source.index("offset", indexes_path)
-            if raw:
-                after = [p for p in offset_index_entries(raw, base_offset)[1] if position <= p < source.size]
-                target = after[0] if after else target
-        except (InvalidIndexError, TieredStorageError, OSError):
-            pass
-    for candidate in range(position, min(target, position + RESYNC_LIMIT) + 1):
-        if candidate == target or _chain_reaches(source, candidate, target):
-            return candidate if candidate < source.size else None
-    return None
-
-
-# --------------------------------------------------------------------------
-# seeking with the .indexes object
-# --------------------------------------------------------------------------
-
-
 def _header_at(source: TieredSource, position: int) -> tuple[int, int] | None:
     """(base offset, batch length) of the batch header at ``position``, if it is one."""
     header = bytes(source.read(position, 17))
@@ -575,33 +515,3 @@ def seek(
     except InvalidIndexError as e:
         warnings.warn(f"{indexes_path}: {e}; scanning the whole segment instead", IndexFileWarning, stacklevel=3)
         return 0, None
-
-
-def chunk_cuts(source: TieredSource, indexes_path: str, base_offset: int, start: int, max_bytes: int) -> list[int]:
-    """Batch positions to cut a remote segment into tasks of about
-    ``max_bytes``: for each cut, the first indexed batch in a chunk, so a task
-    fetches its own chunks and at most the one its last batch ends in. Only
-    the offset index slice is fetched."""
-    manifest = source.manifest
-    try:
-        raw = source.index("offset", indexes_path)
-        if raw is None:
-            return []
-        offsets, positions = offset_index_entries(raw, base_offset)
-    except InvalidIndexError as e:
-        warnings.warn(f"{indexes_path}: {e}; reading {source.path} in one task", IndexFileWarning, stacklevel=2)
-        return []
-    cuts: list[int] = []
-    last = start
-    chunk = manifest.original_chunk_size
-    for position in positions:
-        if position >= source.size:
-            break
-        # The first indexed batch at or after the chunk boundary past last + max_bytes.
-        boundary = -(-(last + max_bytes) // chunk) * chunk
-        if position < boundary:
-            continue
-        # Not fetched here to be checked: each task checks its first batch (check_start).
-        cuts.append(position)
-        last = position
-    return cuts
