@@ -498,6 +498,25 @@ fn holds(seg: &Segment, offset: i64, held: &dyn HeldOffsets) -> bool {
         .is_some_and(|last| last >= offset)
 }
 
+/// A partition's segments as the overlap rule takes them: broker log dirs alone are copies
+/// of each other only where their folders have the same name (`orders-0` in a backup and in
+/// the live dir; a `topic` or `partition` override can give two different logs one key), so
+/// they are grouped by folder name; segments of any other layout are one group.
+fn copies_of(partition: Vec<Segment>) -> Vec<Vec<Segment>> {
+    if !partition.iter().all(|s| s.layout == Layout::Broker) {
+        return vec![partition];
+    }
+    let mut groups: Vec<(String, Vec<Segment>)> = Vec::new();
+    for seg in partition {
+        let name = basename(parent_uri(&seg.path)).to_string();
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, group)) => group.push(seg),
+            None => groups.push((name, vec![seg])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
 /// The overlap rule on each partition whose segments come from more than one folder or
 /// layout: `floor_offset`/`stop_offset` set, shadowed segments dropped (kept as twins of the
 /// segment that reads their offsets). A segment's last offset is its manifest's end offset,
@@ -506,7 +525,7 @@ fn holds(seg: &Segment, offset: i64, held: &dyn HeldOffsets) -> bool {
 /// manifest: its last batch header's offset).
 pub fn resolve_overlaps(segments: Vec<Segment>, held: &dyn HeldOffsets) -> Vec<Segment> {
     let mut out = Vec::new();
-    for group in by_partition(segments) {
+    for group in by_partition(segments).into_iter().flat_map(copies_of) {
         let one_folder = group.iter().all(|s| parent_uri(&s.path) == parent_uri(&group[0].path));
         if (one_folder && group.iter().all(|s| s.layout == Layout::Broker))
             || group.iter().any(|s| s.base_offset.is_none())
