@@ -382,6 +382,26 @@ def plan_roots(
     ``(start_offset, end_offset, start_ts_us, end_ts_us)``, or None to leave it out. With
     ``filesystem``, the roots are paths in it and every segment is left to the read to seek."""
 
+def held_last_offset(
+    log: str,
+    manifest: str,
+    base_offset: int,
+    *,
+    tiered_keys: dict[str, str] | None = None,
+    filesystem: Any = None,
+    max_decompressed_size: int = ...,
+    max_chunk_bytes: int = ...,
+) -> int | None:
+    """The last offset a remote (Aiven) segment's bytes really hold: its last
+    batch header's, walked from the last entry of its offset index (else from
+    its start); ``None`` when it can't be read. A plain file with ``manifest``
+    empty. Read with ``tiered_keys``, through ``filesystem`` (its paths) when given.
+
+    >>> held_last_offset("s3://b/t/orders-x/0/00000000000000000000-y.log",
+    ...                  "s3://b/t/orders-x/0/00000000000000000000-y.rsm-manifest", 0)  # doctest: +SKIP
+    999
+    """
+
 def partition_transactions(
     segments: list[Any],
     *,

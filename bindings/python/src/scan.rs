@@ -21,9 +21,9 @@ use kafkabatch::arrow_out::Columns;
 use kafkabatch::decode::{OnError, DEFAULT_MAX_DECOMPRESSED_SIZE};
 use kafkabatch::prune::HeaderBounds;
 use kafkabatch::scan::layouts::Layout;
-use kafkabatch::scan::listing::{by_partition, ListError, Segment};
+use kafkabatch::scan::listing::{by_partition, HeldOffsets, ListError, Segment};
 use kafkabatch::scan::plan::{local_transactions, plan_segments, SegmentPlan, DEFAULT_MAX_CHUNK_BYTES};
-use kafkabatch::scan::read::span_transactions;
+use kafkabatch::scan::read::{span_transactions, HeldByBytes};
 use kafkabatch::scan::{
     Aggregate, GroupBy, Scan, ScanError, ScanIsolation, ScanReader, Split, SplitReport, Transaction,
 };
@@ -270,6 +270,34 @@ fn storage_scan(given: Option<PyFileSystemStorage>) -> (Arc<PyFileSystemStorage>
             (fallback.clone(), scan.resolver(python_resolver(fallback)))
         }
     }
+}
+
+/// The last offset a remote (Aiven) segment's bytes really hold: its last batch
+/// header's, walked from the last entry of its offset index (else from its
+/// start); `None` when it can't be read (what checks a manifest's end offset
+/// before it hides another copy's offsets). A plain file with `manifest` empty.
+/// Read with `tiered_keys`, through `filesystem` (its paths) when given.
+#[pyfunction]
+#[pyo3(signature = (log, manifest, base_offset, *, tiered_keys=None, filesystem=None, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_chunk_bytes=DEFAULT_MAX_CHUNK_BYTES))]
+#[allow(clippy::too_many_arguments)]
+fn held_last_offset(
+    py: Python<'_>,
+    log: &str,
+    manifest: &str,
+    base_offset: i64,
+    tiered_keys: Option<BTreeMap<String, String>>,
+    filesystem: Option<Py<PyAny>>,
+    max_decompressed_size: usize,
+    max_chunk_bytes: usize,
+) -> PyResult<Option<i64>> {
+    let (_fallback, scan) = storage_scan(filesystem.map(PyFileSystemStorage::over));
+    let context = scan
+        .tiered_keys(tiered_keys.unwrap_or_default())
+        .max_decompressed_size(max_decompressed_size)
+        .max_chunk_bytes(max_chunk_bytes)
+        .context()
+        .map_err(scan_error)?;
+    Ok(py.detach(|| HeldByBytes { context: &context }.held_last_offset(log, manifest, base_offset)))
 }
 
 /// The read_committed pre-pass over one partition's segments
@@ -895,6 +923,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan_partition, m)?)?;
     m.add_function(wrap_pyfunction!(plan_roots, m)?)?;
     m.add_function(wrap_pyfunction!(partition_transactions, m)?)?;
+    m.add_function(wrap_pyfunction!(held_last_offset, m)?)?;
     m.add_function(wrap_pyfunction!(source_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(_scan_read, m)?)?;
     m.add_function(wrap_pyfunction!(_scan_header_aggregates, m)?)

@@ -43,6 +43,7 @@ from typing import Any
 
 import kafkabatch.log.fs as fs
 from kafkabatch._kafkabatch import RemoteManifest, TieredKeys, TieredStorageError
+from kafkabatch._kafkabatch import held_last_offset as _native_held_last_offset
 from kafkabatch._kafkabatch import listing_reason as _listing_reason
 from kafkabatch._kafkabatch import remote_name as _native_remote_name
 from kafkabatch.log.index import IndexFileWarning, InvalidIndexError, offset_index_entries
@@ -380,40 +381,16 @@ def held_last_offset(
     log_path: str, manifest_path: str, keys: KeySpec, base_offset: int, filesystem: Any = None
 ) -> int | None:
     """The last offset a remote segment's bytes really hold (its last batch
-    header's), walked from the last offset-index entry (or the start); None
-    when the segment can't be read. Used to check a manifest's end offset
-    before it hides another copy's offsets. ``filesystem``: the caller's
-    :class:`pyarrow.fs.FileSystem`, the paths its own."""
+    header's), walked by the core from the last offset-index entry (or the
+    start); None when the segment can't be read. Used to check a manifest's
+    end offset before it hides another copy's offsets. ``filesystem``: the
+    caller's :class:`pyarrow.fs.FileSystem`, the paths its own."""
     try:
-        source = TieredSource(log_path, manifest_path, keys, filesystem=filesystem)
+        return _native_held_last_offset(
+            log_path, manifest_path, base_offset, tiered_keys=dict(keys), filesystem=filesystem
+        )
     except (TieredStorageError, OSError, ValueError):
         return None
-    try:
-        starts = [0]
-        try:
-            raw = source.index("offset", sibling(log_path, ".indexes"))
-            if raw:
-                positions = [p for p in offset_index_entries(raw, base_offset)[1] if 0 < p < source.size]
-                starts = positions[-1:] + starts
-        except (TieredStorageError, OSError, ValueError):
-            pass
-        for pos in starts:
-            last = None
-            while pos + 27 <= source.size:
-                header = bytes(source.read(pos, 27))
-                length = batch_length(header[:12])
-                if length is None or length < 27 or pos + length > source.size or header[16] > 2:
-                    break
-                base = int.from_bytes(header[:8], "big", signed=True)
-                last = base + int.from_bytes(header[23:27], "big", signed=True) if header[16] == 2 else base
-                pos += length
-            if last is not None:
-                return last
-        return None
-    except (TieredStorageError, OSError, ValueError):
-        return None
-    finally:
-        source.close()
 
 
 # --------------------------------------------------------------------------
