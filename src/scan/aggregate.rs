@@ -664,27 +664,14 @@ mod tests {
     use crate::generate::{Kind, PartitionConfig, PartitionGenerator};
     use crate::scan::ScanIsolation;
 
-    /// Per (topic, partition): count, min/max offset, max timestamp of what the reader returns.
+    /// Per (topic, partition): count, min/max offset, max timestamp of what the reader returns
+    /// (those of [`all_from_rows`]).
     fn from_rows(scan: &Scan) -> Vec<AggregateRow> {
-        let mut groups: BTreeMap<(String, i64), (i64, i64, i64, i64)> = BTreeMap::new();
-        for batch in scan.reader().unwrap() {
-            let b = batch.unwrap();
-            let (t, p) = (b.column(2).as_string::<i32>(), b.column(3).as_primitive::<Int32Type>());
-            let o = b.column(4).as_primitive::<Int64Type>();
-            let ts = b.column(5).as_primitive::<TimestampMicrosecondType>();
-            for i in 0..b.num_rows() {
-                let g = groups
-                    .entry((t.value(i).to_string(), i64::from(p.value(i))))
-                    .or_insert((0, i64::MAX, i64::MIN, i64::MIN));
-                *g = (g.0 + 1, g.1.min(o.value(i)), g.2.max(o.value(i)), g.3.max(ts.value(i)));
-            }
-        }
-        groups
+        all_from_rows(scan)
             .into_iter()
-            .map(|((t, p), (n, lo, hi, ts))| AggregateRow {
-                topic: Some(t),
-                partition: Some(p),
-                values: vec![Some(n), Some(lo), Some(hi), Some(ts)],
+            .map(|row| AggregateRow {
+                values: [0, 1, 2, 4].iter().map(|&i| row.values[i]).collect(),
+                ..row
             })
             .collect()
     }
