@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use super::index::offset_index_entries;
 use super::layouts::{remote_name, sibling, Layout};
-use super::naming::{basename, is_remote, segment_base_offset, text};
+use super::naming::{basename, is_remote, segment_base_offset, text, without_query};
 use super::options::ScanOptions;
 use super::plan::{Plan, Split};
 use super::read::{ReadContext, Source};
@@ -237,17 +237,11 @@ pub fn cut_remote_split(split: &Split, max_bytes: u64, storage: &dyn Storage) ->
     {
         return whole();
     }
-    let (base, query) = split
-        .path
-        .split_once('?')
-        .map_or((split.path.as_str(), None), |(b, q)| (b, Some(q)));
-    let (Some(stem), Some(base_offset)) = (base.strip_suffix(".log"), segment_base_offset(basename(base))) else {
+    let base = without_query(&split.path);
+    let (true, Some(base_offset)) = (base.ends_with(".log"), segment_base_offset(basename(base))) else {
         return whole();
     };
-    let index_path = match query {
-        Some(q) => format!("{stem}.index?{q}"),
-        None => format!("{stem}.index"),
-    };
+    let index_path = sibling(&split.path, ".index");
     let index = Location::new(&index_path);
     let data = match storage.size(&index) {
         Ok(None) | Err(StorageError::NotFound(_)) => return whole(),
